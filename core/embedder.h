@@ -1,0 +1,41 @@
+#pragma once
+
+#include "core/json.h"
+#include "core/memory_record.h"
+
+#include <QString>
+#include <QStringList>
+#include <QtPlugin>
+#include <memory>
+#include <vector>
+
+namespace mneme {
+
+// Turns texts into vectors. embed() may block (a network embedder waits for its reply); Memory calls
+// it only from its writer and recall threads, never from the thread that owns the Memory.
+// Implementations are thread-safe.
+class Embedder
+{
+public:
+    virtual ~Embedder() = default;
+
+    // "provider/model", e.g. "builtin/hash-v1"; stored with the data to detect a changed embedder.
+    virtual QString id() const = 0;
+    // Length of every vector embed() returns.
+    virtual int dimension() const = 0;
+    // One vector per text, in order. A blank text gets an empty vector. Throws Error(Embedder).
+    virtual std::vector<Embedding> embed(const QStringList &texts) = 0;
+};
+
+// Builds embedders from configuration ({"provider": key, "config": {...}}: `config` is passed here).
+class EmbedderFactory
+{
+public:
+    virtual ~EmbedderFactory() = default;
+    virtual std::unique_ptr<Embedder> createEmbedder(const QString &key, const Json &config) = 0;
+};
+
+} // namespace mneme
+
+#define MNEME_EMBEDDER_FACTORY_IID "org.mneme.EmbedderFactory/1.0"
+Q_DECLARE_INTERFACE(mneme::EmbedderFactory, MNEME_EMBEDDER_FACTORY_IID)

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <QString>
+#include <stdexcept>
+
+namespace mneme {
+
+// What kind of failure an Error reports. The CLI maps kinds to exit codes
+// (InvalidArgument -> 2, PermissionDenied -> 3, everything else -> 1).
+enum class ErrorKind {
+    InvalidArgument,    // bad input from the caller: scope path, importance, empty content, config
+    NotFound,           // an id or a key that does not exist
+    PermissionDenied,   // a read-only view, a private record without a source
+    EmbedderMismatch,   // the store was written with another embedder id or dimension
+    SchemaTooNew,       // the database was written by a newer Mneme
+    Corrupt,            // the file is not a Mneme database or is damaged
+    ReadOnlyStore,      // the file cannot be written
+    Storage,            // any other storage failure
+    Embedder,           // the embedder failed
+    Plugin,             // a plugin could not be found, loaded or created
+    Provider,           // an LLM provider failed
+    Cancelled,
+    Internal,
+};
+
+// The one exception type Mneme throws. what() is a complete sentence that says what went wrong
+// and, where there is one, what to do about it. It never contains secrets.
+class Error : public std::runtime_error
+{
+public:
+    Error(ErrorKind kind, const QString &message);
+
+    ErrorKind kind() const noexcept { return m_kind; }
+    QString message() const { return QString::fromUtf8(what()); }
+
+    // Stable lower-case name of a kind ("invalid_argument", "not_found", ...), used in JSON and events.
+    static QString kindName(ErrorKind kind);
+    // Exit status of the CLI for this kind, as CLI.md defines it.
+    int exitCode() const noexcept;
+
+private:
+    ErrorKind m_kind;
+};
+
+} // namespace mneme

@@ -1,0 +1,115 @@
+#include "core/memory_record.h"
+
+#include "core/error.h"
+
+#include <QUuid>
+
+namespace mneme {
+
+MemoryRecord MemoryRecord::create(const QString &content)
+{
+    MemoryRecord r;
+    r.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    r.content = content;
+    r.createdAt = nowUtc();
+    r.updatedAt = r.createdAt;
+    r.lastAccessed = r.createdAt;
+    return r;
+}
+
+bool MemoryRecord::operator==(const MemoryRecord &o) const
+{
+    return id == o.id && content == o.content && scope == o.scope && categories == o.categories
+        && importance == o.importance && source == o.source && isPrivate == o.isPrivate
+        && metadata == o.metadata && createdAt == o.createdAt && updatedAt == o.updatedAt
+        && lastAccessed == o.lastAccessed && accessCount == o.accessCount;
+}
+
+void to_json(Json &j, const MemoryRecord &r)
+{
+    j = Json{
+        {"id", r.id},
+        {"content", r.content},
+        {"scope", r.scope},
+        {"categories", r.categories},
+        {"importance", r.importance},
+        {"source", r.source.isEmpty() ? Json(nullptr) : Json(r.source)},
+        {"private", r.isPrivate},
+        {"metadata", r.metadata.is_object() ? r.metadata : Json::object()},
+        {"created_at", toIso(r.createdAt)},
+        {"updated_at", toIso(r.updatedAt)},
+        {"last_accessed", toIso(r.lastAccessed)},
+        {"access_count", r.accessCount},
+    };
+}
+
+namespace {
+
+[[noreturn]] void badField(const char *field, const char *expected)
+{
+    throw Error(ErrorKind::InvalidArgument,
+                QStringLiteral("field \"%1\" must be %2").arg(QLatin1String(field), QLatin1String(expected)));
+}
+
+QDateTime timeField(const Json &j, const char *field)
+{
+    if (!j.contains(field) || j[field].is_null())
+        return {};
+    if (!j[field].is_string())
+        badField(field, "an ISO 8601 string");
+    const QDateTime t = fromIso(QString::fromStdString(j[field].get<std::string>()));
+    if (!t.isValid())
+        badField(field, "an ISO 8601 date or time such as 2024-05-01T12:00:00Z");
+    return t;
+}
+
+} // namespace
+
+void from_json(const Json &j, MemoryRecord &r)
+{
+    if (!j.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a record must be a JSON object"));
+    r = MemoryRecord();
+    auto str = [&](const char *field, QString &out) {
+        if (!j.contains(field) || j[field].is_null())
+            return;
+        if (!j[field].is_string())
+            badField(field, "a string");
+        out = QString::fromStdString(j[field].get<std::string>());
+    };
+    str("id", r.id);
+    str("content", r.content);
+    str("scope", r.scope);
+    str("source", r.source);
+    if (j.contains("categories") && !j["categories"].is_null()) {
+        if (!j["categories"].is_array())
+            badField("categories", "an array of strings");
+        for (const auto &c : j["categories"]) {
+            if (!c.is_string())
+                badField("categories", "an array of strings");
+            r.categories.append(QString::fromStdString(c.get<std::string>()));
+        }
+    }
+    if (j.contains("importance") && !j["importance"].is_null()) {
+        if (!j["importance"].is_number())
+            badField("importance", "a number between 0 and 1");
+        r.importance = j["importance"].get<double>();
+    }
+    if (j.contains("private") && !j["private"].is_null()) {
+        if (!j["private"].is_boolean())
+            badField("private", "true or false");
+        r.isPrivate = j["private"].get<bool>();
+    }
+    if (j.contains("metadata") && !j["metadata"].is_null()) {
+        if (!j["metadata"].is_object())
+            badField("metadata", "a JSON object");
+        r.metadata = j["metadata"];
+    }
+    r.createdAt = timeField(j, "created_at");
+    r.updatedAt = timeField(j, "updated_at");
+    r.lastAccessed = timeField(j, "last_accessed");
+    if (j.contains("access_count") && j["access_count"].is_number_integer())
+        r.accessCount = j["access_count"].get<int>();
+}
+
+} // namespace mneme

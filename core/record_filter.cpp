@@ -1,0 +1,58 @@
+#include "core/record_filter.h"
+
+#include "core/memory_record.h"
+#include "core/scope_path.h"
+
+namespace mneme {
+
+bool RecordFilter::isEmpty() const
+{
+    return scopes.isEmpty() && categories.isEmpty() && (metadata.is_null() || metadata.empty())
+        && ids.isEmpty() && !createdBefore.isValid() && !createdAfter.isValid() && !applyPrivacy
+        && onlySource.isEmpty();
+}
+
+bool RecordFilter::matches(const MemoryRecord &r) const
+{
+    if (!ids.isEmpty() && !ids.contains(r.id))
+        return false;
+    if (!scopes.isEmpty()) {
+        bool in = false;
+        for (const QString &s : scopes) {
+            if (ScopePath::contains(s, r.scope)) {
+                in = true;
+                break;
+            }
+        }
+        if (!in)
+            return false;
+    }
+    if (!categories.isEmpty()) {
+        bool any = false;
+        for (const QString &c : categories) {
+            if (r.categories.contains(c)) {
+                any = true;
+                break;
+            }
+        }
+        if (!any)
+            return false;
+    }
+    if (metadata.is_object()) {
+        for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+            if (!r.metadata.is_object() || !r.metadata.contains(it.key()) || r.metadata[it.key()] != it.value())
+                return false;
+        }
+    }
+    if (createdBefore.isValid() && !(r.createdAt < createdBefore))
+        return false;
+    if (createdAfter.isValid() && r.createdAt < createdAfter)
+        return false;
+    if (!onlySource.isEmpty() && r.source != onlySource)
+        return false;
+    if (applyPrivacy && r.isPrivate && !includePrivate && (source.isEmpty() || r.source != source))
+        return false;
+    return true;
+}
+
+} // namespace mneme

@@ -1,0 +1,44 @@
+#pragma once
+
+#include "core/json.h"
+
+#include <QDateTime>
+#include <QString>
+#include <QStringList>
+
+namespace mneme {
+
+struct MemoryRecord;
+
+// Which records a storage operation applies to. Every set field narrows the selection; an empty
+// filter selects everything. Filters are exact in every backend (never approximate).
+struct RecordFilter
+{
+    // Scope prefixes, matched by whole path components; a record matches when it lies in any of
+    // them. Empty = every scope. Paths must already be normalised.
+    QStringList scopes;
+    // A record matches when it has at least one of these categories. Empty = no restriction.
+    QStringList categories;
+    // A record matches when metadata[key] == value for every key of this object.
+    Json metadata = Json::object();
+    // Only these ids. Empty = no restriction.
+    QStringList ids;
+    // created_at strictly before / at or after. Invalid = no restriction.
+    QDateTime createdBefore;
+    QDateTime createdAfter;
+
+    // Privacy, applied by search, keywordSearch and list (never by delete, count or info):
+    // a record is visible when it is not private, or includePrivate is set, or its source equals
+    // `source` (a private record always has a source, so an empty `source` sees no private record).
+    bool applyPrivacy = false;
+    bool includePrivate = false;
+    QString source;
+    // Only records whose source equals this (CLI `recall --source`). Empty = any source.
+    QString onlySource;
+
+    bool isEmpty() const;
+    // True when `r` passes the scope, category, metadata, id, time and privacy conditions.
+    bool matches(const MemoryRecord &r) const;
+};
+
+} // namespace mneme

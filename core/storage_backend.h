@@ -1,0 +1,106 @@
+#pragma once
+
+#include "core/history_entry.h"
+#include "core/json.h"
+#include "core/memory_record.h"
+#include "core/record_filter.h"
+#include "core/scope_info.h"
+
+#include <QMap>
+#include <QString>
+#include <QStringList>
+#include <QtPlugin>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace mneme {
+
+struct ScoredRecord
+{
+    MemoryRecord record;
+    double score = 0;       // search: cosine similarity (-1..1); keywordSearch: BM25 relevance (>= 0, higher is better)
+};
+
+// The embedder a store was written with (Mneme decision 10).
+struct EmbedderBinding
+{
+    QString embedderId;     // "builtin/hash-v1", "openai/text-embedding-3-small", ...
+    int dimension = 0;
+};
+
+// A storage backend keeps records, their embeddings, a lexical index and the history of every change.
+// Implementations are thread-safe: Memory calls them from its writer thread and from recall threads
+// at once. Every method throws mneme::Error on failure and leaves the store as it was.
+class StorageBackend
+{
+public:
+    virtual ~StorageBackend() = default;
+
+    // Where the data lives, for messages ("/home/me/.mneme/memory.db").
+    virtual QString location() const = 0;
+    // The schema version this store is at.
+    virtual int schemaVersion() const = 0;
+
+    // The embedder recorded in the store, if any record was ever embedded into it.
+    virtual std::optional<EmbedderBinding> embedderBinding() const = 0;
+    // Records `binding` when the store has none; throws Error(EmbedderMismatch) naming both
+    // embedders, `mneme reset` and `mneme import --reembed` when the store holds another.
+    virtual void bindEmbedder(const EmbedderBinding &binding) = 0;
+
+    // Inserts records (ids must be new) in one transaction; writes an ADD history entry for each.
+    virtual void save(const std::vector<MemoryRecord> &records) = 0;
+    // Replaces the record with the same id in one transaction (UPDATE history entry). An empty
+    // embedding keeps the stored one. Throws Error(NotFound) for an unknown id.
+    virtual void update(const MemoryRecord &record) = 0;
+    // Deletes what the filter selects (DELETE history entries); returns how many. An empty filter
+    // deletes everything.
+    virtual int remove(const RecordFilter &filter) = 0;
+    // Deletes what is at or below scopePrefix ("/" = everything) and returns how many. A reset of
+    // everything also clears the history and the embedder binding, so a store can be rebuilt with
+    // another embedder; a reset of a sub-tree writes DELETE history entries like remove().
+    virtual int reset(const QString &scopePrefix) = 0;
+    // Re-inserts a record exactly as given (same id and times): used to undo a delete.
+    virtual void restore(const MemoryRecord &record) = 0;
+
+    // Nearest records to `query` by cosine similarity among those the filter selects, best first.
+    virtual std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) = 0;
+    // Records matching the words of `text` (full-text, BM25), best first. Returns nothing for a
+    // text with no searchable word.
+    virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) = 0;
+
+    virtual std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) = 0;
+    // The records the filter selects, newest first (created_at descending, then id).
+    virtual std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) = 0;
+    // A record with exactly this content, scope, source and privacy, if one exists.
+    virtual std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
+                                                  const QString &source, bool isPrivate) = 0;
+    virtual int count(const RecordFilter &filter) = 0;
+    virtual ScopeInfo scopeInfo(const QString &scope) = 0;
+    // Immediate child scopes of `parent` that hold records (directly or below), sorted.
+    virtual QStringList childScopes(const QString &parent) = 0;
+    // Category -> number of records among those the filter selects.
+    virtual QMap<QString, int> categories(const RecordFilter &filter) = 0;
+    // Sets last_accessed = at and increments access_count (no history entry).
+    virtual void touch(const QStringList &ids, const QDateTime &at) = 0;
+    // Every change of one record, oldest first.
+    virtual std::vector<HistoryEntry> history(const QString &recordId) = 0;
+
+    // Flushes and releases the store; later calls throw Error(Storage).
+    virtual void close() = 0;
+};
+
+// Builds storage backends from configuration. A plugin answers to the keys its metadata names.
+// Config keys common to file backends: "path" (file of the store, created with its folder when
+// missing), "read_only" (open without writing).
+class StorageFactory
+{
+public:
+    virtual ~StorageFactory() = default;
+    virtual std::unique_ptr<StorageBackend> createStorage(const QString &key, const Json &config) = 0;
+};
+
+} // namespace mneme
+
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.0"
+Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

@@ -1,0 +1,123 @@
+#pragma once
+
+#include "core/embedder.h"
+#include "core/history_entry.h"
+#include "core/memory_record.h"
+#include "core/scope_info.h"
+#include "core/storage_backend.h"
+#include "memory/memory_config.h"
+#include "memory/memory_match.h"
+#include "memory/memory_options.h"
+
+#include <QFuture>
+#include <QJsonObject>
+#include <QList>
+#include <QMap>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <memory>
+#include <optional>
+
+namespace mneme {
+
+class MemoryScope;
+class MemorySlice;
+class MemoryPrivate;
+
+// Long-term memory: records with scopes, categories, importance, source and privacy, recalled by a
+// composite of semantic similarity, keyword match, recency and importance.
+//
+// Threads. Saves run on one background writer per Memory, in submission order. remember() waits
+// for its save; rememberMany() returns at once. recall() first waits for every save submitted
+// before it (the read barrier). Blocking calls (remember, recall, forget, ...) are for scripts,
+// tests and worker threads; a GUI uses the *Async variants and rememberMany(). Signals are emitted
+// from the thread that did the work; connect with Qt::AutoConnection to receive them on yours.
+//
+// Errors. Bad input, storage and embedder failures throw mneme::Error (through the QFuture for the
+// async calls). Nothing is written when a call fails.
+class Memory : public QObject
+{
+    Q_OBJECT
+public:
+    // Opens the storage and the embedder the configuration names (SQLite and the builtin embedder
+    // by default), through the PluginRegistry. Throws mneme::Error when the configuration is invalid
+    // or the store cannot be opened.
+    explicit Memory(const MemoryConfig &config = {}, QObject *parent = nullptr);
+    // Uses the given parts instead of building them from the configuration's storage / embedder.
+    Memory(const MemoryConfig &config, std::shared_ptr<StorageBackend> storage,
+           std::shared_ptr<Embedder> embedder, QObject *parent = nullptr);
+    ~Memory() override;
+
+    const MemoryConfig &config() const;
+    bool isReadOnly() const;
+    QString rootScope() const;
+    StorageBackend &storage() const;
+    Embedder &embedder() const;
+
+    // Saves one memory and returns the stored record (or the identical record already stored).
+    // Blocking. Throws Error(PermissionDenied) on a read-only memory.
+    MemoryRecord remember(const QString &content, const RememberOptions &options = {});
+    QFuture<MemoryRecord> rememberAsync(const QString &content, const RememberOptions &options = {});
+    // Saves many memories in the background with one embedding call and intra-batch dedup; returns at
+    // once. The future reports what was stored; failures are also reported by saveFailed().
+    QFuture<SaveResult> rememberMany(const QStringList &contents, const RememberOptions &options = {});
+    QFuture<SaveResult> rememberMany(const QList<MemoryInput> &items);
+
+    // Ranked recall. Blocking; waits for pending saves first.
+    QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
+    QFuture<QList<MemoryMatch>> recallAsync(const QString &query, const RecallOptions &options = {});
+
+    // Splits a text into memory statements (stores nothing). Without an LLM the whole text is one
+    // statement; an empty text gives none.
+    QStringList extractMemories(const QString &content);
+
+    // Deletes what the options select (history keeps what was deleted) and returns how many.
+    int forget(const ForgetOptions &options);
+    // Edits one record; new content is re-embedded. Throws Error(NotFound) for an unknown id.
+    MemoryRecord update(const QString &id, const UpdateOptions &options);
+    std::optional<MemoryRecord> get(const QString &id);
+    QList<HistoryEntry> history(const QString &id);
+
+    // A view restricted to one subtree (relative to the root scope).
+    MemoryScope scope(const QString &path);
+    // A view over several scopes, read-only unless asked otherwise.
+    MemorySlice slice(const QStringList &scopes, const QStringList &categories = {}, bool readOnly = true);
+
+    // "/ (15 records)\n  /project (8 records)\n..." down to maxDepth levels, at most 20 children a node.
+    QString tree(const QString &path = {}, int maxDepth = 3);
+    ScopeNode scopeTree(const QString &path = {}, int maxDepth = 3);
+    ScopeInfo info(const QString &path = {});
+    QStringList listScopes(const QString &path = {});
+    QMap<QString, int> listCategories(const QString &path = {});
+    // Records of a scope, newest first.
+    QList<MemoryRecord> listRecords(const QString &scope = {}, int limit = 200, int offset = 0);
+
+    // Deletes the root scope's records (or a subtree of it) after draining saves; returns how many.
+    int reset(const QString &scope = {});
+    // Deletes everything in the store, ignoring the root scope, with the history and the embedder
+    // binding, so the store can be rebuilt with another embedder.
+    int resetAll();
+
+    // Waits for every submitted save. Never throws: failures were reported by saveFailed().
+    void drainWrites();
+    // Drains, then closes the store. Later calls throw Error(Storage).
+    void close();
+
+    // The scope a call with `scope` resolves to: joined under `root` (or the Memory's root scope).
+    QString resolveScope(const std::optional<QString> &scope, const std::optional<QString> &root = std::nullopt) const;
+
+Q_SIGNALS:
+    void queryStarted(const QString &query, int limit);
+    void queryCompleted(const QString &query, const QList<mneme::MemoryMatch> &results, double queryTimeMs);
+    void queryFailed(const QString &query, const QString &error);
+    void saveStarted(const QString &value, const QJsonObject &metadata);
+    void saveCompleted(const QString &value, const QJsonObject &metadata, double saveTimeMs);
+    void saveFailed(const QString &value, const QString &error);
+
+private:
+    friend class MemoryPrivate;
+    std::unique_ptr<MemoryPrivate> d;
+};
+
+} // namespace mneme

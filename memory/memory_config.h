@@ -1,0 +1,56 @@
+#pragma once
+
+#include "core/json.h"
+
+#include <QString>
+
+namespace mneme {
+
+// Every setting of a Memory. JSON keys are the seed's snake_case names (see README "Configuration").
+struct MemoryConfig
+{
+    // Parts, each null for the embedded default.
+    Json llm;        // null: no LLM (offline analysis). A model string ("gpt-4o-mini") or {"provider","config"}.
+    Json embedder;   // null: {"provider": "builtin"}. A key string or {"provider","config"}.
+    Json storage;    // null: SQLite at defaultStoragePath(). A path string, or {"provider","config":{"path"}}.
+
+    // Composite score weights (Mneme adds the keyword signal).
+    double semanticWeight = 0.5;
+    double recencyWeight = 0.3;
+    double importanceWeight = 0.2;
+    double keywordWeight = 0.0;
+    double recencyHalfLifeDays = 30;
+    QString decayFunction = QStringLiteral("exponential");  // or "linear"
+    double accessBoost = 0.0;                                // importance bonus per log2(1+access_count)
+
+    // Save pipeline.
+    double consolidationThreshold = 0.85;
+    int consolidationLimit = 5;
+    double defaultImportance = 0.5;
+    double batchDedupThreshold = 0.98;
+
+    // Deep recall.
+    double confidenceThresholdHigh = 0.8;
+    double confidenceThresholdLow = 0.5;
+    double complexQueryThreshold = 0.7;
+    int explorationBudget = 1;
+    int queryAnalysisThreshold = 200;
+
+    // Views.
+    bool readOnly = false;
+    QString rootScope;          // empty: none
+
+    // Reads a JSON object of the keys above. A named weight profile ("profile": "conversation",
+    // "research" or "support") sets the three reference weights first; explicit keys win. Throws
+    // mneme::Error(InvalidArgument) naming the key for an unknown key, a wrong type or a value out of
+    // range.
+    static MemoryConfig fromJson(const Json &json);
+    Json toJson() const;
+    // Throws mneme::Error(InvalidArgument) naming the first invalid setting.
+    void validate() const;
+
+    // $MNEME_STORAGE_DIR/memory.db, else ./.mneme/memory.db.
+    static QString defaultStoragePath();
+};
+
+} // namespace mneme

@@ -1,0 +1,43 @@
+#pragma once
+
+#include "core/json.h"
+#include "core/memory_record.h"
+
+#include <QList>
+#include <QMetaType>
+#include <QStringList>
+
+namespace mneme {
+
+// The raw signals behind a score, each in 0..1 before weighting.
+struct MatchSignals
+{
+    double semantic = 0;    // cosine similarity of the embeddings, clipped to 0..1 (decision 7)
+    double recency = 0;     // decay of the record's age
+    double importance = 0;  // the record's importance (plus the access boost, when configured)
+    double keyword = 0;     // normalised BM25 of the query's words
+};
+
+// One recall result.
+struct MemoryMatch
+{
+    MemoryRecord record;
+    double score = 0;           // composite
+    MatchSignals signals;
+    QStringList matchReasons;   // "semantic", "keyword", "recency", "importance"
+    QStringList evidenceGaps;
+
+    // The block injected into prompts:
+    //   - (score=0.84) content
+    //     categories: a, b
+    //     key: value
+    QString format() const;
+};
+
+// The record's JSON plus "score", "signals" and "match_reasons" (and "evidence_gaps" when any).
+void to_json(Json &j, const MemoryMatch &m);
+
+} // namespace mneme
+
+Q_DECLARE_METATYPE(mneme::MemoryMatch)
+Q_DECLARE_METATYPE(QList<mneme::MemoryMatch>)
