@@ -34,6 +34,7 @@ int Error::exitCode() const noexcept
     case ErrorKind::NotFound:
         return 2;
     case ErrorKind::PermissionDenied:
+    case ErrorKind::ReadOnlyStore:
         return 3;
     default:
         return 1;

@@ -6,7 +6,7 @@
 namespace mneme {
 
 // What kind of failure an Error reports. The CLI maps kinds to exit codes
-// (InvalidArgument -> 2, PermissionDenied -> 3, everything else -> 1).
+// (InvalidArgument and NotFound -> 2, PermissionDenied and ReadOnlyStore -> 3, everything else -> 1).
 enum class ErrorKind {
     InvalidArgument,    // bad input from the caller: scope path, importance, empty content, config
     NotFound,           // an id or a key that does not exist

@@ -93,6 +93,14 @@ public:
     // Records of a scope, newest first.
     QList<MemoryRecord> listRecords(const QString &scope = {}, int limit = 200, int offset = 0);
 
+    // Records of the whole store (ignoring the root scope) with their embeddings, oldest first, for
+    // export: `batch` records from `offset`.
+    QList<MemoryRecord> exportRecords(int offset, int batch);
+    // Stores records as given (ids, times, fields). With keepEmbeddings their embeddings are used
+    // (each must have this embedder's dimension), otherwise contents are embedded again. Records
+    // whose id is already stored are skipped (counted in `existing`). Blocking.
+    SaveResult importRecords(const QList<MemoryRecord> &records, bool keepEmbeddings);
+
     // Deletes the root scope's records (or a subtree of it) after draining saves; returns how many.
     int reset(const QString &scope = {});
     // Deletes everything in the store, ignoring the root scope, with the history and the embedder
