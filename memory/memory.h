@@ -8,6 +8,8 @@
 #include "memory/memory_config.h"
 #include "memory/memory_match.h"
 #include "memory/memory_options.h"
+#include "memory/memory_scope.h"
+#include "memory/memory_slice.h"
 
 #include <QFuture>
 #include <QJsonObject>
@@ -21,8 +23,6 @@
 
 namespace mneme {
 
-class MemoryScope;
-class MemorySlice;
 class MemoryPrivate;
 
 // Long-term memory: records with scopes, categories, importance, source and privacy, recalled by a

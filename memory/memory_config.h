@@ -28,6 +28,7 @@ struct MemoryConfig
     int consolidationLimit = 5;
     double defaultImportance = 0.5;
     double batchDedupThreshold = 0.98;
+    int maxContentChars = 65536;    // longer content is refused with a clear error
 
     // Deep recall.
     double confidenceThresholdHigh = 0.8;
@@ -45,6 +46,7 @@ struct MemoryConfig
     // mneme::Error(InvalidArgument) naming the key for an unknown key, a wrong type or a value out of
     // range.
     static MemoryConfig fromJson(const Json &json);
+    // The settings as JSON; secrets inside llm / embedder / storage (api keys, tokens) are masked.
     Json toJson() const;
     // Throws mneme::Error(InvalidArgument) naming the first invalid setting.
     void validate() const;

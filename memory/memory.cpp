@@ -1,0 +1,854 @@
+#include "memory/memory.h"
+
+#include "core/error.h"
+#include "core/plugin_registry.h"
+#include "core/scope_path.h"
+#include "memory/memory_p.h"
+#include "memory/memory_scope.h"
+#include "memory/memory_slice.h"
+#include "memory/scoring.h"
+
+#include <QElapsedTimer>
+#include <QMutexLocker>
+#include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+namespace mneme {
+
+namespace {
+
+const char *const kBackgroundSave = "background save";
+
+std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
+{
+    QString key = QStringLiteral("sqlite");
+    Json cfg = Json::object();
+    if (spec.is_string()) {
+        cfg["path"] = spec.get<std::string>();
+    } else if (spec.is_object()) {
+        if (spec.contains("provider"))
+            key = QString::fromStdString(spec["provider"].get<std::string>());
+        if (spec.contains("config"))
+            cfg = spec["config"];
+    }
+    if (key == QLatin1String("sqlite") && !cfg.contains("path"))
+        cfg["path"] = MemoryConfig::defaultStoragePath();
+    return PluginRegistry::instance().createStorage(key, cfg);
+}
+
+std::shared_ptr<Embedder> buildEmbedder(const Json &spec)
+{
+    QString key = QStringLiteral("builtin");
+    Json cfg = Json::object();
+    if (spec.is_string()) {
+        // "builtin", or a model string "provider/model".
+        const QString s = QString::fromStdString(spec.get<std::string>());
+        const qsizetype slash = s.indexOf(QLatin1Char('/'));
+        if (slash > 0) {
+            key = s.left(slash);
+            cfg["model"] = s.mid(slash + 1).toStdString();
+        } else {
+            key = s;
+        }
+    } else if (spec.is_object()) {
+        if (spec.contains("provider"))
+            key = QString::fromStdString(spec["provider"].get<std::string>());
+        if (spec.contains("config"))
+            cfg = spec["config"];
+    }
+    return PluginRegistry::instance().createEmbedder(key, cfg);
+}
+
+QJsonObject metadataObject(const Json &metadata)
+{
+    return toQJson(metadata.is_object() ? metadata : Json::object());
+}
+
+double elapsedMs(const QElapsedTimer &t)
+{
+    return t.nsecsElapsed() / 1e6;
+}
+
+QString validContent(const QString &content, const MemoryConfig &config)
+{
+    const QString c = content.trimmed();
+    if (c.isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("the content is empty; give the text to remember"));
+    if (c.size() > config.maxContentChars)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the content is %1 characters long, over the limit of %2 (max_content_chars); "
+                                   "split it into separate facts, for example with extractMemories()")
+                        .arg(c.size())
+                        .arg(config.maxContentChars));
+    return c;
+}
+
+double validImportance(double importance)
+{
+    if (!std::isfinite(importance) || importance < 0 || importance > 1)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("importance must be a number between 0 and 1 (got %1)").arg(importance));
+    return importance;
+}
+
+QStringList validCategories(const QStringList &categories)
+{
+    QStringList out;
+    for (const QString &c : categories) {
+        const QString t = c.trimmed();
+        if (t.isEmpty())
+            continue;
+        for (const QChar ch : t) {
+            if (ch.category() == QChar::Other_Control)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("category \"%1\" contains a control character; use printable characters").arg(c));
+        }
+        if (!out.contains(t))
+            out << t;
+    }
+    return out;
+}
+
+void checkEmbeddings(const std::vector<Embedding> &vectors, qsizetype expected, const Embedder &embedder)
+{
+    if (qsizetype(vectors.size()) != expected)
+        throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
+                                             .arg(embedder.id())
+                                             .arg(vectors.size())
+                                             .arg(expected));
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// MemoryPrivate
+
+MemoryPrivate::MemoryPrivate(Memory *qq, const MemoryConfig &cfg)
+    : q(qq), config(cfg)
+{
+    config.validate();
+    if (!config.rootScope.isEmpty())
+        config.rootScope = ScopePath::normalize(config.rootScope);
+    writer.setMaxThreadCount(1);
+    writer.setExpiryTimeout(-1);
+    writer.setObjectName(QStringLiteral("mneme-memory-writer"));
+    qRegisterMetaType<mneme::MemoryMatch>();
+    qRegisterMetaType<QList<mneme::MemoryMatch>>();
+}
+
+void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr<Embedder> e)
+{
+    storage = s ? std::move(s) : buildStorage(config.storage);
+    embedder = e ? std::move(e) : buildEmbedder(config.embedder);
+    if (storage->embedderBinding())
+        ensureBound(); // refuses a store written with another embedder (decision 10)
+}
+
+void MemoryPrivate::ensureBound()
+{
+    if (bound)
+        return;
+    storage->bindEmbedder(EmbedderBinding{embedder->id(), embedder->dimension()});
+    bound = true;
+}
+
+void MemoryPrivate::checkOpen() const
+{
+    if (closed)
+        throw Error(ErrorKind::Storage, QStringLiteral("this Memory was closed; create a new Memory to use the store again"));
+}
+
+void MemoryPrivate::checkWritable(const char *what) const
+{
+    checkOpen();
+    if (config.readOnly)
+        throw Error(ErrorKind::PermissionDenied,
+                    QStringLiteral("this memory is read-only; %1 is refused (open it without read_only to write)")
+                        .arg(QLatin1String(what)));
+}
+
+MemoryPrivate::Item MemoryPrivate::resolve(const MemoryInput &input) const
+{
+    const RememberOptions &o = input.options;
+    Item item;
+    item.input = input;
+    MemoryRecord &r = item.record;
+    r.content = validContent(input.content, config);
+    r.scope = q->resolveScope(o.scope, o.rootScope);
+    r.categories = o.categories ? validCategories(*o.categories) : QStringList();
+    r.importance = o.importance ? validImportance(*o.importance) : config.defaultImportance;
+    if (!o.metadata.is_null() && !o.metadata.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
+    r.metadata = o.metadata.is_object() ? o.metadata : Json::object();
+    r.source = o.source.trimmed();
+    r.isPrivate = o.isPrivate;
+    if (r.isPrivate && r.source.isEmpty())
+        throw Error(ErrorKind::PermissionDenied,
+                    QStringLiteral("a private memory needs a source (whose memory it is), or nobody could ever "
+                                   "recall it; pass a source such as \"user:alice\""));
+    r.createdAt = o.createdAt.isValid() ? o.createdAt.toUTC() : QDateTime();
+    return item;
+}
+
+template<typename T, typename F>
+QFuture<T> MemoryPrivate::submit(F &&work)
+{
+    QMutexLocker lock(&submitLock);
+    checkOpen();
+    QFuture<T> future = QtConcurrent::run(&writer, std::forward<F>(work));
+    QMutexLocker p(&pendingLock);
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
+                  pending.end());
+    pending.append(QFuture<void>(future));
+    return future;
+}
+
+struct EncodeOutcome
+{
+    SaveResult result;
+    std::vector<MemoryRecord> records; // per input item: the stored or existing record; empty id if dropped
+};
+
+namespace {
+
+// The save pipeline. Runs on the writer thread.
+EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items)
+{
+    EncodeOutcome out;
+    out.records.resize(items.size());
+    const QDateTime now = nowUtc();
+
+    // 1. Identical records already stored are not stored again.
+    std::vector<size_t> active;
+    for (size_t i = 0; i < items.size(); ++i) {
+        auto &it = items[i];
+        if (it.dropped)
+            continue;
+        const MemoryRecord &r = it.record;
+        if (auto existing = d.storage->findExact(r.content, r.scope, r.source, r.isPrivate)) {
+            it.existingId = existing->id;
+            out.records[i] = *existing;
+            continue;
+        }
+        active.push_back(i);
+    }
+
+    // 2. One embedding call for the whole batch.
+    if (!active.empty()) {
+        QStringList texts;
+        texts.reserve(qsizetype(active.size()));
+        for (size_t i : active)
+            texts << items[i].record.content;
+        std::vector<Embedding> vectors = d.embedder->embed(texts);
+        checkEmbeddings(vectors, texts.size(), *d.embedder);
+        for (size_t k = 0; k < active.size(); ++k)
+            items[active[k]].record.embedding = std::move(vectors[k]);
+    }
+
+    // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped.
+    std::vector<size_t> kept;
+    std::vector<double> norms(items.size(), 0.0);
+    for (size_t i : active) {
+        double n = 0;
+        for (float v : items[i].record.embedding)
+            n += double(v) * v;
+        norms[i] = std::sqrt(n);
+    }
+    for (size_t i : active) {
+        const Embedding &a = items[i].record.embedding;
+        bool duplicate = false;
+        if (!a.empty() && norms[i] > 0) {
+            for (size_t j : kept) {
+                const Embedding &b = items[j].record.embedding;
+                if (b.size() != a.size() || norms[j] <= 0)
+                    continue;
+                float dot = 0;
+                for (size_t x = 0; x < a.size(); ++x)
+                    dot += a[x] * b[x];
+                if (dot / (norms[i] * norms[j]) >= d.config.batchDedupThreshold) {
+                    duplicate = true;
+                    break;
+                }
+            }
+        }
+        if (duplicate) {
+            items[i].dropped = true;
+            continue;
+        }
+        kept.push_back(i);
+    }
+
+    // 4. Insert in one transaction.
+    std::vector<MemoryRecord> toSave;
+    toSave.reserve(kept.size());
+    for (size_t i : kept) {
+        MemoryRecord r = items[i].record;
+        r.id = MemoryRecord::create(QString()).id;
+        if (!r.createdAt.isValid())
+            r.createdAt = now;
+        r.updatedAt = now;
+        r.lastAccessed = now;
+        out.records[i] = r;
+        toSave.push_back(std::move(r));
+    }
+    if (!toSave.empty()) {
+        d.ensureBound();
+        d.storage->save(toSave);
+    }
+
+    for (size_t i = 0; i < items.size(); ++i) {
+        if (!out.records[i].id.isEmpty()) {
+            out.result.ids << out.records[i].id;
+            out.records[i].embedding.clear();
+        }
+        if (!items[i].existingId.isEmpty())
+            ++out.result.existing;
+        else if (items[i].dropped)
+            ++out.result.dropped;
+    }
+    out.result.stored = int(toSave.size());
+    return out;
+}
+
+} // namespace
+
+RecordFilter MemoryPrivate::readFilter(const QStringList &scopes) const
+{
+    RecordFilter f;
+    for (const QString &s : scopes) {
+        if (s == QLatin1String("/")) {
+            f.scopes.clear();
+            return f;
+        }
+        f.scopes << s;
+    }
+    return f;
+}
+
+QString MemoryPrivate::readScope(const QString &path) const
+{
+    return q->resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
+}
+
+QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOptions &o)
+{
+    checkOpen();
+    if (o.limit < 1)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("limit must be at least 1 (got %1)").arg(o.limit));
+    QStringList scopes;
+    for (const QString &s : o.scopes)
+        scopes << q->resolveScope(s);
+    if (scopes.isEmpty())
+        scopes << q->resolveScope(std::nullopt);
+    const QStringList categories = validCategories(o.categories);
+
+    q->drainWrites(); // read barrier
+    QElapsedTimer timer;
+    timer.start();
+    Q_EMIT q->queryStarted(query, o.limit);
+    try {
+        QList<MemoryMatch> matches;
+        const QString text = query.trimmed();
+        if (!text.isEmpty()) {
+            RecordFilter filter = readFilter(scopes);
+            filter.categories = categories;
+            filter.applyPrivacy = true;
+            filter.includePrivate = o.includePrivate;
+            filter.source = o.source;
+            filter.onlySource = o.onlySource;
+            const QDateTime now = o.now.isValid() ? o.now.toUTC() : nowUtc();
+
+            std::vector<Embedding> qv = embedder->embed({text});
+            checkEmbeddings(qv, 1, *embedder);
+            const Embedding &queryVector = qv.front();
+            // Oversample so recency and importance can lift a record the vectors rank a little lower.
+            const int candidates = std::max(o.limit * 3, 30);
+
+            struct Candidate
+            {
+                MemoryRecord record;
+                double cosine = 0;
+                double keyword = 0;
+                bool haveCosine = false;
+            };
+            std::unordered_map<std::string, Candidate> pool;
+            for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
+                Candidate c{std::move(s.record), s.score, 0, true};
+                pool.emplace(c.record.id.toStdString(), std::move(c));
+            }
+            if (config.keywordWeight > 0) {
+                const auto hits = storage->keywordSearch(text, filter, candidates);
+                double best = 0;
+                for (const auto &h : hits)
+                    best = std::max(best, h.score);
+                for (const auto &h : hits) {
+                    const double kw = best > 0 ? h.score / best : 0;
+                    auto it = pool.find(h.record.id.toStdString());
+                    if (it != pool.end()) {
+                        it->second.keyword = kw;
+                        continue;
+                    }
+                    Candidate c{h.record, 0, kw, false};
+                    if (auto full = storage->get(h.record.id, true)) {
+                        c.cosine = Scoring::cosine(queryVector, full->embedding);
+                        c.haveCosine = true;
+                    }
+                    pool.emplace(h.record.id.toStdString(), std::move(c));
+                }
+            }
+            matches.reserve(qsizetype(pool.size()));
+            for (auto &[id, c] : pool) {
+                c.record.embedding.clear();
+                matches << Scoring::match(c.record, c.cosine, c.keyword, now, config);
+            }
+            std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
+                if (a.score != b.score)
+                    return a.score > b.score;
+                if (a.signals.semantic != b.signals.semantic)
+                    return a.signals.semantic > b.signals.semantic;
+                return a.record.id < b.record.id;
+            });
+            if (matches.size() > o.limit)
+                matches.resize(o.limit);
+            if (!matches.isEmpty() && !config.readOnly) {
+                QStringList ids;
+                for (const MemoryMatch &m : std::as_const(matches))
+                    ids << m.record.id;
+                try {
+                    storage->touch(ids, nowUtc());
+                } catch (const Error &) {
+                    // A read-only file still answers recalls; access times are a convenience.
+                }
+            }
+        }
+        Q_EMIT q->queryCompleted(query, matches, elapsedMs(timer));
+        return matches;
+    } catch (const std::exception &e) {
+        Q_EMIT q->queryFailed(query, QString::fromUtf8(e.what()));
+        throw;
+    }
+}
+
+ScopeNode MemoryPrivate::node(const QString &path, int depth, int maxDepth)
+{
+    ScopeNode n;
+    n.path = path;
+    n.recordCount = storage->count(readFilter({path}));
+    if (depth < maxDepth) {
+        QStringList children = storage->childScopes(path);
+        if (children.size() > 20)
+            children = children.mid(0, 20);
+        for (const QString &c : std::as_const(children))
+            n.children << node(c, depth + 1, maxDepth);
+    }
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory
+
+Memory::Memory(const MemoryConfig &config, QObject *parent)
+    : Memory(config, nullptr, nullptr, parent)
+{
+}
+
+Memory::Memory(const MemoryConfig &config, std::shared_ptr<StorageBackend> storage, std::shared_ptr<Embedder> embedder,
+               QObject *parent)
+    : QObject(parent), d(std::make_unique<MemoryPrivate>(this, config))
+{
+    d->openParts(std::move(storage), std::move(embedder));
+}
+
+Memory::~Memory()
+{
+    close();
+}
+
+const MemoryConfig &Memory::config() const { return d->config; }
+bool Memory::isReadOnly() const { return d->config.readOnly; }
+QString Memory::rootScope() const { return d->config.rootScope; }
+StorageBackend &Memory::storage() const { return *d->storage; }
+Embedder &Memory::embedder() const { return *d->embedder; }
+
+QString Memory::resolveScope(const std::optional<QString> &scope, const std::optional<QString> &root) const
+{
+    const QString r = root ? *root : d->config.rootScope;
+    if (r.isEmpty())
+        return ScopePath::normalize(scope.value_or(QString()));
+    return ScopePath::join(r, scope.value_or(QString()));
+}
+
+MemoryRecord Memory::remember(const QString &content, const RememberOptions &options)
+{
+    return rememberAsync(content, options).result();
+}
+
+QFuture<MemoryRecord> Memory::rememberAsync(const QString &content, const RememberOptions &options)
+{
+    d->checkWritable("remember");
+    std::vector<MemoryPrivate::Item> items{d->resolve(MemoryInput{content, options})};
+    const QString value = items.front().record.content;
+    const QJsonObject meta = metadataObject(options.metadata);
+    return d->submit<MemoryRecord>([this, items = std::move(items), value, meta]() mutable {
+        QElapsedTimer timer;
+        timer.start();
+        Q_EMIT saveStarted(value, meta);
+        try {
+            EncodeOutcome out = runEncode(*d, items);
+            MemoryRecord r = out.records.front();
+            if (r.id.isEmpty())
+                throw Error(ErrorKind::Internal, QStringLiteral("the memory was not stored"));
+            Q_EMIT saveCompleted(value, meta, elapsedMs(timer));
+            return r;
+        } catch (const std::exception &e) {
+            Q_EMIT saveFailed(value, QString::fromUtf8(e.what()));
+            throw;
+        }
+    });
+}
+
+QFuture<SaveResult> Memory::rememberMany(const QStringList &contents, const RememberOptions &options)
+{
+    QList<MemoryInput> items;
+    items.reserve(contents.size());
+    for (const QString &c : contents)
+        items << MemoryInput{c, options};
+    return rememberMany(items);
+}
+
+QFuture<SaveResult> Memory::rememberMany(const QList<MemoryInput> &inputs)
+{
+    d->checkWritable("rememberMany");
+    std::vector<MemoryPrivate::Item> items;
+    items.reserve(size_t(inputs.size()));
+    for (const MemoryInput &in : inputs) {
+        if (in.content.trimmed().isEmpty()) {
+            MemoryPrivate::Item blank;
+            blank.input = in;
+            blank.dropped = true;
+            items.push_back(std::move(blank));
+            continue;
+        }
+        items.push_back(d->resolve(in));
+    }
+    const qsizetype n = inputs.size();
+    return d->submit<SaveResult>([this, items = std::move(items), n]() mutable {
+        QElapsedTimer timer;
+        timer.start();
+        Q_EMIT saveStarted(QStringLiteral("%1 memories (background)").arg(n), QJsonObject());
+        try {
+            EncodeOutcome out = runEncode(*d, items);
+            Q_EMIT saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
+                                 elapsedMs(timer));
+            return out.result;
+        } catch (const std::exception &e) {
+            Q_EMIT saveFailed(QLatin1String(kBackgroundSave), QString::fromUtf8(e.what()));
+            throw;
+        }
+    });
+}
+
+QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &options)
+{
+    return d->recallNow(query, options);
+}
+
+QFuture<QList<MemoryMatch>> Memory::recallAsync(const QString &query, const RecallOptions &options)
+{
+    d->checkOpen();
+    return QtConcurrent::run([this, query, options]() { return d->recallNow(query, options); });
+}
+
+QStringList Memory::extractMemories(const QString &content)
+{
+    const QString text = content.trimmed();
+    if (text.isEmpty())
+        return {};
+    return {text};
+}
+
+int Memory::forget(const ForgetOptions &o)
+{
+    d->checkWritable("forget");
+    RecordFilter f;
+    if (o.scope || !d->config.rootScope.isEmpty())
+        f = d->readFilter({resolveScope(o.scope)});
+    f.ids = o.ids;
+    f.categories = validCategories(o.categories);
+    f.createdBefore = o.olderThan.isValid() ? o.olderThan.toUTC() : QDateTime();
+    if (!o.metadata.is_null() && !o.metadata.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("the metadata filter must be a JSON object"));
+    f.metadata = o.metadata.is_object() ? o.metadata : Json::object();
+    QMutexLocker lock(&d->submitLock);
+    drainWrites();
+    return d->storage->remove(f);
+}
+
+std::optional<MemoryRecord> Memory::get(const QString &id)
+{
+    d->checkOpen();
+    drainWrites();
+    auto r = d->storage->get(id.trimmed(), false);
+    if (r && !d->config.rootScope.isEmpty() && !ScopePath::contains(d->config.rootScope, r->scope))
+        return std::nullopt; // outside this memory's root: invisible
+    return r;
+}
+
+MemoryRecord Memory::update(const QString &id, const UpdateOptions &o)
+{
+    d->checkWritable("update");
+    std::optional<MemoryRecord> found = get(id);
+    if (!found)
+        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id \"%1\"; list ids with `mneme list`").arg(id));
+    MemoryRecord r = *found;
+    r.embedding.clear();
+    if (o.content) {
+        const QString c = validContent(*o.content, d->config);
+        if (c != r.content) {
+            std::vector<Embedding> v = d->embedder->embed({c});
+            checkEmbeddings(v, 1, *d->embedder);
+            r.embedding = std::move(v.front());
+            r.content = c;
+        }
+    }
+    if (o.scope)
+        r.scope = resolveScope(o.scope);
+    if (o.categories)
+        r.categories = validCategories(*o.categories);
+    if (o.importance)
+        r.importance = validImportance(*o.importance);
+    if (o.metadata) {
+        if (!o.metadata->is_object())
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
+        r.metadata = *o.metadata;
+    }
+    r.updatedAt = nowUtc();
+    r.lastAccessed = r.updatedAt;
+    QMutexLocker lock(&d->submitLock);
+    if (!r.embedding.empty())
+        d->ensureBound();
+    d->storage->update(r);
+    return d->storage->get(r.id, false).value_or(r);
+}
+
+QList<HistoryEntry> Memory::history(const QString &id)
+{
+    d->checkOpen();
+    drainWrites();
+    const std::vector<HistoryEntry> entries = d->storage->history(id.trimmed());
+    if (entries.empty() && !d->storage->get(id.trimmed()))
+        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id \"%1\"; list ids with `mneme list`").arg(id));
+    return QList<HistoryEntry>(entries.begin(), entries.end());
+}
+
+MemoryScope Memory::scope(const QString &path)
+{
+    return MemoryScope(this, path);
+}
+
+MemorySlice Memory::slice(const QStringList &scopes, const QStringList &categories, bool readOnly)
+{
+    return MemorySlice(this, scopes, categories, readOnly);
+}
+
+ScopeNode Memory::scopeTree(const QString &path, int maxDepth)
+{
+    d->checkOpen();
+    if (maxDepth < 0)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("max depth must be 0 or more (got %1)").arg(maxDepth));
+    drainWrites();
+    return d->node(d->readScope(path), 0, maxDepth);
+}
+
+QString Memory::tree(const QString &path, int maxDepth)
+{
+    const ScopeNode root = scopeTree(path, maxDepth);
+    QStringList lines;
+    std::function<void(const ScopeNode &, int)> walk = [&](const ScopeNode &n, int depth) {
+        if (n.recordCount == 0 && depth > 0)
+            return;
+        lines << QStringLiteral("%1%2 (%3 records)").arg(QString(depth * 2, QLatin1Char(' ')), n.path).arg(n.recordCount);
+        for (const ScopeNode &c : n.children)
+            walk(c, depth + 1);
+    };
+    walk(root, 0);
+    return lines.join(QLatin1Char('\n'));
+}
+
+ScopeInfo Memory::info(const QString &path)
+{
+    d->checkOpen();
+    drainWrites();
+    return d->storage->scopeInfo(d->readScope(path));
+}
+
+QStringList Memory::listScopes(const QString &path)
+{
+    d->checkOpen();
+    drainWrites();
+    return d->storage->childScopes(d->readScope(path));
+}
+
+QMap<QString, int> Memory::listCategories(const QString &path)
+{
+    d->checkOpen();
+    drainWrites();
+    return d->storage->categories(d->readFilter({d->readScope(path)}));
+}
+
+QList<MemoryRecord> Memory::listRecords(const QString &scope, int limit, int offset)
+{
+    d->checkOpen();
+    if (limit < 1 || offset < 0)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("limit must be at least 1 and offset 0 or more (got %1 and %2)").arg(limit).arg(offset));
+    drainWrites();
+    const auto records = d->storage->list(d->readFilter({d->readScope(scope)}), limit, offset);
+    return QList<MemoryRecord>(records.begin(), records.end());
+}
+
+QList<MemoryRecord> Memory::exportRecords(int offset, int batch)
+{
+    d->checkOpen();
+    drainWrites();
+    QList<MemoryRecord> out;
+    for (const MemoryRecord &r : d->storage->list(RecordFilter(), batch, offset)) {
+        if (auto full = d->storage->get(r.id, true))
+            out << *full;
+    }
+    return out;
+}
+
+SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEmbeddings)
+{
+    d->checkWritable("import");
+    std::vector<MemoryRecord> toSave;
+    for (const MemoryRecord &in : records) {
+        MemoryRecord r = in;
+        r.content = validContent(r.content, d->config);
+        r.scope = ScopePath::normalize(r.scope);
+        r.importance = validImportance(r.importance);
+        r.categories = validCategories(r.categories);
+        if (r.isPrivate && r.source.isEmpty())
+            throw Error(ErrorKind::PermissionDenied,
+                        QStringLiteral("record %1 is private but has no source; give it a source").arg(r.id));
+        if (r.id.isEmpty())
+            r.id = MemoryRecord::create(QString()).id;
+        const QDateTime now = nowUtc();
+        if (!r.createdAt.isValid())
+            r.createdAt = now;
+        if (!r.updatedAt.isValid())
+            r.updatedAt = r.createdAt;
+        if (!r.lastAccessed.isValid())
+            r.lastAccessed = r.updatedAt;
+        if (keepEmbeddings && int(r.embedding.size()) != d->embedder->dimension())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("record %1 has a %2-dimensional embedding but the embedder %3 makes %4-dimensional "
+                                       "ones; import without --keep-embeddings to embed again")
+                            .arg(r.id)
+                            .arg(r.embedding.size())
+                            .arg(d->embedder->id())
+                            .arg(d->embedder->dimension()));
+        if (!keepEmbeddings)
+            r.embedding.clear();
+        toSave.push_back(std::move(r));
+    }
+    QFuture<SaveResult> f = d->submit<SaveResult>([this, toSave = std::move(toSave)]() mutable {
+        SaveResult res;
+        std::vector<MemoryRecord> fresh;
+        for (MemoryRecord &r : toSave) {
+            if (d->storage->get(r.id)) {
+                ++res.existing;
+                continue;
+            }
+            fresh.push_back(std::move(r));
+        }
+        QStringList texts;
+        std::vector<size_t> need;
+        for (size_t i = 0; i < fresh.size(); ++i) {
+            if (fresh[i].embedding.empty()) {
+                texts << fresh[i].content;
+                need.push_back(i);
+            }
+        }
+        if (!texts.isEmpty()) {
+            std::vector<Embedding> v = d->embedder->embed(texts);
+            checkEmbeddings(v, texts.size(), *d->embedder);
+            for (size_t k = 0; k < need.size(); ++k)
+                fresh[need[k]].embedding = std::move(v[k]);
+        }
+        if (!fresh.empty()) {
+            d->ensureBound();
+            d->storage->save(fresh);
+        }
+        for (const MemoryRecord &r : fresh)
+            res.ids << r.id;
+        res.stored = int(fresh.size());
+        return res;
+    });
+    return f.result();
+}
+
+int Memory::reset(const QString &scope)
+{
+    d->checkWritable("reset");
+    QMutexLocker lock(&d->submitLock);
+    drainWrites();
+    const QString target = d->readScope(scope);
+    const int n = d->storage->reset(target);
+    if (target == QLatin1String("/"))
+        d->bound = false;
+    return n;
+}
+
+int Memory::resetAll()
+{
+    d->checkWritable("reset");
+    QMutexLocker lock(&d->submitLock);
+    drainWrites();
+    const int n = d->storage->reset(QStringLiteral("/"));
+    d->bound = false;
+    return n;
+}
+
+void Memory::drainWrites()
+{
+    QList<QFuture<void>> snapshot;
+    {
+        QMutexLocker p(&d->pendingLock);
+        snapshot = d->pending;
+    }
+    for (QFuture<void> &f : snapshot) {
+        try {
+            f.waitForFinished();
+        } catch (...) {
+            // Reported through saveFailed() and the caller's own future.
+        }
+    }
+    QMutexLocker p(&d->pendingLock);
+    d->pending.erase(std::remove_if(d->pending.begin(), d->pending.end(),
+                                    [](const QFuture<void> &f) { return f.isFinished(); }),
+                     d->pending.end());
+}
+
+void Memory::close()
+{
+    if (d->closed)
+        return;
+    {
+        QMutexLocker lock(&d->submitLock);
+        drainWrites();
+        d->closed = true;
+    }
+    d->writer.waitForDone();
+    try {
+        d->storage->close();
+    } catch (...) {
+    }
+}
+
+} // namespace mneme

@@ -1,0 +1,57 @@
+#pragma once
+
+// Private implementation of Memory. Not installed; not part of the API.
+
+#include "memory/memory.h"
+
+#include <QFuture>
+#include <QMutex>
+#include <QRecursiveMutex>
+#include <QThreadPool>
+#include <atomic>
+
+namespace mneme {
+
+class MemoryPrivate
+{
+public:
+    MemoryPrivate(Memory *q, const MemoryConfig &config);
+
+    // One resolved save item.
+    struct Item
+    {
+        MemoryInput input;
+        MemoryRecord record;        // resolved fields; id empty until inserted
+        bool dropped = false;
+        QString existingId;         // identical record already stored
+    };
+
+    void openParts(std::shared_ptr<StorageBackend> storage, std::shared_ptr<Embedder> embedder);
+    void checkOpen() const;
+    void checkWritable(const char *what) const;
+
+    // Validates and resolves the fields of one item (throws Error for bad input).
+    Item resolve(const MemoryInput &input) const;
+    // Submits work to the writer and tracks it for drainWrites().
+    template<typename T, typename F>
+    QFuture<T> submit(F &&work);
+
+    QList<MemoryMatch> recallNow(const QString &query, const RecallOptions &options);
+    RecordFilter readFilter(const QStringList &scopes) const;
+    QString readScope(const QString &path) const;
+    ScopeNode node(const QString &path, int depth, int maxDepth);
+    void ensureBound();
+
+    Memory *q;
+    MemoryConfig config;
+    std::shared_ptr<StorageBackend> storage;
+    std::shared_ptr<Embedder> embedder;
+    QThreadPool writer;
+    QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
+    QMutex pendingLock;
+    QList<QFuture<void>> pending;
+    std::atomic<bool> closed{false};
+    std::atomic<bool> bound{false};
+};
+
+} // namespace mneme

@@ -1,0 +1,103 @@
+#include "memory/memory_scope.h"
+
+#include "core/error.h"
+#include "core/scope_path.h"
+#include "memory/memory.h"
+
+namespace mneme {
+
+MemoryScope::MemoryScope(Memory *memory, const QString &rootPath)
+    : m_memory(memory), m_root(ScopePath::normalize(rootPath))
+{
+}
+
+Memory &MemoryScope::bound() const
+{
+    if (!m_memory)
+        throw Error(ErrorKind::Internal, QStringLiteral("this MemoryScope's Memory no longer exists; keep the Memory alive while its views are used"));
+    return *m_memory;
+}
+
+bool MemoryScope::isReadOnly() const
+{
+    return bound().isReadOnly();
+}
+
+QString MemoryScope::absolute(const QString &relative) const
+{
+    return ScopePath::join(m_root, relative);
+}
+
+MemoryRecord MemoryScope::remember(const QString &content, const RememberOptions &options)
+{
+    RememberOptions o = options;
+    o.scope = absolute(options.scope.value_or(QString()));
+    return bound().remember(content, o);
+}
+
+QFuture<SaveResult> MemoryScope::rememberMany(const QStringList &contents, const RememberOptions &options)
+{
+    RememberOptions o = options;
+    o.scope = absolute(options.scope.value_or(QString()));
+    return bound().rememberMany(contents, o);
+}
+
+QList<MemoryMatch> MemoryScope::recall(const QString &query, const RecallOptions &options)
+{
+    RecallOptions o = options;
+    o.scopes.clear();
+    for (const QString &s : options.scopes)
+        o.scopes << absolute(s);
+    if (o.scopes.isEmpty())
+        o.scopes << m_root;
+    return bound().recall(query, o);
+}
+
+QStringList MemoryScope::extractMemories(const QString &content)
+{
+    return bound().extractMemories(content);
+}
+
+int MemoryScope::forget(const ForgetOptions &options)
+{
+    ForgetOptions o = options;
+    o.scope = absolute(options.scope.value_or(QString()));
+    return bound().forget(o);
+}
+
+QStringList MemoryScope::listScopes(const QString &path)
+{
+    return bound().listScopes(absolute(path));
+}
+
+ScopeInfo MemoryScope::info(const QString &path)
+{
+    return bound().info(absolute(path));
+}
+
+QString MemoryScope::tree(const QString &path, int maxDepth)
+{
+    return bound().tree(absolute(path), maxDepth);
+}
+
+QMap<QString, int> MemoryScope::listCategories(const QString &path)
+{
+    return bound().listCategories(absolute(path));
+}
+
+QList<MemoryRecord> MemoryScope::listRecords(const QString &path, int limit, int offset)
+{
+    return bound().listRecords(absolute(path), limit, offset);
+}
+
+int MemoryScope::reset(const QString &path)
+{
+    return bound().reset(absolute(path));
+}
+
+MemoryScope MemoryScope::subscope(const QString &path) const
+{
+    return MemoryScope(m_memory.data(), absolute(path));
+}
+
+} // namespace mneme

@@ -1,0 +1,45 @@
+#pragma once
+
+#include "core/scope_info.h"
+#include "memory/memory_match.h"
+#include "memory/memory_options.h"
+
+#include <QMap>
+#include <QPointer>
+#include <QString>
+#include <QStringList>
+
+namespace mneme {
+
+class Memory;
+
+// A view across several scopes. Recall searches all of them at once and ranks the union; writes
+// need an explicit scope inside one of them and are refused (Error(PermissionDenied)) when the
+// slice is read-only.
+class MemorySlice
+{
+public:
+    MemorySlice(Memory *memory, const QStringList &scopes, const QStringList &categories = {}, bool readOnly = true);
+
+    QStringList scopes() const { return m_scopes; }
+    QStringList categories() const { return m_categories; }
+    bool isReadOnly() const { return m_readOnly; }
+
+    MemoryRecord remember(const QString &content, const RememberOptions &options);
+    QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
+    QStringList extractMemories(const QString &content);
+    QStringList listScopes();
+    // Aggregates info() over the slice's scopes; `path` is echoed back.
+    ScopeInfo info();
+    QMap<QString, int> listCategories();
+    QList<MemoryRecord> listRecords(int limit = 200, int offset = 0);
+
+private:
+    Memory &bound() const;
+    QPointer<Memory> m_memory;
+    QStringList m_scopes;
+    QStringList m_categories;
+    bool m_readOnly = true;
+};
+
+} // namespace mneme

@@ -1,0 +1,77 @@
+#include "memory/scoring.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mneme {
+
+double Scoring::decay(double ageDays, const MemoryConfig &config)
+{
+    const double age = std::max(0.0, ageDays);
+    if (config.decayFunction == QLatin1String("linear"))
+        return std::max(0.0, 1.0 - age / (2.0 * config.recencyHalfLifeDays));
+    return std::pow(0.5, age / config.recencyHalfLifeDays);
+}
+
+MatchSignals Scoring::signalsFor(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
+                                 const MemoryConfig &config)
+{
+    MatchSignals s;
+    s.semantic = std::clamp(cosine, 0.0, 1.0);
+    s.keyword = std::clamp(keyword, 0.0, 1.0);
+    const double ageDays = record.createdAt.isValid() ? record.createdAt.msecsTo(now) / 86400000.0 : 0.0;
+    s.recency = decay(ageDays, config);
+    double importance = record.importance;
+    if (config.accessBoost > 0 && record.accessCount > 0)
+        importance += config.accessBoost * std::log2(1.0 + record.accessCount);
+    s.importance = std::clamp(importance, 0.0, 1.0);
+    return s;
+}
+
+double Scoring::composite(const MatchSignals &s, const MemoryConfig &c)
+{
+    return c.semanticWeight * s.semantic + c.keywordWeight * s.keyword + c.recencyWeight * s.recency
+        + c.importanceWeight * s.importance;
+}
+
+QStringList Scoring::reasons(const MatchSignals &s)
+{
+    QStringList r;
+    if (s.semantic > 0)
+        r << QStringLiteral("semantic");
+    if (s.keyword > 0)
+        r << QStringLiteral("keyword");
+    if (s.recency > 0.5)
+        r << QStringLiteral("recency");
+    if (s.importance > 0.5)
+        r << QStringLiteral("importance");
+    return r;
+}
+
+MemoryMatch Scoring::match(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
+                           const MemoryConfig &config)
+{
+    MemoryMatch m;
+    m.record = record;
+    m.signals = signalsFor(record, cosine, keyword, now, config);
+    m.score = composite(m.signals, config);
+    m.matchReasons = reasons(m.signals);
+    return m;
+}
+
+double Scoring::cosine(const Embedding &a, const Embedding &b)
+{
+    if (a.size() != b.size() || a.empty())
+        return 0;
+    double dot = 0, na = 0, nb = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        dot += double(a[i]) * b[i];
+        na += double(a[i]) * a[i];
+        nb += double(b[i]) * b[i];
+    }
+    if (na <= 0 || nb <= 0)
+        return 0;
+    return dot / std::sqrt(na * nb);
+}
+
+} // namespace mneme

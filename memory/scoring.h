@@ -1,0 +1,31 @@
+#pragma once
+
+#include "core/memory_record.h"
+#include "memory/memory_config.h"
+#include "memory/memory_match.h"
+
+#include <QDateTime>
+
+namespace mneme {
+
+// The composite score of the reference, with Mneme's keyword signal:
+//   score = semantic_weight*semantic + keyword_weight*keyword + recency_weight*decay + importance_weight*importance
+// decay = 0.5^(age_days/half_life) (exponential) or max(0, 1 - age_days/(2*half_life)) (linear).
+class Scoring
+{
+public:
+    static double decay(double ageDays, const MemoryConfig &config);
+    // cosine: the raw cosine similarity (clipped to 0..1 here, decision 7); keyword: already in 0..1.
+    static MatchSignals signalsFor(const MemoryRecord &record, double cosine, double keyword,
+                                   const QDateTime &now, const MemoryConfig &config);
+    static double composite(const MatchSignals &signals, const MemoryConfig &config);
+    // "semantic" when the semantic signal is positive, "keyword" when the keyword signal is, "recency"
+    // when the decay is above 0.5 (younger than one half-life), "importance" when importance > 0.5.
+    static QStringList reasons(const MatchSignals &signals);
+    static MemoryMatch match(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
+                             const MemoryConfig &config);
+    // Cosine similarity; 0 when the lengths differ or a vector is zero.
+    static double cosine(const Embedding &a, const Embedding &b);
+};
+
+} // namespace mneme
