@@ -1,0 +1,175 @@
+#include "core/error.h"
+#include "core/history_entry.h"
+#include "core/memory_record.h"
+#include "core/record_filter.h"
+#include "core/scope_info.h"
+
+#include <QtTest>
+
+using namespace mneme;
+
+class TestMemoryRecord : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    // Acceptance case 1.
+    void defaults()
+    {
+        const MemoryRecord r = MemoryRecord::create(QStringLiteral("hello"));
+        QCOMPARE(r.scope, QStringLiteral("/"));
+        QVERIFY(r.categories.isEmpty());
+        QCOMPARE(r.importance, 0.5);
+        QVERIFY(r.embedding.empty());
+        QVERIFY(!r.id.isEmpty());
+        QVERIFY(!QUuid::fromString(r.id).isNull());
+        QVERIFY(r.createdAt.isValid());
+        QCOMPARE(r.createdAt.timeSpec(), Qt::UTC);
+        QVERIFY(r.source.isEmpty());
+        QVERIFY(!r.isPrivate);
+        QVERIFY(MemoryRecord::create(QStringLiteral("x")).id != r.id);
+    }
+
+    // Acceptance case 2: the embedding is never serialised.
+    void embeddingNotSerialised()
+    {
+        MemoryRecord r = MemoryRecord::create(QStringLiteral("hello"));
+        r.embedding = {0.1f, 0.2f, 0.3f};
+        Json j = r;
+        QVERIFY(!j.contains("embedding"));
+        const MemoryRecord back = Json::parse(j.dump()).get<MemoryRecord>();
+        QVERIFY(back.embedding.empty());
+        QCOMPARE(r.embedding.size(), size_t(3));
+        QVERIFY(back == r); // every other field survives, times to the millisecond
+    }
+
+    void jsonFields()
+    {
+        MemoryRecord r = MemoryRecord::create(QStringLiteral("c"));
+        r.scope = QStringLiteral("/a");
+        r.categories = {QStringLiteral("x"), QStringLiteral("y")};
+        r.source = QStringLiteral("user:alice");
+        r.isPrivate = true;
+        r.metadata = Json{{"k", 1}};
+        const Json j = r;
+        for (const char *key : {"id", "content", "scope", "categories", "importance", "source", "private", "metadata",
+                                "created_at", "updated_at", "last_accessed", "access_count"})
+            QVERIFY2(j.contains(key), key);
+        QCOMPARE(j.size(), size_t(12));
+        QVERIFY(QString::fromStdString(j["created_at"].get<std::string>()).endsWith(QLatin1Char('Z')));
+        QVERIFY(Json(MemoryRecord::create(QStringLiteral("n")))["source"].is_null());
+    }
+
+    void badJson_data()
+    {
+        QTest::addColumn<QString>("json");
+        QTest::addColumn<QString>("field");
+        QTest::newRow("not object") << "[1]" << "object";
+        QTest::newRow("content number") << R"({"content": 5})" << "content";
+        QTest::newRow("categories string") << R"({"content": "a", "categories": "x"})" << "categories";
+        QTest::newRow("importance string") << R"({"content": "a", "importance": "high"})" << "importance";
+        QTest::newRow("private string") << R"({"content": "a", "private": "yes"})" << "private";
+        QTest::newRow("metadata array") << R"({"content": "a", "metadata": [1]})" << "metadata";
+        QTest::newRow("bad date") << R"({"content": "a", "created_at": "yesterday"})" << "created_at";
+    }
+    void badJson()
+    {
+        QFETCH(QString, json);
+        QFETCH(QString, field);
+        try {
+            (void)Json::parse(json.toStdString()).get<MemoryRecord>();
+            QFAIL("accepted bad JSON");
+        } catch (const Error &e) {
+            QCOMPARE(e.kind(), ErrorKind::InvalidArgument);
+            QVERIFY2(e.message().contains(field), qPrintable(e.message()));
+        }
+    }
+
+    void isoTimes_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("utc ms") << "2024-05-01T12:00:00.250Z" << "2024-05-01T12:00:00.250Z";
+        QTest::newRow("offset") << "2024-05-01T14:00:00+02:00" << "2024-05-01T12:00:00.000Z";
+        QTest::newRow("no zone is utc") << "2024-05-01T12:00:00" << "2024-05-01T12:00:00.000Z";
+        QTest::newRow("date only") << "2023-05-08" << "2023-05-08T00:00:00.000Z";
+        QTest::newRow("garbage") << "not a date" << "";
+    }
+    void isoTimes()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, expected);
+        QCOMPARE(toIso(fromIso(text)), expected);
+    }
+
+    void filterMatches()
+    {
+        MemoryRecord r = MemoryRecord::create(QStringLiteral("c"));
+        r.scope = QStringLiteral("/crew/ab");
+        r.categories = {QStringLiteral("db")};
+        r.source = QStringLiteral("user:alice");
+        r.isPrivate = true;
+        RecordFilter f;
+        QVERIFY(f.isEmpty());
+        QVERIFY(f.matches(r));
+        f.scopes = {QStringLiteral("/crew/a")};
+        QVERIFY(!f.matches(r));
+        f.scopes = {QStringLiteral("/crew/a"), QStringLiteral("/crew/ab")};
+        QVERIFY(f.matches(r));
+        f.categories = {QStringLiteral("other")};
+        QVERIFY(!f.matches(r));
+        f.categories = {QStringLiteral("other"), QStringLiteral("db")};
+        QVERIFY(f.matches(r));
+        f.applyPrivacy = true;
+        QVERIFY(!f.matches(r));
+        f.source = QStringLiteral("user:bob");
+        QVERIFY(!f.matches(r));
+        f.source = QStringLiteral("user:alice");
+        QVERIFY(f.matches(r));
+        f.source.clear();
+        f.includePrivate = true;
+        QVERIFY(f.matches(r));
+        f.metadata = Json{{"k", 1}};
+        QVERIFY(!f.matches(r));
+        r.metadata = Json{{"k", 1}, {"j", 2}};
+        QVERIFY(f.matches(r));
+        f.createdBefore = r.createdAt;
+        QVERIFY(!f.matches(r));
+        f.createdBefore = r.createdAt.addMSecs(1);
+        QVERIFY(f.matches(r));
+    }
+
+    void historyAndInfoJson()
+    {
+        HistoryEntry e;
+        e.event = HistoryEntry::Event::Update;
+        e.oldContent = QStringLiteral("a");
+        e.newContent = QStringLiteral("b");
+        e.at = fromIso(QStringLiteral("2024-01-01T00:00:00Z"));
+        const Json j = e;
+        QCOMPARE(j["event"], "UPDATE");
+        QCOMPARE(j["old_content"], "a");
+        QCOMPARE(j["new_content"], "b");
+        QCOMPARE(j["at"], "2024-01-01T00:00:00.000Z");
+        QCOMPARE(HistoryEntry::eventFromName(QStringLiteral("DELETE")), HistoryEntry::Event::Delete);
+        ScopeInfo info;
+        info.path = QStringLiteral("/p");
+        const Json ij = info;
+        for (const char *key : {"path", "record_count", "categories", "oldest_record", "newest_record", "child_scopes"})
+            QVERIFY2(ij.contains(key), key);
+        QVERIFY(ij["oldest_record"].is_null());
+    }
+
+    void errorExitCodes()
+    {
+        QCOMPARE(Error(ErrorKind::InvalidArgument, QStringLiteral("x")).exitCode(), 2);
+        QCOMPARE(Error(ErrorKind::NotFound, QStringLiteral("x")).exitCode(), 2);
+        QCOMPARE(Error(ErrorKind::PermissionDenied, QStringLiteral("x")).exitCode(), 3);
+        QCOMPARE(Error(ErrorKind::ReadOnlyStore, QStringLiteral("x")).exitCode(), 3);
+        QCOMPARE(Error(ErrorKind::Storage, QStringLiteral("x")).exitCode(), 1);
+        QCOMPARE(Error(ErrorKind::EmbedderMismatch, QStringLiteral("x")).exitCode(), 1);
+        QCOMPARE(Error::kindName(ErrorKind::SchemaTooNew), QStringLiteral("schema_too_new"));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMemoryRecord)
+#include "test_memory_record.moc"
