@@ -3,7 +3,7 @@
 namespace mneme {
 
 Error::Error(ErrorKind kind, const QString &message)
-    : std::runtime_error(message.toStdString()), m_kind(kind)
+    : m_kind(kind), m_message(message.toStdString())
 {
 }
 

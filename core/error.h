@@ -1,7 +1,8 @@
 #pragma once
 
+#include <QException>
 #include <QString>
-#include <stdexcept>
+#include <string>
 
 namespace mneme {
 
@@ -24,11 +25,16 @@ enum class ErrorKind {
 };
 
 // The one exception type Mneme throws. what() is a complete sentence that says what went wrong
-// and, where there is one, what to do about it. It never contains secrets.
-class Error : public std::runtime_error
+// and, where there is one, what to do about it. It never contains secrets. It is a QException, so
+// it crosses QtConcurrent and QFuture with its type intact: future.result() rethrows an Error.
+class Error : public QException
 {
 public:
     Error(ErrorKind kind, const QString &message);
+
+    const char *what() const noexcept override { return m_message.c_str(); }
+    void raise() const override { throw *this; }
+    Error *clone() const override { return new Error(*this); }
 
     ErrorKind kind() const noexcept { return m_kind; }
     QString message() const { return QString::fromUtf8(what()); }
@@ -40,6 +46,7 @@ public:
 
 private:
     ErrorKind m_kind;
+    std::string m_message;
 };
 
 } // namespace mneme

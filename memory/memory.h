@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/embedder.h"
+#include "core/error.h"
 #include "core/history_entry.h"
 #include "core/memory_record.h"
 #include "core/scope_info.h"

@@ -1,0 +1,147 @@
+#include "core/error.h"
+#include "memory/memory_config.h"
+#include "memory/scoring.h"
+
+#include <QtTest>
+
+using namespace mneme;
+
+namespace {
+
+MemoryRecord aged(double importance, double ageDays, const QDateTime &now)
+{
+    MemoryRecord r = MemoryRecord::create(QStringLiteral("x"));
+    r.importance = importance;
+    r.createdAt = now.addMSecs(-qint64(ageDays * 86400000.0));
+    return r;
+}
+
+} // namespace
+
+class TestScoring : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    // Acceptance case 3.
+    void configDefaults()
+    {
+        const MemoryConfig c;
+        QCOMPARE(c.recencyWeight, 0.3);
+        QCOMPARE(c.semanticWeight, 0.5);
+        QCOMPARE(c.importanceWeight, 0.2);
+        QCOMPARE(c.recencyHalfLifeDays, 30.0);
+        QCOMPARE(c.consolidationThreshold, 0.85);
+        QCOMPARE(c.consolidationLimit, 5);
+        QCOMPARE(c.defaultImportance, 0.5);
+        QCOMPARE(c.batchDedupThreshold, 0.98);
+        QCOMPARE(c.confidenceThresholdHigh, 0.8);
+        QCOMPARE(c.confidenceThresholdLow, 0.5);
+        QCOMPARE(c.complexQueryThreshold, 0.7);
+        QCOMPARE(c.explorationBudget, 1);
+        QCOMPARE(c.queryAnalysisThreshold, 200);
+    }
+
+    // Acceptance cases 4-7, as ranges and orderings.
+    void composite_data()
+    {
+        QTest::addColumn<double>("semanticWeight");
+        QTest::addColumn<double>("recencyWeight");
+        QTest::addColumn<double>("importanceWeight");
+        QTest::addColumn<double>("cosine");
+        QTest::addColumn<double>("importance");
+        QTest::addColumn<double>("ageDays");
+        QTest::addColumn<double>("low");
+        QTest::addColumn<double>("high");
+        QTest::addColumn<QStringList>("reasons");
+        QTest::newRow("case 4: new record") << 0.5 << 0.3 << 0.2 << 0.8 << 0.7 << 0.0 << 0.82 << 0.86
+                                            << QStringList{"semantic", "recency", "importance"};
+        QTest::newRow("case 5: old record") << 0.5 << 0.3 << 0.2 << 0.8 << 0.5 << 60.0 << 0.55 << 0.60
+                                            << QStringList{"semantic"};
+        QTest::newRow("case 6: semantic only") << 1.0 << 0.0 << 0.0 << 0.73 << 0.5 << 10.0 << 0.7299 << 0.7301
+                                               << QStringList{"semantic", "recency"};
+        QTest::newRow("case 7: old and low") << 0.5 << 0.3 << 0.2 << 0.8 << 0.1 << 60.0 << 0.0 << 1.0
+                                             << QStringList{"semantic"};
+        QTest::newRow("decision 7: negative cosine clipped") << 0.5 << 0.3 << 0.2 << -0.6 << 0.5 << 0.0 << 0.399 << 0.401
+                                                             << QStringList{"recency"};
+    }
+    void composite()
+    {
+        QFETCH(double, semanticWeight);
+        QFETCH(double, recencyWeight);
+        QFETCH(double, importanceWeight);
+        QFETCH(double, cosine);
+        QFETCH(double, importance);
+        QFETCH(double, ageDays);
+        QFETCH(double, low);
+        QFETCH(double, high);
+        QFETCH(QStringList, reasons);
+        MemoryConfig c;
+        c.semanticWeight = semanticWeight;
+        c.recencyWeight = recencyWeight;
+        c.importanceWeight = importanceWeight;
+        const QDateTime now = nowUtc();
+        const MemoryMatch m = Scoring::match(aged(importance, ageDays, now), cosine, 0, now, c);
+        QVERIFY2(m.score >= low && m.score <= high, qPrintable(QString::number(m.score)));
+        QCOMPARE(m.matchReasons, reasons);
+        QVERIFY(m.signals.semantic >= 0 && m.signals.semantic <= 1);
+    }
+
+    void decay_data()
+    {
+        QTest::addColumn<QString>("function");
+        QTest::addColumn<double>("ageDays");
+        QTest::addColumn<double>("expected");
+        QTest::newRow("exp today") << "exponential" << 0.0 << 1.0;
+        QTest::newRow("exp half-life") << "exponential" << 30.0 << 0.5;
+        QTest::newRow("exp two half-lives") << "exponential" << 60.0 << 0.25;
+        QTest::newRow("exp future is today") << "exponential" << -5.0 << 1.0;
+        QTest::newRow("linear today") << "linear" << 0.0 << 1.0;
+        QTest::newRow("linear half-life") << "linear" << 30.0 << 0.5;
+        QTest::newRow("linear floor") << "linear" << 90.0 << 0.0;
+    }
+    void decay()
+    {
+        QFETCH(QString, function);
+        QFETCH(double, ageDays);
+        QFETCH(double, expected);
+        MemoryConfig c;
+        c.decayFunction = function;
+        QVERIFY(qAbs(Scoring::decay(ageDays, c) - expected) < 1e-9);
+    }
+
+    void keywordSignalAndReason()
+    {
+        MemoryConfig c;
+        c.keywordWeight = 0.4;
+        const QDateTime now = nowUtc();
+        const MemoryMatch m = Scoring::match(aged(0.5, 100, now), 0.0, 0.5, now, c);
+        QCOMPARE(m.matchReasons, QStringList{QStringLiteral("keyword")});
+        QVERIFY(qAbs(m.score - (0.4 * 0.5 + 0.3 * std::pow(0.5, 100 / 30.0) + 0.2 * 0.5)) < 1e-9);
+    }
+
+    void accessBoost()
+    {
+        MemoryConfig c;
+        c.accessBoost = 0.1;
+        const QDateTime now = nowUtc();
+        MemoryRecord r = aged(0.5, 0, now);
+        r.accessCount = 3; // log2(4) = 2 -> +0.2
+        QVERIFY(qAbs(Scoring::signalsFor(r, 0.5, 0, now, c).importance - 0.7) < 1e-9);
+        r.accessCount = 1000;
+        QCOMPARE(Scoring::signalsFor(r, 0.5, 0, now, c).importance, 1.0);
+        c.accessBoost = 0;
+        QCOMPARE(Scoring::signalsFor(r, 0.5, 0, now, c).importance, 0.5);
+    }
+
+    void cosine()
+    {
+        QCOMPARE(Scoring::cosine({1, 0}, {1, 0}), 1.0);
+        QCOMPARE(Scoring::cosine({1, 0}, {0, 1}), 0.0);
+        QCOMPARE(Scoring::cosine({1, 0}, {1, 0, 0}), 0.0);
+        QCOMPARE(Scoring::cosine({0, 0}, {1, 0}), 0.0);
+        QVERIFY(qAbs(Scoring::cosine({2, 0}, {1, 1}) - std::sqrt(0.5)) < 1e-9);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestScoring)
+#include "test_scoring.moc"
