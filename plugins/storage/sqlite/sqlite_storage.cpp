@@ -1,0 +1,1606 @@
+#include "sqlite_storage.h"
+
+#include "core/error.h"
+#include "core/scope_path.h"
+
+#include <QCryptographicHash>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QMutexLocker>
+#include <QSet>
+#include <QThread>
+#include <QUrl>
+#include <QtEndian>
+#include <algorithm>
+#include <cstring>
+#include <sqlite3.h>
+
+#ifndef MNEME_VERSION
+#define MNEME_VERSION "unknown"
+#endif
+
+namespace mneme {
+
+namespace {
+
+// One step of the schema: applying `sql` to a store at version `version - 1` brings it to `version`.
+// Later versions append steps; a step is never edited once released.
+struct Migration
+{
+    int version;
+    const char *sql;
+};
+
+const Migration kMigrations[] = {
+    {1, R"SQL(
+CREATE TABLE meta(
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE records(
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    content TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    categories TEXT NOT NULL DEFAULT '[]',
+    importance REAL NOT NULL DEFAULT 0.5,
+    source TEXT NOT NULL DEFAULT '',
+    private INTEGER NOT NULL DEFAULT 0,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at INTEGER,
+    updated_at INTEGER,
+    last_accessed INTEGER,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    content_hash INTEGER NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX records_scope ON records(scope);
+CREATE INDEX records_created ON records(created_at);
+CREATE INDEX records_content_hash ON records(content_hash);
+
+CREATE VIRTUAL TABLE records_fts USING fts5(content, tokenize = 'porter unicode61 remove_diacritics 2');
+CREATE TRIGGER records_fts_insert AFTER INSERT ON records BEGIN
+    INSERT INTO records_fts(rowid, content) VALUES (new.rid, new.content);
+END;
+CREATE TRIGGER records_fts_delete AFTER DELETE ON records BEGIN
+    DELETE FROM records_fts WHERE rowid = old.rid;
+END;
+CREATE TRIGGER records_fts_update AFTER UPDATE OF content ON records BEGIN
+    UPDATE records_fts SET content = new.content WHERE rowid = new.rid;
+END;
+
+CREATE TABLE history(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    record_id TEXT NOT NULL,
+    event TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE')),
+    old_content TEXT,
+    new_content TEXT,
+    old_record TEXT,
+    new_record TEXT,
+    at INTEGER NOT NULL
+);
+CREATE INDEX history_record ON history(record_id, seq);
+)SQL"},
+};
+
+constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
+static_assert(kLatestSchema == 1 || kMigrations[kLatestSchema - 1].version == kLatestSchema);
+
+const char *const kRequiredTables[] = {"meta", "records", "records_fts", "history"};
+
+// The columns readRow() expects, in order; the embedding is appended when asked for.
+constexpr const char *kRecordColumns =
+    "r.rid, r.id, r.content, r.scope, r.categories, r.importance, r.source, r.private, r.metadata, "
+    "r.created_at, r.updated_at, r.last_accessed, r.access_count";
+
+const QString kResetAdvice = QStringLiteral(
+    "run `mneme reset --yes` to empty the store, or `mneme export` and then `mneme import --reembed` "
+    "to keep its memories with the new embedder");
+
+// Invalid UTF-8 inside metadata is replaced instead of throwing: content checks are Memory's business.
+QByteArray jsonBytes(const Json &j)
+{
+    return QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+QByteArray recordJson(const MemoryRecord &r)
+{
+    Json j;
+    to_json(j, r);
+    return jsonBytes(j);
+}
+
+qint64 contentHash(const QString &content)
+{
+    const QByteArray digest = QCryptographicHash::hash(content.toUtf8(), QCryptographicHash::Sha256);
+    return qFromBigEndian<qint64>(digest.constData());
+}
+
+QString describe(const std::optional<EmbedderBinding> &b)
+{
+    if (!b)
+        return QStringLiteral("no embedder");
+    const QString name = b->embedderId.isEmpty() ? QStringLiteral("an unnamed embedder")
+                                                 : QStringLiteral("\"%1\"").arg(b->embedderId);
+    return QStringLiteral("%1 (%2-dimensional vectors)").arg(name).arg(b->dimension);
+}
+
+// The FTS5 query for a user text: every word quoted (so no text is ever FTS syntax) and OR-ed.
+// Word characters are letters, digits and combining marks, as unicode61 tokenizes.
+QByteArray matchExpression(const QString &text)
+{
+    QStringList words;
+    QString word;
+    auto flush = [&] {
+        if (!word.isEmpty() && !words.contains(word))
+            words.append(word);
+        word.clear();
+    };
+    const qsizetype n = text.size();
+    for (qsizetype i = 0; i < n; ++i) {
+        char32_t c = text.at(i).unicode();
+        qsizetype len = 1;
+        if (QChar::isHighSurrogate(c) && i + 1 < n && text.at(i + 1).isLowSurrogate()) {
+            c = QChar::surrogateToUcs4(text.at(i), text.at(i + 1));
+            len = 2;
+        }
+        if (QChar::isLetterOrNumber(c) || QChar::isMark(c))
+            word.append(text.mid(i, len));
+        else
+            flush();
+        i += len - 1;
+        if (words.size() >= 64)
+            break;
+    }
+    flush();
+    QStringList quoted;
+    for (const QString &w : std::as_const(words))
+        quoted.append(QLatin1Char('"') + w + QLatin1Char('"'));
+    return quoted.join(QStringLiteral(" OR ")).toUtf8();
+}
+
+// Scope prefixes normalised ("/crew/a/" -> "/crew/a"), so that the SQL, the vector index and
+// RecordFilter::matches agree; an invalid one throws Error(InvalidArgument).
+RecordFilter normalized(const RecordFilter &filter)
+{
+    RecordFilter f = filter;
+    for (QString &s : f.scopes)
+        s = ScopePath::normalize(s);
+    return f;
+}
+
+bool needsPostFilter(const RecordFilter &f)
+{
+    return f.metadata.is_object() && !f.metadata.empty();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// A cached prepared statement in use: reset and unbound when it goes out of scope.
+
+class SqliteStorage::Statement
+{
+public:
+    Statement(SqliteStorage &storage, const QByteArray &sql)
+        : m_storage(storage), m_st(storage.prepare(sql, &m_owned))
+    {
+    }
+    ~Statement()
+    {
+        if (m_owned) {
+            sqlite3_finalize(m_st);
+        } else {
+            sqlite3_reset(m_st);
+            sqlite3_clear_bindings(m_st);
+        }
+    }
+    Statement(const Statement &) = delete;
+    Statement &operator=(const Statement &) = delete;
+
+    sqlite3_stmt *get() const { return m_st; }
+
+    Statement &bind(int i, qint64 v)
+    {
+        check(sqlite3_bind_int64(m_st, i, v));
+        return *this;
+    }
+    Statement &bindDouble(int i, double v)
+    {
+        check(sqlite3_bind_double(m_st, i, v));
+        return *this;
+    }
+    Statement &bindNull(int i)
+    {
+        check(sqlite3_bind_null(m_st, i));
+        return *this;
+    }
+    Statement &bindBytes(int i, const QByteArray &utf8)
+    {
+        check(sqlite3_bind_text64(m_st, i, utf8.constData(), sqlite3_uint64(utf8.size()), SQLITE_TRANSIENT, SQLITE_UTF8));
+        return *this;
+    }
+    // A null QString binds SQL NULL when `nullable`, else the empty text.
+    Statement &bindText(int i, const QString &s, bool nullable = false)
+    {
+        if (s.isNull() && nullable)
+            return bindNull(i);
+        return bindBytes(i, s.toUtf8());
+    }
+    Statement &bindTime(int i, const QDateTime &t)
+    {
+        return t.isValid() ? bind(i, t.toMSecsSinceEpoch()) : bindNull(i);
+    }
+    Statement &bindEmbedding(int i, const Embedding &e)
+    {
+        if (e.empty())
+            return bindNull(i);
+        check(sqlite3_bind_blob64(m_st, i, e.data(), sqlite3_uint64(e.size() * sizeof(float)), SQLITE_TRANSIENT));
+        return *this;
+    }
+    void bindAll(const std::vector<std::variant<qint64, QByteArray>> &args, int first = 1)
+    {
+        int i = first;
+        for (const auto &a : args) {
+            if (std::holds_alternative<qint64>(a))
+                bind(i++, std::get<qint64>(a));
+            else
+                bindBytes(i++, std::get<QByteArray>(a));
+        }
+    }
+
+    // True when a row is ready, false when done; throws on failure.
+    bool step(const QString &doing)
+    {
+        const int rc = sqlite3_step(m_st);
+        if (rc == SQLITE_ROW)
+            return true;
+        if (rc == SQLITE_DONE)
+            return false;
+        m_storage.fail(rc, doing);
+    }
+    // Runs a statement that returns no rows.
+    void run(const QString &doing)
+    {
+        while (step(doing)) {
+        }
+    }
+
+    qint64 int64(int col) const { return sqlite3_column_int64(m_st, col); }
+    bool isNull(int col) const { return sqlite3_column_type(m_st, col) == SQLITE_NULL; }
+    QString text(int col) const { return columnText(m_st, col); }
+
+    static QString columnText(sqlite3_stmt *st, int col)
+    {
+        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(st, col));
+        if (!p)
+            return QString();
+        const int bytes = sqlite3_column_bytes(st, col);
+        return bytes == 0 ? QStringLiteral("") : QString::fromUtf8(p, bytes);
+    }
+
+private:
+    void check(int rc)
+    {
+        if (rc != SQLITE_OK)
+            m_storage.fail(rc, QStringLiteral("binding a value"));
+    }
+
+    SqliteStorage &m_storage;
+    bool m_owned = false;
+    sqlite3_stmt *m_st;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One write transaction (BEGIN IMMEDIATE). Rolled back unless commit() succeeded.
+
+class SqliteStorage::Transaction
+{
+public:
+    explicit Transaction(SqliteStorage &storage)
+        : m_storage(storage)
+    {
+        storage.ensureOpen();
+        storage.ensureWritable();
+        storage.exec("BEGIN IMMEDIATE", QStringLiteral("starting a write transaction"));
+        m_active = true;
+        try {
+            // Another connection may have committed since our last look (embedder binding, vectors).
+            storage.refreshIfChanged();
+        } catch (...) {
+            rollback();
+            throw;
+        }
+    }
+    ~Transaction()
+    {
+        if (m_active)
+            rollback();
+    }
+    Transaction(const Transaction &) = delete;
+    Transaction &operator=(const Transaction &) = delete;
+
+    void commit()
+    {
+        m_storage.exec("COMMIT", QStringLiteral("committing a write"));
+        m_active = false;
+    }
+
+private:
+    void rollback()
+    {
+        m_active = false;
+        sqlite3_exec(m_storage.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        // Undo what this transaction may have cached (a dimension claimed for an unbound store).
+        try {
+            m_storage.loadBinding();
+        } catch (...) {
+            m_storage.m_binding.reset();
+            m_storage.m_dataVersion = -1;
+        }
+    }
+
+    SqliteStorage &m_storage;
+    bool m_active = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Configuration
+
+SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
+{
+    Options o;
+    if (config.is_null())
+        return fromJson(Json::object());
+    if (!config.is_object())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the sqlite storage configuration must be a JSON object such as {\"path\": \"memory.db\"}"));
+    bool hasPath = false;
+    for (auto it = config.begin(); it != config.end(); ++it) {
+        const QString key = QString::fromStdString(it.key());
+        const Json &v = it.value();
+        if (key == QLatin1String("path")) {
+            if (!v.is_string() || v.get<std::string>().empty())
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("sqlite storage: \"path\" must be a non-empty string (a file, or \":memory:\")"));
+            o.path = QString::fromStdString(v.get<std::string>());
+            if (o.path.startsWith(QLatin1String("~/")))
+                o.path = QDir::homePath() + o.path.mid(1);
+            hasPath = true;
+        } else if (key == QLatin1String("read_only")) {
+            if (!v.is_boolean())
+                throw Error(ErrorKind::InvalidArgument, QStringLiteral("sqlite storage: \"read_only\" must be true or false"));
+            o.readOnly = v.get<bool>();
+        } else if (key == QLatin1String("busy_timeout_ms")) {
+            if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 86400000)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("sqlite storage: \"busy_timeout_ms\" must be a whole number of milliseconds between 0 and 86400000"));
+            o.busyTimeoutMs = int(v.get<long long>());
+        } else {
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("sqlite storage: unknown configuration key \"%1\"; the known keys are path, read_only and busy_timeout_ms")
+                            .arg(key));
+        }
+    }
+    if (!hasPath)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("sqlite storage: the configuration needs \"path\" (a file such as ~/.mneme/memory.db, or \":memory:\")"));
+    return o;
+}
+
+int SqliteStorage::latestSchemaVersion()
+{
+    return kLatestSchema;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opening
+
+SqliteStorage::SqliteStorage(const Options &options)
+    : m_options(options)
+{
+    QMutexLocker lock(&m_mutex);
+    try {
+        open();
+    } catch (...) {
+        closeConnection();
+        throw;
+    }
+}
+
+SqliteStorage::~SqliteStorage()
+{
+    QMutexLocker lock(&m_mutex);
+    closeConnection();
+}
+
+void SqliteStorage::closeConnection()
+{
+    for (sqlite3_stmt *st : std::as_const(m_statements))
+        sqlite3_finalize(st);
+    m_statements.clear();
+    if (m_db) {
+        sqlite3_close_v2(m_db);
+        m_db = nullptr;
+    }
+    m_index.invalidate();
+    m_closed = true;
+}
+
+void SqliteStorage::open()
+{
+    const bool memory = m_options.path == QLatin1String(":memory:");
+    if (m_options.path.isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("sqlite storage: \"path\" is empty"));
+    m_readOnly = m_options.readOnly;
+    if (memory) {
+        m_location = m_options.path;
+        if (m_readOnly)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("sqlite storage: an in-memory store (\":memory:\") cannot be read-only; drop \"read_only\""));
+    } else {
+        const QFileInfo fi(m_options.path);
+        m_location = fi.absoluteFilePath();
+        const QString folder = fi.absolutePath();
+        if (fi.exists() && fi.isDir())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("sqlite storage: %1 is a folder; set \"path\" to a file inside it, such as %1/memory.db")
+                            .arg(m_location));
+        if (!fi.exists()) {
+            if (m_readOnly)
+                throw Error(ErrorKind::NotFound,
+                            QStringLiteral("there is no Mneme store at %1 to open read-only; check the path, or open it without read_only to create it")
+                                .arg(m_location));
+            if (!QDir().mkpath(folder))
+                throw Error(ErrorKind::ReadOnlyStore,
+                            QStringLiteral("cannot create the folder %1 for the store %2; check its permissions or choose another path")
+                                .arg(folder, m_location));
+            if (!QFileInfo(folder).isWritable())
+                throw Error(ErrorKind::ReadOnlyStore,
+                            QStringLiteral("cannot create the store %1: this user may not write the folder %2; choose another path or fix the permissions")
+                                .arg(m_location, folder));
+        } else if (!m_readOnly && (!fi.isWritable() || !QFileInfo(folder).isWritable())) {
+            // Reads still work; every write reports ReadOnlyStore.
+            m_readOnly = true;
+            m_readOnlyReason = QStringLiteral("this user may not write the file or its folder (%1); fix the permissions to save").arg(folder);
+        }
+    }
+    if (m_options.readOnly)
+        m_readOnlyReason = QStringLiteral("it was opened with read_only; open it without read_only to save");
+
+    openConnection(false);
+    // A read-only connection to a WAL store in a folder it cannot write may fail to create the
+    // shared-memory file; then the file can still be read as immutable.
+    if (m_readOnly && !memory) {
+        const int rc = sqlite3_exec(m_db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+        if (rc == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
+            closeConnection();
+            m_closed = false;
+            openConnection(true);
+        }
+    }
+    checkStore();
+    if (!m_readOnly) {
+        if (m_version < kLatestSchema)
+            migrate();
+        configureWriting();
+    } else {
+        exec("PRAGMA query_only = 1", QStringLiteral("opening the store read-only"));
+    }
+    Statement dv(*this, "PRAGMA data_version");
+    dv.step(QStringLiteral("reading the data version"));
+    m_dataVersion = dv.int64(0);
+    loadBinding();
+}
+
+void SqliteStorage::openConnection(bool immutable)
+{
+    m_closed = false;
+    int flags = SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI;
+    flags |= m_readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    QByteArray name;
+    if (m_location == QLatin1String(":memory:")) {
+        name = ":memory:";
+    } else {
+        // A file: URI, so that no character of the path is taken for a URI parameter.
+        name = "file:" + QUrl::toPercentEncoding(m_location, "/");
+        if (immutable)
+            name += "?immutable=1";
+    }
+    const int rc = sqlite3_open_v2(name.constData(), &m_db, flags, nullptr);
+    if (rc != SQLITE_OK) {
+        const QString msg = m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QStringLiteral("out of memory");
+        if (m_db) {
+            sqlite3_close_v2(m_db);
+            m_db = nullptr;
+        }
+        if ((rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT)
+            throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is not a SQLite database or is damaged (%2); Mneme did not change it. "
+                                                           "Move it away or restore it from a backup, or set \"path\" to another file")
+                                                .arg(m_location, msg));
+        throw Error(ErrorKind::Storage, QStringLiteral("cannot open the store %1 (%2); check the path and its permissions")
+                                            .arg(m_location, msg));
+    }
+    sqlite3_extended_result_codes(m_db, 1);
+    sqlite3_busy_timeout(m_db, m_options.busyTimeoutMs);
+}
+
+int SqliteStorage::storedSchemaVersion(bool *hasTables, bool *hasMeta)
+{
+    QStringList tables;
+    {
+        Statement st(*this, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
+        while (st.step(QStringLiteral("reading the schema")))
+            tables << st.text(0);
+    }
+    m_tables = tables;
+    *hasTables = !tables.isEmpty();
+    *hasMeta = tables.contains(QStringLiteral("meta"));
+    if (!*hasMeta)
+        return 0;
+    int version = -1;
+    {
+        Statement st(*this, "SELECT value FROM meta WHERE key = 'schema_version'");
+        if (st.step(QStringLiteral("reading the schema version"))) {
+            bool ok = false;
+            version = st.text(0).toInt(&ok);
+            if (!ok)
+                version = -1;
+        }
+    }
+    if (version < 0)
+        throw Error(ErrorKind::Corrupt,
+                    QStringLiteral("%1 is not a Mneme store (its meta table has no valid schema_version); Mneme did not change it. "
+                                   "Set \"path\" to another file, or move this one away")
+                        .arg(m_location));
+    Statement uv(*this, "PRAGMA user_version");
+    uv.step(QStringLiteral("reading the schema version"));
+    return std::max(version, int(uv.int64(0)));
+}
+
+void SqliteStorage::checkStore()
+{
+    bool hasTables = false, hasMeta = false;
+    m_version = storedSchemaVersion(&hasTables, &hasMeta);
+    if (m_version > kLatestSchema)
+        throw Error(ErrorKind::SchemaTooNew,
+                    QStringLiteral("%1 was written by a newer Mneme (schema %2; this build reads up to %3): upgrade Mneme to open it. "
+                                   "The file was not changed")
+                        .arg(m_location)
+                        .arg(m_version)
+                        .arg(kLatestSchema));
+    if (hasTables && !hasMeta)
+        throw Error(ErrorKind::Corrupt,
+                    QStringLiteral("%1 is a SQLite database but is not a Mneme store (it has no meta table); Mneme did not change it. "
+                                   "Set \"path\" to another file")
+                        .arg(m_location));
+    if (m_version == 0 && m_readOnly) {
+        if (m_options.readOnly)
+            throw Error(ErrorKind::NotFound,
+                        QStringLiteral("%1 holds no Mneme store yet, and it is opened read-only; open it once without read_only to create the store")
+                            .arg(m_location));
+        throw Error(ErrorKind::ReadOnlyStore,
+                    QStringLiteral("%1 holds no Mneme store yet, and this user may not write it to create one; fix the permissions or choose another path")
+                        .arg(m_location));
+    }
+    if (m_version > 0 && m_version < kLatestSchema && m_readOnly)
+        throw Error(ErrorKind::ReadOnlyStore,
+                    QStringLiteral("%1 is at schema %2 and must be upgraded to schema %3, which needs write access; open it once writable")
+                        .arg(m_location)
+                        .arg(m_version)
+                        .arg(kLatestSchema));
+    if (m_version == kLatestSchema) {
+        for (const char *t : kRequiredTables) {
+            if (!m_tables.contains(QLatin1String(t)))
+                throw Error(ErrorKind::Corrupt,
+                            QStringLiteral("%1 is damaged: its table \"%2\" is missing; Mneme did not change it. Restore it from a backup, "
+                                           "or `mneme export` what is readable and import it into a new store")
+                                .arg(m_location, QLatin1String(t)));
+        }
+    }
+}
+
+void SqliteStorage::migrate()
+{
+    exec("BEGIN IMMEDIATE", QStringLiteral("starting the schema upgrade"));
+    try {
+        // Another process may have created or upgraded the store while we waited for the lock.
+        bool hasTables = false, hasMeta = false;
+        const int current = storedSchemaVersion(&hasTables, &hasMeta);
+        if (current > kLatestSchema || (hasTables && !hasMeta)) {
+            exec("ROLLBACK", QStringLiteral("ending the schema upgrade"));
+            checkStore(); // throws the matching error
+            return;
+        }
+        for (const Migration &m : kMigrations) {
+            if (m.version <= current)
+                continue;
+            exec(m.sql, QStringLiteral("upgrading the schema to version %1").arg(m.version));
+            Statement st(*this, "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                                "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+            st.bindText(1, QString::number(m.version)).run(QStringLiteral("recording the schema version"));
+            if (m.version == 1) {
+                Statement by(*this, "INSERT INTO meta(key, value) VALUES ('created_by', ?)");
+                by.bindText(1, QStringLiteral("mneme " MNEME_VERSION)).run(QStringLiteral("recording the creator"));
+            }
+        }
+        exec(QByteArray("PRAGMA user_version = ") + QByteArray::number(kLatestSchema), QStringLiteral("recording the schema version"));
+        exec("COMMIT", QStringLiteral("committing the schema upgrade"));
+    } catch (...) {
+        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+    bool hasTables = false, hasMeta = false;
+    m_version = storedSchemaVersion(&hasTables, &hasMeta);
+}
+
+void SqliteStorage::configureWriting()
+{
+    if (m_location != QLatin1String(":memory:")) {
+        // Switching to WAL needs a moment alone with the file; another process opening it at the
+        // same instant makes it busy, so retry within the busy timeout.
+        QElapsedTimer timer;
+        timer.start();
+        for (;;) {
+            Statement st(*this, "PRAGMA journal_mode = WAL");
+            const int rc = sqlite3_step(st.get());
+            if (rc == SQLITE_ROW) {
+                const QString mode = st.text(0).toLower();
+                if (mode != QLatin1String("wal"))
+                    throw Error(ErrorKind::Storage,
+                                QStringLiteral("cannot switch the store %1 to WAL mode (it stays in %2 mode); the file system may not support it")
+                                    .arg(m_location, mode));
+                break;
+            }
+            if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
+                fail(rc, QStringLiteral("switching to WAL mode"));
+            if (timer.elapsed() > m_options.busyTimeoutMs)
+                fail(rc, QStringLiteral("switching to WAL mode"));
+            QThread::msleep(10);
+        }
+    }
+    exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plumbing
+
+void SqliteStorage::ensureOpen() const
+{
+    if (m_closed || !m_db)
+        throw Error(ErrorKind::Storage, QStringLiteral("the store %1 is closed; open it again to use it").arg(m_location));
+}
+
+void SqliteStorage::ensureWritable() const
+{
+    if (m_readOnly)
+        throw Error(ErrorKind::ReadOnlyStore,
+                    QStringLiteral("the store %1 is read-only: %2").arg(m_location, m_readOnlyReason));
+}
+
+void SqliteStorage::fail(int rc, const QString &doing) const
+{
+    const QString detail = m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QString::fromUtf8(sqlite3_errstr(rc));
+    switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        throw Error(ErrorKind::Corrupt,
+                    QStringLiteral("%1 is not a Mneme store or is damaged (%2 while %3); Mneme did not change it. "
+                                   "Restore it from a backup or move it away and set \"path\" to a new file")
+                        .arg(m_location, detail, doing));
+    case SQLITE_READONLY:
+        throw Error(ErrorKind::ReadOnlyStore,
+                    QStringLiteral("the store %1 cannot be written (%2 while %3); check the permissions of the file and its folder")
+                        .arg(m_location, detail, doing));
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        throw Error(ErrorKind::Storage,
+                    QStringLiteral("the store %1 stayed locked by another connection for more than %2 ms while %3; "
+                                   "retry, or raise busy_timeout_ms")
+                        .arg(m_location)
+                        .arg(m_options.busyTimeoutMs)
+                        .arg(doing));
+    case SQLITE_FULL:
+        throw Error(ErrorKind::Storage,
+                    QStringLiteral("the disk holding %1 is full (while %2); free some space and retry").arg(m_location, doing));
+    default:
+        throw Error(ErrorKind::Storage,
+                    QStringLiteral("SQLite failed on %1 while %2: %3").arg(m_location, doing, detail));
+    }
+}
+
+sqlite3_stmt *SqliteStorage::prepare(const QByteArray &sql, bool *owned)
+{
+    ensureOpen();
+    *owned = false;
+    auto it = m_statements.constFind(sql);
+    if (it != m_statements.constEnd())
+        return it.value();
+    // Filters produce a handful of SQL shapes; past the cap (pathological variety) a statement is
+    // prepared for one use and finalized by its Statement.
+    const bool cache = m_statements.size() < 256;
+    sqlite3_stmt *st = nullptr;
+    const int rc = sqlite3_prepare_v3(m_db, sql.constData(), int(sql.size()), cache ? SQLITE_PREPARE_PERSISTENT : 0, &st, nullptr);
+    if (rc != SQLITE_OK) {
+        sqlite3_finalize(st);
+        fail(rc, QStringLiteral("preparing a query"));
+    }
+    if (cache)
+        m_statements.insert(sql, st);
+    else
+        *owned = true;
+    return st;
+}
+
+void SqliteStorage::exec(const char *sql, const QString &doing)
+{
+    ensureOpen();
+    char *err = nullptr;
+    const int rc = sqlite3_exec(m_db, sql, nullptr, nullptr, &err);
+    sqlite3_free(err);
+    if (rc != SQLITE_OK)
+        fail(rc, doing);
+}
+
+void SqliteStorage::exec(const QByteArray &sql, const QString &doing)
+{
+    exec(sql.constData(), doing);
+}
+
+void SqliteStorage::refreshIfChanged()
+{
+    Statement st(*this, "PRAGMA data_version");
+    st.step(QStringLiteral("checking for changes by other connections"));
+    const qint64 v = st.int64(0);
+    if (v == m_dataVersion)
+        return;
+    m_dataVersion = v;
+    m_index.invalidate();
+    loadBinding();
+}
+
+void SqliteStorage::loadBinding()
+{
+    Statement st(*this, "SELECT key, value FROM meta WHERE key IN ('embedder_id', 'dimension')");
+    QString id;
+    int dimension = 0;
+    while (st.step(QStringLiteral("reading the embedder binding"))) {
+        if (st.text(0) == QLatin1String("embedder_id"))
+            id = st.text(1);
+        else
+            dimension = st.text(1).toInt();
+    }
+    if (dimension > 0)
+        m_binding = EmbedderBinding{id, dimension};
+    else
+        m_binding.reset();
+}
+
+std::optional<EmbedderBinding> SqliteStorage::effectiveBinding() const
+{
+    return m_binding ? m_binding : m_sessionBinding;
+}
+
+void SqliteStorage::checkDimension(int dimension, const QString &what)
+{
+    const auto b = effectiveBinding();
+    if (b && b->dimension != dimension)
+        throw Error(ErrorKind::EmbedderMismatch,
+                    QStringLiteral("%1 is %2-dimensional, but the store %3 holds embeddings of %4; Mneme does not mix embeddings. "
+                                   "Configure the embedder the store was written with, or %5")
+                        .arg(what)
+                        .arg(dimension)
+                        .arg(m_location, describe(b), kResetAdvice));
+}
+
+void SqliteStorage::claimDimension(int dimension)
+{
+    if (m_binding)
+        return;
+    Statement st(*this, "INSERT INTO meta(key, value) VALUES ('dimension', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    st.bindText(1, QString::number(dimension)).run(QStringLiteral("recording the embedding dimension"));
+    m_binding = EmbedderBinding{QString(), dimension};
+}
+
+void SqliteStorage::checkRecord(const MemoryRecord &r) const
+{
+    if (r.id.isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a record to store has no id; create records with MemoryRecord::create()"));
+    QString error, normalized;
+    if (!ScopePath::isValid(r.scope, &error))
+        throw Error(ErrorKind::InvalidArgument, error);
+    if (ScopePath::normalize(r.scope) != r.scope)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the scope \"%1\" of record %2 is not normalised; pass it through ScopePath::normalize()").arg(r.scope, r.id));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rows
+
+SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter, bool withPrivacy) const
+{
+    Where w;
+    QList<QByteArray> conds;
+    if (!filter.scopes.isEmpty()) {
+        // Whole path components: a record lies in P when its scope is P or starts with "P/", i.e.
+        // sorts in ["P/", "P0") byte-wise ('0' follows '/'). Exact, case-sensitive, uses the index,
+        // and no character of P is ever a wildcard.
+        QList<QByteArray> any;
+        bool everything = false;
+        for (const QString &s : filter.scopes) {
+            if (s.isEmpty() || s == QLatin1String("/")) {
+                everything = true;
+                break;
+            }
+            const QByteArray p = s.toUtf8();
+            any << "(r.scope = ? OR (r.scope >= ? AND r.scope < ?))";
+            w.args.emplace_back(p);
+            w.args.emplace_back(p + '/');
+            w.args.emplace_back(p + '0');
+        }
+        if (!everything) {
+            conds << "(" + any.join(" OR ") + ")";
+        } else {
+            w.args.clear();
+        }
+    }
+    if (!filter.categories.isEmpty()) {
+        conds << "EXISTS (SELECT 1 FROM json_each(r.categories) c WHERE c.value IN (SELECT value FROM json_each(?)))";
+        w.args.emplace_back(jsonBytes(Json(filter.categories)));
+    }
+    if (!filter.ids.isEmpty()) {
+        conds << "r.id IN (SELECT value FROM json_each(?))";
+        w.args.emplace_back(jsonBytes(Json(filter.ids)));
+    }
+    if (filter.createdBefore.isValid()) {
+        conds << "r.created_at < ?";
+        w.args.emplace_back(filter.createdBefore.toMSecsSinceEpoch());
+    }
+    if (filter.createdAfter.isValid()) {
+        conds << "r.created_at >= ?";
+        w.args.emplace_back(filter.createdAfter.toMSecsSinceEpoch());
+    }
+    if (!filter.onlySource.isEmpty()) {
+        conds << "r.source = ?";
+        w.args.emplace_back(filter.onlySource.toUtf8());
+    }
+    if (withPrivacy && filter.applyPrivacy && !filter.includePrivate) {
+        if (filter.source.isEmpty()) {
+            conds << "r.private = 0";
+        } else {
+            conds << "(r.private = 0 OR r.source = ?)";
+            w.args.emplace_back(filter.source.toUtf8());
+        }
+    }
+    w.sql = conds.isEmpty() ? QByteArray("1") : conds.join(" AND ");
+    return w;
+}
+
+SqliteStorage::Row SqliteStorage::readRow(sqlite3_stmt *st, bool withEmbedding) const
+{
+    Row row;
+    MemoryRecord &r = row.record;
+    row.rowid = sqlite3_column_int64(st, 0);
+    r.id = Statement::columnText(st, 1);
+    r.content = Statement::columnText(st, 2);
+    r.scope = Statement::columnText(st, 3);
+    const Json cats = Json::parse(Statement::columnText(st, 4).toStdString(), nullptr, false);
+    if (cats.is_array()) {
+        for (const auto &c : cats)
+            if (c.is_string())
+                r.categories << QString::fromStdString(c.get<std::string>());
+    } else {
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the categories of record %2 are not a JSON array; "
+                                                       "restore the store from a backup")
+                                            .arg(m_location, r.id));
+    }
+    r.importance = sqlite3_column_double(st, 5);
+    r.source = Statement::columnText(st, 6);
+    r.isPrivate = sqlite3_column_int(st, 7) != 0;
+    const Json meta = Json::parse(Statement::columnText(st, 8).toStdString(), nullptr, false);
+    if (!meta.is_object())
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the metadata of record %2 is not a JSON object; "
+                                                       "restore the store from a backup")
+                                            .arg(m_location, r.id));
+    r.metadata = meta;
+    auto time = [st](int col) {
+        if (sqlite3_column_type(st, col) == SQLITE_NULL)
+            return QDateTime();
+        return QDateTime::fromMSecsSinceEpoch(sqlite3_column_int64(st, col), Qt::UTC);
+    };
+    r.createdAt = time(9);
+    r.updatedAt = time(10);
+    r.lastAccessed = time(11);
+    r.accessCount = sqlite3_column_int(st, 12);
+    if (withEmbedding && sqlite3_column_type(st, 13) == SQLITE_BLOB) {
+        const int bytes = sqlite3_column_bytes(st, 13);
+        const void *data = sqlite3_column_blob(st, 13);
+        r.embedding.resize(std::size_t(bytes) / sizeof(float));
+        if (!r.embedding.empty())
+            std::memcpy(r.embedding.data(), data, r.embedding.size() * sizeof(float));
+    }
+    return row;
+}
+
+std::vector<SqliteStorage::Row> SqliteStorage::selectRows(const RecordFilter &filter, bool withPrivacy, bool withEmbedding)
+{
+    const Where w = where(filter, withPrivacy);
+    QByteArray sql = QByteArray("SELECT ") + kRecordColumns + (withEmbedding ? ", r.embedding" : "")
+        + " FROM records r WHERE " + w.sql;
+    Statement st(*this, sql);
+    st.bindAll(w.args);
+    RecordFilter check = filter;
+    if (!withPrivacy)
+        check.applyPrivacy = false;
+    std::vector<Row> rows;
+    while (st.step(QStringLiteral("reading records"))) {
+        Row row = readRow(st.get(), withEmbedding);
+        if (check.matches(row.record))
+            rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+std::optional<SqliteStorage::Row> SqliteStorage::rowById(const QString &id, bool withEmbedding)
+{
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + (withEmbedding ? ", r.embedding" : "")
+                            + " FROM records r WHERE r.id = ?");
+    st.bindText(1, id);
+    if (!st.step(QStringLiteral("reading a record")))
+        return std::nullopt;
+    return readRow(st.get(), withEmbedding);
+}
+
+std::optional<SqliteStorage::Row> SqliteStorage::rowByRowid(qint64 rowid)
+{
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.rid = ?");
+    st.bind(1, rowid);
+    if (!st.step(QStringLiteral("reading a record")))
+        return std::nullopt;
+    return readRow(st.get(), false);
+}
+
+qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
+{
+    if (rowById(r.id, false))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("a record with id %1 already exists in the store %2; nothing was saved").arg(r.id, m_location));
+    Statement st(*this, "INSERT INTO records(id, content, scope, categories, importance, source, private, metadata, "
+                        "created_at, updated_at, last_accessed, access_count, content_hash, embedding) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    st.bindText(1, r.id)
+        .bindText(2, r.content)
+        .bindText(3, r.scope)
+        .bindBytes(4, jsonBytes(Json(r.categories)))
+        .bindDouble(5, r.importance)
+        .bindText(6, r.source)
+        .bind(7, r.isPrivate ? 1 : 0)
+        .bindBytes(8, jsonBytes(r.metadata.is_object() ? r.metadata : Json::object()))
+        .bindTime(9, r.createdAt)
+        .bindTime(10, r.updatedAt)
+        .bindTime(11, r.lastAccessed)
+        .bind(12, r.accessCount)
+        .bind(13, contentHash(r.content))
+        .bindEmbedding(14, r.embedding);
+    st.run(QStringLiteral("saving record %1").arg(r.id));
+    return sqlite3_last_insert_rowid(m_db);
+}
+
+void SqliteStorage::insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
+                                  const MemoryRecord *newRecord, qint64 atMs)
+{
+    Statement st(*this, "INSERT INTO history(record_id, event, old_content, new_content, old_record, new_record, at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)");
+    st.bindText(1, recordId).bindText(2, HistoryEntry::eventName(event));
+    if (oldRecord)
+        st.bindText(3, oldRecord->content).bindBytes(5, recordJson(*oldRecord));
+    else
+        st.bindNull(3).bindNull(5);
+    if (newRecord)
+        st.bindText(4, newRecord->content).bindBytes(6, recordJson(*newRecord));
+    else
+        st.bindNull(4).bindNull(6);
+    st.bind(7, atMs);
+    st.run(QStringLiteral("writing the history of record %1").arg(recordId));
+}
+
+VectorIndex::Item SqliteStorage::indexItem(qint64 rowid, const MemoryRecord &r)
+{
+    VectorIndex::Item item;
+    item.rowid = rowid;
+    item.id = r.id;
+    item.scope = r.scope;
+    item.categories = r.categories;
+    item.source = r.source;
+    item.isPrivate = r.isPrivate;
+    item.hasCreated = r.createdAt.isValid();
+    item.createdMs = item.hasCreated ? r.createdAt.toMSecsSinceEpoch() : 0;
+    return item;
+}
+
+void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
+{
+    if (!m_index.isLoaded())
+        return;
+    if (r.embedding.empty()) {
+        m_index.updateAttributes(indexItem(rowid, r));
+        return;
+    }
+    if (m_index.size() == 0 && m_index.dimension() != int(r.embedding.size()))
+        m_index.reset(int(r.embedding.size()));
+    if (m_index.dimension() != int(r.embedding.size())) {
+        m_index.invalidate(); // cannot happen after checkDimension(); reload to be safe
+        return;
+    }
+    m_index.upsert(indexItem(rowid, r), r.embedding.data());
+}
+
+void SqliteStorage::loadIndex()
+{
+    const int dimension = m_binding ? m_binding->dimension : 0;
+    m_index.reset(dimension);
+    if (dimension <= 0)
+        return;
+    Statement st(*this, "SELECT rid, id, scope, categories, source, private, created_at, embedding "
+                        "FROM records WHERE embedding IS NOT NULL");
+    while (st.step(QStringLiteral("loading the vectors"))) {
+        const int bytes = sqlite3_column_bytes(st.get(), 7);
+        if (bytes != int(dimension * sizeof(float)))
+            continue; // not of this embedder; never searched
+        VectorIndex::Item item;
+        item.rowid = st.int64(0);
+        item.id = st.text(1);
+        item.scope = st.text(2);
+        const char *catsText = reinterpret_cast<const char *>(sqlite3_column_text(st.get(), 3));
+        if (catsText && std::strcmp(catsText, "[]") != 0) {
+            const Json cats = Json::parse(catsText, nullptr, false);
+            if (cats.is_array())
+                for (const auto &c : cats)
+                    if (c.is_string())
+                        item.categories << QString::fromStdString(c.get<std::string>());
+        }
+        item.source = st.text(4);
+        item.isPrivate = st.int64(5) != 0;
+        item.hasCreated = !st.isNull(6);
+        item.createdMs = st.int64(6);
+        const auto *blob = static_cast<const float *>(sqlite3_column_blob(st.get(), 7));
+        if (reinterpret_cast<quintptr>(blob) % alignof(float) == 0) {
+            m_index.upsert(item, blob);
+        } else {
+            std::vector<float> aligned(static_cast<std::size_t>(dimension));
+            std::memcpy(aligned.data(), blob, std::size_t(bytes));
+            m_index.upsert(item, aligned.data());
+        }
+    }
+}
+
+std::vector<QString> SqliteStorage::distinctScopesBelow(const QString &prefix)
+{
+    RecordFilter f;
+    f.scopes = {prefix};
+    const Where w = where(f, false);
+    Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + w.sql);
+    st.bindAll(w.args);
+    std::vector<QString> out;
+    while (st.step(QStringLiteral("listing scopes")))
+        out.push_back(st.text(0));
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Public interface
+
+QString SqliteStorage::location() const
+{
+    return m_location;
+}
+
+int SqliteStorage::schemaVersion() const
+{
+    return m_version;
+}
+
+bool SqliteStorage::isReadOnly() const
+{
+    return m_readOnly;
+}
+
+std::optional<EmbedderBinding> SqliteStorage::embedderBinding() const
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    // Reading may refresh what this object caches about the file; the object itself is not const.
+    const_cast<SqliteStorage *>(this)->refreshIfChanged();
+    return m_binding;
+}
+
+void SqliteStorage::bindEmbedder(const EmbedderBinding &binding)
+{
+    if (binding.embedderId.isEmpty() || binding.dimension <= 0)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("an embedder binding needs an embedder id and a positive dimension (got \"%1\", %2)")
+                        .arg(binding.embedderId)
+                        .arg(binding.dimension));
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+
+    auto verdict = [&](const std::optional<EmbedderBinding> &stored) {
+        // 0: nothing stored, 1: the same, 2: same dimension and no id stored yet; throws on mismatch.
+        if (!stored)
+            return 0;
+        if (stored->dimension == binding.dimension
+            && (stored->embedderId.isEmpty() || stored->embedderId == binding.embedderId))
+            return stored->embedderId.isEmpty() ? 2 : 1;
+        throw Error(ErrorKind::EmbedderMismatch,
+                    QStringLiteral("the store %1 was written with the embedder %2, but the configured embedder is %3; "
+                                   "Mneme does not mix embeddings. Configure the embedder the store was written with, or %4")
+                        .arg(m_location, describe(stored), describe(binding), kResetAdvice));
+    };
+
+    if (m_readOnly) {
+        // Nothing can be recorded; remember it for this session so searches are checked.
+        if (verdict(effectiveBinding()) != 1 && !m_binding)
+            m_sessionBinding = binding;
+        return;
+    }
+    if (verdict(m_binding) == 1)
+        return;
+    Transaction t(*this);
+    if (verdict(m_binding) == 1)
+        return;
+    Statement st(*this, "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+    st.bindText(1, QStringLiteral("embedder_id")).bindText(2, binding.embedderId).run(QStringLiteral("recording the embedder"));
+    sqlite3_reset(st.get());
+    st.bindText(1, QStringLiteral("dimension")).bindText(2, QString::number(binding.dimension)).run(QStringLiteral("recording the embedder"));
+    t.commit();
+    m_binding = binding;
+}
+
+void SqliteStorage::save(const std::vector<MemoryRecord> &records)
+{
+    QMutexLocker lock(&m_mutex);
+    saveLocked(records);
+}
+
+void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
+{
+    ensureOpen();
+    ensureWritable();
+    if (records.empty())
+        return;
+    int dimension = 0;
+    QSet<QString> ids;
+    for (const MemoryRecord &r : records) {
+        checkRecord(r);
+        if (ids.contains(r.id))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the batch holds record %1 twice; nothing was saved").arg(r.id));
+        ids.insert(r.id);
+        if (r.embedding.empty())
+            continue;
+        if (dimension == 0)
+            dimension = int(r.embedding.size());
+        else if (dimension != int(r.embedding.size()))
+            throw Error(ErrorKind::EmbedderMismatch,
+                        QStringLiteral("the batch mixes %1-dimensional and %2-dimensional embeddings (record %3); "
+                                       "embed a batch with one embedder. Nothing was saved")
+                            .arg(dimension)
+                            .arg(r.embedding.size())
+                            .arg(r.id));
+    }
+    Transaction t(*this);
+    if (dimension > 0) {
+        checkDimension(dimension, QStringLiteral("the embedding of the records to save"));
+        claimDimension(dimension);
+    }
+    const qint64 at = nowUtc().toMSecsSinceEpoch();
+    std::vector<qint64> rowids;
+    rowids.reserve(records.size());
+    for (const MemoryRecord &r : records) {
+        rowids.push_back(insertRecord(r));
+        insertHistory(r.id, HistoryEntry::Event::Add, nullptr, &r, at);
+    }
+    t.commit();
+    for (std::size_t i = 0; i < records.size(); ++i)
+        if (!records[i].embedding.empty())
+            indexPut(rowids[i], records[i]);
+}
+
+void SqliteStorage::update(const MemoryRecord &record)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ensureWritable();
+    checkRecord(record);
+    Transaction t(*this);
+    const std::optional<Row> old = rowById(record.id, false);
+    if (!old)
+        throw Error(ErrorKind::NotFound, QStringLiteral("there is no record with id %1 in the store %2 to update").arg(record.id, m_location));
+    if (!record.embedding.empty()) {
+        checkDimension(int(record.embedding.size()), QStringLiteral("the embedding of record %1").arg(record.id));
+        claimDimension(int(record.embedding.size()));
+    }
+    Statement st(*this, "UPDATE records SET content = ?, scope = ?, categories = ?, importance = ?, source = ?, private = ?, "
+                        "metadata = ?, created_at = ?, updated_at = ?, last_accessed = ?, access_count = ?, content_hash = ?, "
+                        "embedding = coalesce(?, embedding) WHERE rid = ?");
+    st.bindText(1, record.content)
+        .bindText(2, record.scope)
+        .bindBytes(3, jsonBytes(Json(record.categories)))
+        .bindDouble(4, record.importance)
+        .bindText(5, record.source)
+        .bind(6, record.isPrivate ? 1 : 0)
+        .bindBytes(7, jsonBytes(record.metadata.is_object() ? record.metadata : Json::object()))
+        .bindTime(8, record.createdAt)
+        .bindTime(9, record.updatedAt)
+        .bindTime(10, record.lastAccessed)
+        .bind(11, record.accessCount)
+        .bind(12, contentHash(record.content))
+        .bindEmbedding(13, record.embedding)
+        .bind(14, old->rowid);
+    st.run(QStringLiteral("updating record %1").arg(record.id));
+    insertHistory(record.id, HistoryEntry::Event::Update, &old->record, &record, nowUtc().toMSecsSinceEpoch());
+    t.commit();
+    indexPut(old->rowid, record);
+}
+
+int SqliteStorage::deleteRows(const std::vector<Row> &rows)
+{
+    const qint64 at = nowUtc().toMSecsSinceEpoch();
+    for (const Row &row : rows) {
+        Statement st(*this, "DELETE FROM records WHERE rid = ?");
+        st.bind(1, row.rowid).run(QStringLiteral("deleting record %1").arg(row.record.id));
+        insertHistory(row.record.id, HistoryEntry::Event::Delete, &row.record, nullptr, at);
+    }
+    return int(rows.size());
+}
+
+int SqliteStorage::remove(const RecordFilter &requested)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ensureWritable();
+    Transaction t(*this);
+    const std::vector<Row> rows = selectRows(filter, false, false);
+    const int n = deleteRows(rows);
+    t.commit();
+    if (m_index.isLoaded())
+        for (const Row &row : rows)
+            m_index.remove(row.rowid);
+    return n;
+}
+
+int SqliteStorage::reset(const QString &scopePrefix)
+{
+    const QString prefix = ScopePath::normalize(scopePrefix);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ensureWritable();
+    Transaction t(*this);
+    if (prefix != QLatin1String("/")) {
+        RecordFilter f;
+        f.scopes = {prefix};
+        const std::vector<Row> rows = selectRows(f, false, false);
+        const int n = deleteRows(rows);
+        t.commit();
+        if (m_index.isLoaded())
+            for (const Row &row : rows)
+                m_index.remove(row.rowid);
+        return n;
+    }
+    int n = 0;
+    {
+        Statement st(*this, "SELECT count(*) FROM records");
+        st.step(QStringLiteral("counting records"));
+        n = int(st.int64(0));
+    }
+    exec("DELETE FROM records", QStringLiteral("deleting every record"));
+    exec("DELETE FROM history", QStringLiteral("deleting the history"));
+    exec("DELETE FROM meta WHERE key IN ('embedder_id', 'dimension')", QStringLiteral("clearing the embedder binding"));
+    t.commit();
+    m_binding.reset();
+    m_sessionBinding.reset();
+    m_index.reset(0);
+    return n;
+}
+
+void SqliteStorage::restore(const MemoryRecord &record)
+{
+    QMutexLocker lock(&m_mutex);
+    saveLocked({record});
+}
+
+std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const RecordFilter &requested, int limit)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (query.empty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+    if (limit <= 0)
+        return {};
+    refreshIfChanged();
+    const auto b = effectiveBinding();
+    if (!b)
+        return {}; // nothing was ever embedded into this store
+    checkDimension(int(query.size()), QStringLiteral("the query embedding"));
+    if (!m_index.isLoaded())
+        loadIndex();
+    if (m_index.dimension() != int(query.size()))
+        return {}; // a read-only session binding on a store without vectors
+    const bool post = needsPostFilter(filter);
+    const std::vector<VectorIndex::Hit> hits = m_index.search(query.data(), filter, post ? -1 : limit);
+    std::vector<ScoredRecord> out;
+    for (const VectorIndex::Hit &hit : hits) {
+        std::optional<Row> row = rowByRowid(hit.rowid);
+        if (!row || !filter.matches(row->record))
+            continue;
+        if (const float *v = m_index.vector(hit.rowid))
+            row->record.embedding.assign(v, v + m_index.dimension());
+        out.push_back({std::move(row->record), hit.score});
+        if (int(out.size()) >= limit)
+            break;
+    }
+    return out;
+}
+
+std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (limit <= 0)
+        return {};
+    const QByteArray match = matchExpression(text);
+    if (match.isEmpty())
+        return {};
+    refreshIfChanged();
+    const Where w = where(filter, true);
+    const bool post = needsPostFilter(filter);
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", bm25(records_fts) AS relevance "
+                            "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
+                            "WHERE records_fts MATCH ? AND (" + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
+    st.bindBytes(1, match);
+    st.bindAll(w.args, 2);
+    st.bind(int(w.args.size()) + 2, post ? -1 : limit);
+    std::vector<ScoredRecord> out;
+    while (st.step(QStringLiteral("searching the full-text index"))) {
+        Row row = readRow(st.get(), false);
+        if (!filter.matches(row.record))
+            continue;
+        out.push_back({std::move(row.record), -sqlite3_column_double(st.get(), 13)});
+        if (int(out.size()) >= limit)
+            break;
+    }
+    return out;
+}
+
+std::optional<MemoryRecord> SqliteStorage::get(const QString &id, bool withEmbedding)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    std::optional<Row> row = rowById(id, withEmbedding);
+    if (!row)
+        return std::nullopt;
+    return std::move(row->record);
+}
+
+std::vector<MemoryRecord> SqliteStorage::list(const RecordFilter &requested, int limit, int offset)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (limit == 0)
+        return {};
+    offset = std::max(offset, 0);
+    refreshIfChanged();
+    const Where w = where(filter, true);
+    const bool post = needsPostFilter(filter);
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE " + w.sql
+                            + " ORDER BY r.created_at DESC, r.id ASC LIMIT ? OFFSET ?");
+    st.bindAll(w.args);
+    const int n = int(w.args.size());
+    st.bind(n + 1, post || limit < 0 ? -1 : limit);
+    st.bind(n + 2, post ? 0 : offset);
+    std::vector<MemoryRecord> out;
+    int skipped = 0;
+    while (st.step(QStringLiteral("listing records"))) {
+        Row row = readRow(st.get(), false);
+        if (!filter.matches(row.record))
+            continue;
+        if (post && skipped < offset) {
+            ++skipped;
+            continue;
+        }
+        out.push_back(std::move(row.record));
+        if (limit > 0 && int(out.size()) >= limit)
+            break;
+    }
+    return out;
+}
+
+std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, const QString &scope, const QString &source,
+                                                     bool isPrivate)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ? AND r.content = ? "
+                            "AND r.scope = ? AND r.source = ? AND r.private = ? ORDER BY r.rid LIMIT 1");
+    st.bind(1, contentHash(content)).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
+    if (!st.step(QStringLiteral("looking for an identical record")))
+        return std::nullopt;
+    return readRow(st.get(), false).record;
+}
+
+int SqliteStorage::count(const RecordFilter &requested)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    if (needsPostFilter(filter))
+        return int(selectRows(filter, false, false).size());
+    const Where w = where(filter, false);
+    Statement st(*this, "SELECT count(*) FROM records r WHERE " + w.sql);
+    st.bindAll(w.args);
+    st.step(QStringLiteral("counting records"));
+    return int(st.int64(0));
+}
+
+ScopeInfo SqliteStorage::scopeInfo(const QString &scope)
+{
+    const QString path = ScopePath::normalize(scope);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    ScopeInfo info;
+    info.path = path;
+    RecordFilter f;
+    f.scopes = {path};
+    const Where w = where(f, false);
+    {
+        Statement st(*this, "SELECT count(*), min(r.created_at), max(r.created_at) FROM records r WHERE " + w.sql);
+        st.bindAll(w.args);
+        st.step(QStringLiteral("reading scope statistics"));
+        info.recordCount = int(st.int64(0));
+        if (!st.isNull(1))
+            info.oldestRecord = QDateTime::fromMSecsSinceEpoch(st.int64(1), Qt::UTC);
+        if (!st.isNull(2))
+            info.newestRecord = QDateTime::fromMSecsSinceEpoch(st.int64(2), Qt::UTC);
+    }
+    if (info.recordCount == 0)
+        return info;
+    {
+        Statement st(*this, "SELECT DISTINCT c.value FROM records r, json_each(r.categories) c WHERE " + w.sql);
+        st.bindAll(w.args);
+        while (st.step(QStringLiteral("reading scope categories")))
+            info.categories << st.text(0);
+        info.categories.sort();
+    }
+    QSet<QString> children;
+    for (const QString &s : distinctScopesBelow(path)) {
+        const QString child = ScopePath::childToward(path, s);
+        if (!child.isEmpty())
+            children.insert(child);
+    }
+    info.childScopes = QStringList(children.begin(), children.end());
+    info.childScopes.sort();
+    return info;
+}
+
+QStringList SqliteStorage::childScopes(const QString &parent)
+{
+    const QString path = ScopePath::normalize(parent);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    QSet<QString> children;
+    for (const QString &s : distinctScopesBelow(path)) {
+        const QString child = ScopePath::childToward(path, s);
+        if (!child.isEmpty())
+            children.insert(child);
+    }
+    QStringList out(children.begin(), children.end());
+    out.sort();
+    return out;
+}
+
+QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    QMap<QString, int> out;
+    if (needsPostFilter(filter)) {
+        for (const Row &row : selectRows(filter, false, false)) {
+            QStringList cats = row.record.categories;
+            cats.removeDuplicates();
+            for (const QString &c : std::as_const(cats))
+                ++out[c];
+        }
+        return out;
+    }
+    const Where w = where(filter, false);
+    Statement st(*this, "SELECT c.value, count(DISTINCT r.rid) FROM records r, json_each(r.categories) c WHERE " + w.sql
+                            + " GROUP BY c.value");
+    st.bindAll(w.args);
+    while (st.step(QStringLiteral("counting categories")))
+        out.insert(st.text(0), int(st.int64(1)));
+    return out;
+}
+
+void SqliteStorage::touch(const QStringList &ids, const QDateTime &at)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ensureWritable();
+    if (ids.isEmpty())
+        return;
+    const qint64 ms = (at.isValid() ? at : nowUtc()).toMSecsSinceEpoch();
+    Transaction t(*this);
+    for (const QString &id : ids) {
+        Statement st(*this, "UPDATE records SET last_accessed = ?, access_count = access_count + 1 WHERE id = ?");
+        st.bind(1, ms).bindText(2, id).run(QStringLiteral("recording an access"));
+    }
+    t.commit();
+}
+
+std::vector<HistoryEntry> SqliteStorage::history(const QString &recordId)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    refreshIfChanged();
+    Statement st(*this, "SELECT seq, record_id, event, old_content, new_content, old_record, new_record, at "
+                        "FROM history WHERE record_id = ? ORDER BY seq");
+    st.bindText(1, recordId);
+    std::vector<HistoryEntry> out;
+    auto json = [&](int col) {
+        if (st.isNull(col))
+            return Json();
+        Json j = Json::parse(st.text(col).toStdString(), nullptr, false);
+        return j.is_discarded() ? Json() : j;
+    };
+    while (st.step(QStringLiteral("reading the history"))) {
+        HistoryEntry e;
+        e.seq = st.int64(0);
+        e.recordId = st.text(1);
+        e.event = HistoryEntry::eventFromName(st.text(2));
+        e.oldContent = st.text(3);
+        e.newContent = st.text(4);
+        e.oldRecord = json(5);
+        e.newRecord = json(6);
+        e.at = QDateTime::fromMSecsSinceEpoch(st.int64(7), Qt::UTC);
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+void SqliteStorage::close()
+{
+    QMutexLocker lock(&m_mutex);
+    if (m_closed)
+        return;
+    for (sqlite3_stmt *st : std::as_const(m_statements))
+        sqlite3_finalize(st);
+    m_statements.clear();
+    const int rc = m_db ? sqlite3_close(m_db) : SQLITE_OK;
+    if (rc != SQLITE_OK) {
+        const QString msg = QString::fromUtf8(sqlite3_errmsg(m_db));
+        sqlite3_close_v2(m_db);
+        m_db = nullptr;
+        m_closed = true;
+        m_index.invalidate();
+        throw Error(ErrorKind::Storage, QStringLiteral("closing the store %1 failed: %2").arg(m_location, msg));
+    }
+    m_db = nullptr;
+    m_closed = true;
+    m_index.invalidate();
+}
+
+} // namespace mneme

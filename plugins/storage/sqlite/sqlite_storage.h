@@ -1,0 +1,156 @@
+#pragma once
+
+#include "core/storage_backend.h"
+#include "vector_index.h"
+
+#include <QByteArray>
+#include <QHash>
+#include <QMutex>
+#include <QString>
+#include <optional>
+#include <variant>
+#include <vector>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace mneme {
+
+// The embedded default storage: one SQLite file (WAL mode, synchronous=FULL) holding the records,
+// an FTS5 index of their content, the history of every change and the embedder binding. Vectors are
+// BLOBs of float32 and are searched in a process-local index (VectorIndex) loaded on the first search
+// and reloaded when another connection commits. Every write is one BEGIN IMMEDIATE transaction, so
+// several processes may write the same file. Thread-safe: one mutex guards the connection.
+class SqliteStorage : public StorageBackend
+{
+public:
+    struct Options
+    {
+        QString path;               // a file, or ":memory:"
+        bool readOnly = false;
+        int busyTimeoutMs = 10000;
+
+        // Reads {"path", "read_only", "busy_timeout_ms"}; throws Error(InvalidArgument) naming the key
+        // for a missing path, an unknown key or a value of the wrong type.
+        static Options fromJson(const Json &config);
+    };
+
+    // The schema version this build writes and the newest it can read.
+    static int latestSchemaVersion();
+
+    // Opens (creating when missing and writable) the store. Throws Error: Corrupt for a file that is
+    // not a Mneme store or is damaged, SchemaTooNew, NotFound for a missing file opened read-only,
+    // ReadOnlyStore when a missing store cannot be created. A file the process may not write is
+    // opened read-only; every write then throws Error(ReadOnlyStore).
+    explicit SqliteStorage(const Options &options);
+    ~SqliteStorage() override;
+    SqliteStorage(const SqliteStorage &) = delete;
+    SqliteStorage &operator=(const SqliteStorage &) = delete;
+
+    // True when the store was opened read-only (asked for, or because the file cannot be written).
+    bool isReadOnly() const;
+
+    QString location() const override;
+    int schemaVersion() const override;
+    std::optional<EmbedderBinding> embedderBinding() const override;
+    void bindEmbedder(const EmbedderBinding &binding) override;
+
+    void save(const std::vector<MemoryRecord> &records) override;
+    void update(const MemoryRecord &record) override;
+    int remove(const RecordFilter &filter) override;
+    int reset(const QString &scopePrefix) override;
+    void restore(const MemoryRecord &record) override;
+
+    // limit <= 0 returns nothing.
+    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override;
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) override;
+
+    std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) override;
+    // limit < 0 means no limit.
+    std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override;
+    std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
+                                          const QString &source, bool isPrivate) override;
+    int count(const RecordFilter &filter) override;
+    ScopeInfo scopeInfo(const QString &scope) override;
+    QStringList childScopes(const QString &parent) override;
+    QMap<QString, int> categories(const RecordFilter &filter) override;
+    void touch(const QStringList &ids, const QDateTime &at) override;
+    std::vector<HistoryEntry> history(const QString &recordId) override;
+
+    void close() override;
+
+private:
+    class Statement;
+    class Transaction;
+    struct Row
+    {
+        qint64 rowid = 0;
+        MemoryRecord record;
+    };
+    // A SQL condition over the records table (alias r) and the values of its parameters, in order.
+    struct Where
+    {
+        QByteArray sql;
+        std::vector<std::variant<qint64, QByteArray>> args;
+    };
+
+    // Opening.
+    void open();
+    void openConnection(bool immutable);
+    void closeConnection();
+    int storedSchemaVersion(bool *hasTables, bool *hasMeta);
+    void checkStore();
+    void migrate();
+    void configureWriting();
+
+    // Plumbing.
+    void ensureOpen() const;
+    void ensureWritable() const;
+    [[noreturn]] void fail(int rc, const QString &doing) const;
+    sqlite3_stmt *prepare(const QByteArray &sql, bool *owned);
+    void exec(const char *sql, const QString &doing);
+    void exec(const QByteArray &sql, const QString &doing);
+    void refreshIfChanged();
+    void loadBinding();
+    std::optional<EmbedderBinding> effectiveBinding() const;
+    void checkDimension(int dimension, const QString &what);
+    void claimDimension(int dimension);
+    void checkRecord(const MemoryRecord &r) const;
+
+    // Rows.
+    // Conditions for everything but metadata (which callers check with RecordFilter::matches);
+    // privacy only when withPrivacy.
+    Where where(const RecordFilter &filter, bool withPrivacy) const;
+    std::vector<Row> selectRows(const RecordFilter &filter, bool withPrivacy, bool withEmbedding);
+    std::optional<Row> rowById(const QString &id, bool withEmbedding);
+    std::optional<Row> rowByRowid(qint64 rowid);
+    Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
+    qint64 insertRecord(const MemoryRecord &r);
+    void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
+                       const MemoryRecord *newRecord, qint64 atMs);
+    int deleteRows(const std::vector<Row> &rows);
+    std::vector<QString> distinctScopesBelow(const QString &prefix);
+    void saveLocked(const std::vector<MemoryRecord> &records);
+
+    // The vector index.
+    static VectorIndex::Item indexItem(qint64 rowid, const MemoryRecord &r);
+    void indexPut(qint64 rowid, const MemoryRecord &r);
+    void loadIndex();
+
+    Options m_options;
+    QString m_location;
+    bool m_readOnly = false;
+    QString m_readOnlyReason;
+    bool m_closed = false;
+    int m_version = 0;
+    QStringList m_tables;
+    sqlite3 *m_db = nullptr;
+    QHash<QByteArray, sqlite3_stmt *> m_statements;
+    qint64 m_dataVersion = -1;
+    std::optional<EmbedderBinding> m_binding;        // as stored in meta
+    std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
+    VectorIndex m_index;
+    mutable QMutex m_mutex;
+};
+
+} // namespace mneme

@@ -1,0 +1,1295 @@
+// Tests of the SQLite storage plugin, loaded through PluginRegistry, on real files.
+
+#include "core/error.h"
+#include "core/plugin_registry.h"
+#include "core/scope_path.h"
+#include "tests/support/temp_store.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QProcess>
+#include <QRandomGenerator>
+#include <QSet>
+#include <QTest>
+#include <algorithm>
+#include <atomic>
+#include <functional>
+#include <cmath>
+#include <sqlite3.h>
+#include <thread>
+#include <time.h>
+#include <unistd.h>
+
+using namespace mneme;
+
+namespace {
+
+PluginRegistry &registry()
+{
+    static PluginRegistry r(QStringList{QStringLiteral(MNEME_PLUGIN_BUILD_DIR)});
+    return r;
+}
+
+std::unique_ptr<StorageBackend> openStore(const QString &path, Json extra = Json::object())
+{
+    Json config = extra;
+    config["path"] = path.toStdString();
+    return registry().createStorage(QStringLiteral("sqlite"), config);
+}
+
+struct Caught
+{
+    bool thrown = false;
+    ErrorKind kind = ErrorKind::Internal;
+    QString message;
+};
+
+template<typename F>
+Caught catchError(F &&f)
+{
+    Caught c;
+    try {
+        f();
+    } catch (const Error &e) {
+        c.thrown = true;
+        c.kind = e.kind();
+        c.message = e.message();
+    }
+    return c;
+}
+
+#define VERIFY_ERROR(caught, expectedKind)                                                                    \
+    do {                                                                                                      \
+        QVERIFY2((caught).thrown, "no mneme::Error was thrown");                                             \
+        QVERIFY2((caught).kind == (expectedKind),                                                             \
+                 qPrintable(QStringLiteral("expected %1, got %2: %3")                                         \
+                                .arg(Error::kindName(expectedKind), Error::kindName((caught).kind), (caught).message))); \
+    } while (0)
+
+#define COMPARE_JSON(actual, expected)                                                                     \
+    QVERIFY2((actual) == (expected), qPrintable(QString::fromStdString((actual).dump() + " != " + (expected).dump())))
+
+const QDateTime kBase = QDateTime(QDate(2024, 5, 1), QTime(12, 0, 0, 123), Qt::UTC);
+
+MemoryRecord makeRecord(const QString &content, const QString &scope = QStringLiteral("/"), Embedding embedding = {},
+                        int hoursAfterBase = 0)
+{
+    MemoryRecord r = MemoryRecord::create(content);
+    r.scope = scope;
+    r.embedding = std::move(embedding);
+    r.createdAt = kBase.addSecs(3600LL * hoursAfterBase);
+    r.updatedAt = r.createdAt;
+    r.lastAccessed = r.createdAt;
+    return r;
+}
+
+QByteArray fileBytes(const QString &path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return QByteArray("<cannot read>");
+    return f.readAll();
+}
+
+// Runs SQL on a file with a plain SQLite connection; returns the first column of every row.
+QStringList rawQuery(const QString &path, const QString &sql, bool *ok = nullptr)
+{
+    QStringList out;
+    sqlite3 *db = nullptr;
+    bool good = sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK;
+    sqlite3_stmt *st = nullptr;
+    if (good)
+        good = sqlite3_prepare_v2(db, sql.toUtf8().constData(), -1, &st, nullptr) == SQLITE_OK;
+    int rc = SQLITE_DONE;
+    while (good && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const auto *t = reinterpret_cast<const char *>(sqlite3_column_text(st, 0));
+        out << (t ? QString::fromUtf8(t) : QString());
+    }
+    if (good && rc != SQLITE_DONE)
+        good = false;
+    if (!good)
+        out << QString::fromUtf8(sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    if (ok)
+        *ok = good;
+    return out;
+}
+
+QString rawScalar(const QString &path, const QString &sql)
+{
+    bool ok = false;
+    const QStringList rows = rawQuery(path, sql, &ok);
+    return ok && !rows.isEmpty() ? rows.first() : QStringLiteral("<error: %1>").arg(rows.join(QLatin1Char(' ')));
+}
+
+QSet<QString> contentsOf(const std::vector<ScoredRecord> &hits)
+{
+    QSet<QString> out;
+    for (const auto &h : hits)
+        out.insert(h.record.content);
+    return out;
+}
+
+QSet<QString> contentsOf(const std::vector<MemoryRecord> &records)
+{
+    QSet<QString> out;
+    for (const auto &r : records)
+        out.insert(r.content);
+    return out;
+}
+
+QString describe(QSet<QString> s)
+{
+    QStringList l(s.begin(), s.end());
+    l.sort();
+    return QLatin1Char('[') + l.join(QStringLiteral(", ")) + QLatin1Char(']');
+}
+
+Embedding randomUnitish(QRandomGenerator &rng, int dim)
+{
+    Embedding e(static_cast<std::size_t>(dim));
+    for (float &x : e)
+        x = float(rng.generateDouble() * 2.0 - 1.0);
+    return e;
+}
+
+} // namespace
+
+class TestSqliteStorage : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void pluginIsRegistered();
+    void configErrors_data();
+    void configErrors();
+    void roundTrip_data();
+    void roundTrip();
+    void failedSaveChangesNothing();
+    void searchRanksByCosine();
+    void filtersNeverLeak_data();
+    void filtersNeverLeak();
+    void keywordSearch_data();
+    void keywordSearch();
+    void keywordIndexFollowsWrites();
+    void updateRemoveRestoreAndHistory();
+    void resetSubtreeAndEverything();
+    void findExact();
+    void scopeTreeStatistics();
+    void touchCountsAccess();
+    void embedderBinding();
+    void mixedBatchRefusedOnFreshStore();
+    void otherConnectionsAreSeen();
+    void schemaTooNewLeavesFileUntouched();
+    void notSqliteIsCorrupt_data();
+    void notSqliteIsCorrupt();
+    void damagedStoreIsReported();
+    void foreignSqliteIsCorrupt();
+    void readOnly_data();
+    void readOnly();
+    void readOnlyMissingFile();
+    void closedStoreThrows();
+    void oddTextNeverCrashes();
+    void threadsShareOneStore();
+    void concurrentProcessesLoseNothing();
+    void killedWriterLeavesIntactStore();
+    void searchSpeed();
+};
+
+void TestSqliteStorage::pluginIsRegistered()
+{
+    QVERIFY2(registry().hasKey(PluginRegistry::Kind::Storage, QStringLiteral("sqlite")),
+             qPrintable(registry().keys(PluginRegistry::Kind::Storage).join(QLatin1Char(','))));
+    test::TempStore tmp;
+    auto store = openStore(tmp.path(QStringLiteral("nested/folder/memory.db")));
+    QVERIFY(QFile::exists(tmp.path(QStringLiteral("nested/folder/memory.db"))));
+    QCOMPARE(store->schemaVersion(), 1);
+    QCOMPARE(store->location(), tmp.path(QStringLiteral("nested/folder/memory.db")));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("1"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("1"));
+    QVERIFY(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")).startsWith(QLatin1String("mneme ")));
+}
+
+void TestSqliteStorage::configErrors_data()
+{
+    QTest::addColumn<QString>("config");
+    QTest::addColumn<QString>("key");
+    QTest::newRow("no path") << QStringLiteral("{}") << QStringLiteral("path");
+    QTest::newRow("path not a string") << QStringLiteral(R"({"path": 3})") << QStringLiteral("path");
+    QTest::newRow("unknown key") << QStringLiteral(R"({"path": ":memory:", "journal": "wal"})") << QStringLiteral("journal");
+    QTest::newRow("read_only not a bool") << QStringLiteral(R"({"path": ":memory:", "read_only": "yes"})") << QStringLiteral("read_only");
+    QTest::newRow("busy timeout not a number") << QStringLiteral(R"({"path": ":memory:", "busy_timeout_ms": "1s"})") << QStringLiteral("busy_timeout_ms");
+    QTest::newRow("busy timeout negative") << QStringLiteral(R"({"path": ":memory:", "busy_timeout_ms": -5})") << QStringLiteral("busy_timeout_ms");
+    QTest::newRow("config not an object") << QStringLiteral(R"(["memory.db"])") << QStringLiteral("JSON object");
+}
+
+void TestSqliteStorage::configErrors()
+{
+    QFETCH(QString, config);
+    QFETCH(QString, key);
+    const Caught c = catchError([&] { registry().createStorage(QStringLiteral("sqlite"), Json::parse(config.toStdString())); });
+    VERIFY_ERROR(c, ErrorKind::InvalidArgument);
+    QVERIFY2(c.message.contains(key), qPrintable(c.message));
+}
+
+void TestSqliteStorage::roundTrip_data()
+{
+    QTest::addColumn<bool>("onDisk");
+    QTest::newRow("file") << true;
+    QTest::newRow(":memory:") << false;
+}
+
+void TestSqliteStorage::roundTrip()
+{
+    QFETCH(bool, onDisk);
+    test::TempStore tmp;
+    const QString path = onDisk ? tmp.path() : QStringLiteral(":memory:");
+    auto store = openStore(path);
+
+    MemoryRecord r = MemoryRecord::create(QStringLiteral("Ana prefers tea, not coffee"));
+    r.scope = QStringLiteral("/crew/research");
+    r.categories = QStringList{QStringLiteral("preference"), QStringLiteral("people")};
+    r.importance = 0.8125;
+    r.source = QStringLiteral("agent:ana");
+    r.isPrivate = true;
+    r.metadata = Json{{"entities", {"Ana"}}, {"nested", {{"n", 1.5}, {"ok", true}}}, {"date", "2024-05-08"}};
+    r.createdAt = QDateTime(QDate(2023, 1, 2), QTime(3, 4, 5, 678), Qt::UTC);
+    r.updatedAt = QDateTime(QDate(2023, 2, 3), QTime(4, 5, 6, 789), Qt::UTC);
+    r.lastAccessed = QDateTime(QDate(2023, 3, 4), QTime(5, 6, 7, 1), Qt::UTC);
+    r.accessCount = 7;
+    r.embedding = {0.25f, -1.5f, 3.0f, 1e-7f};
+    MemoryRecord plain = makeRecord(QStringLiteral("no embedding, no source"));
+    store->save({r, plain});
+
+    auto check = [&](StorageBackend &s) {
+        const auto got = s.get(r.id, true);
+        QVERIFY(got.has_value());
+        QVERIFY(*got == r);
+        QCOMPARE(got->embedding, r.embedding);
+        QCOMPARE(got->createdAt.toMSecsSinceEpoch(), r.createdAt.toMSecsSinceEpoch());
+        QCOMPARE(got->lastAccessed.toMSecsSinceEpoch(), r.lastAccessed.toMSecsSinceEpoch());
+        COMPARE_JSON(got->metadata, r.metadata);
+        QVERIFY(s.get(r.id, false)->embedding.empty());
+        const auto other = s.get(plain.id, true);
+        QVERIFY(other.has_value());
+        QVERIFY(*other == plain);
+        QVERIFY(other->embedding.empty());
+        QVERIFY(other->source.isEmpty());
+        QVERIFY(!s.get(QStringLiteral("no-such-id")).has_value());
+    };
+    check(*store);
+    if (onDisk) {
+        store->close();
+        auto reopened = openStore(path);
+        check(*reopened);
+        QCOMPARE(reopened->embedderBinding()->dimension, 4);
+    }
+}
+
+void TestSqliteStorage::failedSaveChangesNothing()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord first = makeRecord(QStringLiteral("first"), QStringLiteral("/"), {1, 0});
+    store->save({first});
+    MemoryRecord a = makeRecord(QStringLiteral("new a"), QStringLiteral("/"), {0, 1});
+    MemoryRecord dup = first;
+    dup.content = QStringLiteral("duplicate id");
+    const Caught c = catchError([&] { store->save({a, dup}); });
+    VERIFY_ERROR(c, ErrorKind::InvalidArgument);
+    QVERIFY2(c.message.contains(first.id), qPrintable(c.message));
+    QCOMPARE(store->count({}), 1);
+    QVERIFY(!store->get(a.id).has_value());
+    QVERIFY(store->history(a.id).empty());
+    QVERIFY(store->keywordSearch(QStringLiteral("new"), {}, 10).empty());
+    QCOMPARE(store->search({0, 1}, {}, 10).size(), std::size_t(1));
+
+    RecordFilter badFilter;
+    badFilter.scopes = {QStringLiteral("/a//b")};
+    VERIFY_ERROR(catchError([&] { store->search({0, 1}, badFilter, 10); }), ErrorKind::InvalidArgument);
+    VERIFY_ERROR(catchError([&] { store->remove(badFilter); }), ErrorKind::InvalidArgument);
+    QCOMPARE(store->count({}), 1);
+
+    MemoryRecord badScope = makeRecord(QStringLiteral("bad scope"), QStringLiteral("/a//b"));
+    VERIFY_ERROR(catchError([&] { store->save({badScope}); }), ErrorKind::InvalidArgument);
+    QCOMPARE(store->count({}), 1);
+}
+
+void TestSqliteStorage::searchRanksByCosine()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    // Not unit vectors: the magnitudes differ, only the directions may count.
+    const std::vector<std::pair<QString, Embedding>> items = {
+        {QStringLiteral("opposite"), {-2, 0, 0}},
+        {QStringLiteral("orthogonal"), {0, 5, 0}},
+        {QStringLiteral("diagonal"), {0.1f, 0.1f, 0}},
+        {QStringLiteral("same"), {10, 0, 0}},
+        {QStringLiteral("close"), {100, 20, 0}},
+    };
+    std::vector<MemoryRecord> records;
+    for (const auto &[name, e] : items)
+        records.push_back(makeRecord(name, QStringLiteral("/"), e));
+    store->save(records);
+
+    const auto hits = store->search({1, 0, 0}, {}, 10);
+    QStringList order;
+    for (const auto &h : hits)
+        order << h.record.content;
+    QCOMPARE(order, (QStringList{QStringLiteral("same"), QStringLiteral("close"), QStringLiteral("diagonal"),
+                                 QStringLiteral("orthogonal"), QStringLiteral("opposite")}));
+    QVERIFY(std::abs(hits[0].score - 1.0) < 1e-6);
+    QVERIFY(std::abs(hits[1].score - 100.0 / std::sqrt(100.0 * 100 + 400)) < 1e-5);
+    QVERIFY(std::abs(hits[2].score - std::sqrt(0.5)) < 1e-5);
+    QVERIFY(std::abs(hits[3].score) < 1e-6);
+    QVERIFY(std::abs(hits[4].score + 1.0) < 1e-6);
+    QCOMPARE(hits[0].record.embedding, (Embedding{10, 0, 0}));
+
+    const auto top2 = store->search({1, 0, 0}, {}, 2);
+    QCOMPARE(top2.size(), std::size_t(2));
+    QCOMPARE(top2[0].record.content, QStringLiteral("same"));
+    QCOMPARE(top2[1].record.content, QStringLiteral("close"));
+    QVERIFY(store->search({1, 0, 0}, {}, 0).empty());
+}
+
+// The filter fixture: name, scope, categories, source, private, hours after kBase, metadata.
+struct FixtureRecord
+{
+    const char *name;
+    const char *scope;
+    QStringList categories;
+    const char *source;
+    bool isPrivate;
+    int hours;
+    Json metadata;
+};
+
+static std::vector<FixtureRecord> filterFixture()
+{
+    const QString fact = QStringLiteral("fact"), decision = QStringLiteral("decision"), pref = QStringLiteral("preference");
+    return {
+        {"n1", "/crew/a", {fact}, "", false, 0, Json{{"topic", "x"}}},
+        {"n2", "/crew/a/x", {decision}, "", false, 1, Json{{"topic", "y"}}},
+        {"n3", "/crew/ab", {fact}, "", false, 2, Json::object()},
+        {"n4", "/crew", {pref}, "alice", true, 3, Json::object()},
+        {"n5", "/crew/a", {pref, fact}, "bob", true, 4, Json{{"topic", "x"}}},
+        {"n6", "/other", {}, "alice", false, 5, Json{{"topic", "x"}, {"n", 1}}},
+        {"n7", "/w%", {}, "", false, 6, Json::object()},
+        {"n8", "/wz", {}, "", false, 7, Json::object()},
+        {"n9", "/crew/aXb", {}, "", false, 8, Json::object()},
+        {"n10", "/Crew/a", {}, "", false, 9, Json{{"topic", 1}}},
+    };
+}
+
+void TestSqliteStorage::filtersNeverLeak_data()
+{
+    QTest::addColumn<QStringList>("scopes");
+    QTest::addColumn<QStringList>("categories");
+    QTest::addColumn<QStringList>("ids");           // fixture names
+    QTest::addColumn<int>("beforeHours");           // -1: none
+    QTest::addColumn<int>("afterHours");            // -1: none
+    QTest::addColumn<int>("privacy");               // 0 none, 1 apply, 2 apply + include private
+    QTest::addColumn<QString>("viewer");
+    QTest::addColumn<QString>("onlySource");
+    QTest::addColumn<QString>("metadata");
+    QTest::addColumn<QStringList>("expected");
+    QTest::addColumn<int>("expectedCount");         // count() never applies privacy
+
+    const QStringList all = {"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10"};
+    const QStringList none;
+    auto row = [&](const char *name, QStringList scopes, QStringList cats, QStringList ids, int before, int after, int privacy,
+                   QString viewer, QString only, QString meta, QStringList expected, int count) {
+        QTest::newRow(name) << scopes << cats << ids << before << after << privacy << viewer << only << meta << expected << count;
+    };
+    row("no filter", none, none, none, -1, -1, 0, "", "", "", all, 10);
+    row("scope /crew/a, not /crew/ab", {"/crew/a"}, none, none, -1, -1, 0, "", "", "", {"n1", "n2", "n5"}, 3);
+    row("trailing slash is normalised", {"/crew/a/"}, none, none, -1, -1, 0, "", "", "", {"n1", "n2", "n5"}, 3);
+    row("scope /crew", {"/crew"}, none, none, -1, -1, 0, "", "", "", {"n1", "n2", "n3", "n4", "n5", "n9"}, 6);
+    row("scope is case-sensitive", {"/Crew"}, none, none, -1, -1, 0, "", "", "", {"n10"}, 1);
+    row("underscore is literal", {"/crew/a_b"}, none, none, -1, -1, 0, "", "", "", none, 0);
+    row("percent is literal", {"/w%"}, none, none, -1, -1, 0, "", "", "", {"n7"}, 1);
+    row("two scopes", {"/crew/ab", "/other"}, none, none, -1, -1, 0, "", "", "", {"n3", "n6"}, 2);
+    row("root scope", {"/"}, none, none, -1, -1, 0, "", "", "", all, 10);
+    row("leaf scope", {"/crew/a/x"}, none, none, -1, -1, 0, "", "", "", {"n2"}, 1);
+    row("categories any-of", none, {"fact", "decision"}, none, -1, -1, 0, "", "", "", {"n1", "n2", "n3", "n5"}, 4);
+    row("unknown category", none, {"nothing"}, none, -1, -1, 0, "", "", "", none, 0);
+    row("ids", none, none, {"n2", "n6"}, -1, -1, 0, "", "", "", {"n2", "n6"}, 2);
+    row("created before", none, none, none, 2, -1, 0, "", "", "", {"n1", "n2"}, 2);
+    row("created at or after", none, none, none, -1, 8, 0, "", "", "", {"n9", "n10"}, 2);
+    row("created range", none, none, none, 5, 3, 0, "", "", "", {"n4", "n5"}, 2);
+    row("privacy without viewer", none, none, none, -1, -1, 1, "", "", "", {"n1", "n2", "n3", "n6", "n7", "n8", "n9", "n10"}, 10);
+    row("privacy, viewer alice", none, none, none, -1, -1, 1, "alice", "", "", {"n1", "n2", "n3", "n4", "n6", "n7", "n8", "n9", "n10"}, 10);
+    row("privacy, include private", none, none, none, -1, -1, 2, "", "", "", all, 10);
+    row("only source alice", none, none, none, -1, -1, 0, "", "alice", "", {"n4", "n6"}, 2);
+    row("metadata topic x", none, none, none, -1, -1, 0, "", "", R"({"topic": "x"})", {"n1", "n5", "n6"}, 3);
+    row("metadata is typed", none, none, none, -1, -1, 0, "", "", R"({"topic": 1})", {"n10"}, 1);
+    row("metadata and privacy", none, none, none, -1, -1, 1, "alice", "", R"({"topic": "x"})", {"n1", "n6"}, 3);
+    row("scope, category and privacy", {"/crew"}, {"fact"}, none, -1, -1, 1, "", "", "", {"n1", "n3"}, 3);
+}
+
+void TestSqliteStorage::filtersNeverLeak()
+{
+    QFETCH(QStringList, scopes);
+    QFETCH(QStringList, categories);
+    QFETCH(QStringList, ids);
+    QFETCH(int, beforeHours);
+    QFETCH(int, afterHours);
+    QFETCH(int, privacy);
+    QFETCH(QString, viewer);
+    QFETCH(QString, onlySource);
+    QFETCH(QString, metadata);
+    QFETCH(QStringList, expected);
+    QFETCH(int, expectedCount);
+
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    std::vector<MemoryRecord> records;
+    QHash<QString, QString> idOf;
+    int i = 0;
+    for (const FixtureRecord &f : filterFixture()) {
+        MemoryRecord r = makeRecord(QStringLiteral("shared token %1").arg(QLatin1String(f.name)), QLatin1String(f.scope),
+                                    {1.0f, float(i) * 0.1f, 0.5f, 0}, f.hours);
+        r.categories = f.categories;
+        r.source = QLatin1String(f.source);
+        r.isPrivate = f.isPrivate;
+        r.metadata = f.metadata;
+        idOf.insert(QLatin1String(f.name), r.id);
+        records.push_back(r);
+        ++i;
+    }
+    store->save(records);
+
+    RecordFilter filter;
+    filter.scopes = scopes;
+    filter.categories = categories;
+    for (const QString &n : ids)
+        filter.ids << idOf.value(n);
+    if (beforeHours >= 0)
+        filter.createdBefore = kBase.addSecs(3600LL * beforeHours);
+    if (afterHours >= 0)
+        filter.createdAfter = kBase.addSecs(3600LL * afterHours);
+    filter.applyPrivacy = privacy > 0;
+    filter.includePrivate = privacy > 1;
+    filter.source = viewer;
+    filter.onlySource = onlySource;
+    if (!metadata.isEmpty())
+        filter.metadata = Json::parse(metadata.toStdString());
+
+    QSet<QString> want;
+    for (const QString &n : expected)
+        want.insert(QStringLiteral("shared token ") + n);
+
+    auto verify = [&](const QSet<QString> &wanted, int wantedCount) {
+        const QSet<QString> bySearch = contentsOf(store->search({1, 0, 0, 0}, filter, 100));
+        QVERIFY2(bySearch == wanted, qPrintable(QStringLiteral("search: ") + describe(bySearch) + QStringLiteral(" != ") + describe(wanted)));
+        const QSet<QString> byKeyword = contentsOf(store->keywordSearch(QStringLiteral("shared"), filter, 100));
+        QVERIFY2(byKeyword == wanted, qPrintable(QStringLiteral("keyword: ") + describe(byKeyword) + QStringLiteral(" != ") + describe(wanted)));
+        const std::vector<MemoryRecord> listed = store->list(filter, -1, 0);
+        QVERIFY2(contentsOf(listed) == wanted, qPrintable(QStringLiteral("list: ") + describe(contentsOf(listed))));
+        for (std::size_t k = 1; k < listed.size(); ++k)
+            QVERIFY(listed[k - 1].createdAt >= listed[k].createdAt);
+        QCOMPARE(store->count(filter), wantedCount);
+        // A limit of 1 returns one of the selected records.
+        const auto one = store->search({1, 0, 0, 0}, filter, 1);
+        QCOMPARE(one.size(), std::size_t(wanted.isEmpty() ? 0 : 1));
+        if (!one.empty())
+            QVERIFY(wanted.contains(one[0].record.content));
+    };
+    verify(want, expectedCount); // a freshly loaded vector index
+    if (QTest::currentTestFailed())
+        return;
+
+    // A write updates the loaded index in place; the core's RecordFilter::matches is the oracle.
+    MemoryRecord outsider = makeRecord(QStringLiteral("shared token outsider"), QStringLiteral("/zzz"), {1, 0, 0, 0}, 100);
+    outsider.isPrivate = true;
+    outsider.source = QStringLiteral("carol");
+    outsider.categories = {QStringLiteral("fact")};
+    outsider.metadata = Json{{"topic", "z"}};
+    store->save({outsider});
+    RecordFilter withoutPrivacy = filter;
+    withoutPrivacy.applyPrivacy = false;
+    if (filter.matches(outsider))
+        want.insert(outsider.content);
+    verify(want, expectedCount + (withoutPrivacy.matches(outsider) ? 1 : 0));
+}
+
+void TestSqliteStorage::keywordSearch_data()
+{
+    QTest::addColumn<QString>("query");
+    QTest::addColumn<QStringList>("expected");  // contents expected among the hits (exactly these)
+
+    const QString invoice = QStringLiteral("Invoice 48213 was paid by Zyrtec Corp");
+    const QString meeting = QStringLiteral("Meeting with Ana Müller about the roadmap");
+    const QString cpp = QStringLiteral("The build uses C++20 and Qt 6.4");
+    QTest::newRow("number") << QStringLiteral("48213") << QStringList{invoice};
+    QTest::newRow("rare name, any case") << QStringLiteral("zyrtec") << QStringList{invoice};
+    QTest::newRow("diacritics removed") << QStringLiteral("Muller") << QStringList{meeting};
+    QTest::newRow("stemmed") << QStringLiteral("meetings") << QStringList{meeting};
+    QTest::newRow("two words, either") << QStringLiteral("roadmap invoice") << QStringList{invoice, meeting};
+    QTest::newRow("unbalanced quote") << QStringLiteral("\"zyrtec") << QStringList{invoice};
+    // Operators are plain words: "AND" finds the "and" of the third record.
+    QTest::newRow("AND alone") << QStringLiteral("AND") << QStringList{cpp};
+    QTest::newRow("AND between words") << QStringLiteral("roadmap AND invoice") << QStringList{invoice, meeting, cpp};
+    QTest::newRow("OR NOT NEAR") << QStringLiteral("OR NOT NEAR(") << QStringList{};
+    QTest::newRow("star") << QStringLiteral("Zyr*") << QStringList{};
+    QTest::newRow("lone star") << QStringLiteral("*") << QStringList{};
+    QTest::newRow("minus") << QStringLiteral("-invoice") << QStringList{invoice};
+    QTest::newRow("parentheses") << QStringLiteral("(roadmap") << QStringList{meeting};
+    QTest::newRow("column syntax") << QStringLiteral("content:48213") << QStringList{invoice};
+    QTest::newRow("caret and plus") << QStringLiteral("^C++20 +Qt") << QStringList{cpp};
+    QTest::newRow("sql injection") << QStringLiteral("'; DROP TABLE records; --") << QStringList{};
+    QTest::newRow("emoji only") << QStringLiteral("🚀🎉") << QStringList{};
+    QTest::newRow("emoji and word") << QStringLiteral("🚀roadmap🎉") << QStringList{meeting};
+    QTest::newRow("empty") << QString() << QStringList{};
+    QTest::newRow("punctuation only") << QStringLiteral("?!.,;:\"'`") << QStringList{};
+}
+
+void TestSqliteStorage::keywordSearch()
+{
+    QFETCH(QString, query);
+    QFETCH(QStringList, expected);
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    store->save({makeRecord(QStringLiteral("Invoice 48213 was paid by Zyrtec Corp")),
+                 makeRecord(QStringLiteral("Meeting with Ana Müller about the roadmap")),
+                 makeRecord(QStringLiteral("The build uses C++20 and Qt 6.4")),
+                 makeRecord(QStringLiteral("Nothing to see here"))});
+    std::vector<ScoredRecord> hits;
+    const Caught c = catchError([&] { hits = store->keywordSearch(query, {}, 10); });
+    QVERIFY2(!c.thrown, qPrintable(c.message));
+    QSet<QString> want(expected.begin(), expected.end());
+    QVERIFY2(contentsOf(hits) == want, qPrintable(describe(contentsOf(hits))));
+    for (std::size_t i = 0; i < hits.size(); ++i) {
+        QVERIFY(hits[i].score > 0);
+        if (i > 0)
+            QVERIFY(hits[i - 1].score >= hits[i].score);
+    }
+}
+
+void TestSqliteStorage::keywordIndexFollowsWrites()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord once = makeRecord(QStringLiteral("the falcon flew"));
+    MemoryRecord thrice = makeRecord(QStringLiteral("falcon falcon falcon, the falcon nests"));
+    store->save({once, thrice});
+    auto hits = store->keywordSearch(QStringLiteral("falcon"), {}, 10);
+    QCOMPARE(hits.size(), std::size_t(2));
+    QCOMPARE(hits[0].record.id, thrice.id); // more occurrences rank higher
+    QVERIFY(hits[0].score > hits[1].score);
+    QCOMPARE(store->keywordSearch(QStringLiteral("falcon"), {}, 1).size(), std::size_t(1));
+
+    once.content = QStringLiteral("the heron waded");
+    store->update(once);
+    QCOMPARE(store->keywordSearch(QStringLiteral("falcon"), {}, 10).size(), std::size_t(1));
+    QCOMPARE(store->keywordSearch(QStringLiteral("heron"), {}, 10).size(), std::size_t(1));
+    RecordFilter byId;
+    byId.ids = {thrice.id};
+    QCOMPARE(store->remove(byId), 1);
+    QVERIFY(store->keywordSearch(QStringLiteral("falcon"), {}, 10).empty());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts")), QStringLiteral("1"));
+}
+
+void TestSqliteStorage::updateRemoveRestoreAndHistory()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord r = makeRecord(QStringLiteral("the meeting is on Monday"), QStringLiteral("/team"), {1, 0, 0});
+    r.categories = {QStringLiteral("schedule")};
+    store->save({r});
+
+    MemoryRecord changed = r;
+    changed.content = QStringLiteral("the meeting moved to Tuesday");
+    changed.updatedAt = kBase.addDays(1);
+    changed.embedding.clear(); // keeps the stored one
+    store->update(changed);
+    auto got = store->get(r.id, true);
+    QVERIFY(got.has_value());
+    QCOMPARE(got->content, changed.content);
+    QCOMPARE(got->updatedAt, changed.updatedAt);
+    QCOMPARE(got->embedding, r.embedding);
+    QCOMPARE(store->search({1, 0, 0}, {}, 1).at(0).record.content, changed.content);
+
+    MemoryRecord moved = changed;
+    moved.scope = QStringLiteral("/team/b");
+    moved.embedding = {0, 1, 0};
+    store->update(moved);
+    QCOMPARE(store->get(r.id, true)->embedding, moved.embedding);
+    QCOMPARE(store->search({0, 1, 0}, {}, 1).at(0).record.scope, QStringLiteral("/team/b"));
+    RecordFilter inB;
+    inB.scopes = {QStringLiteral("/team/b")};
+    QCOMPARE(store->search({0, 1, 0}, inB, 5).size(), std::size_t(1));
+
+    MemoryRecord unknown = makeRecord(QStringLiteral("ghost"));
+    VERIFY_ERROR(catchError([&] { store->update(unknown); }), ErrorKind::NotFound);
+
+    RecordFilter byId;
+    byId.ids = {r.id};
+    QCOMPARE(store->remove(byId), 1);
+    QVERIFY(!store->get(r.id).has_value());
+    QVERIFY(store->search({0, 1, 0}, {}, 5).empty());
+
+    const std::vector<HistoryEntry> h = store->history(r.id);
+    QCOMPARE(h.size(), std::size_t(4));
+    QCOMPARE(h[0].event, HistoryEntry::Event::Add);
+    QCOMPARE(h[1].event, HistoryEntry::Event::Update);
+    QCOMPARE(h[2].event, HistoryEntry::Event::Update);
+    QCOMPARE(h[3].event, HistoryEntry::Event::Delete);
+    for (std::size_t i = 1; i < h.size(); ++i)
+        QVERIFY(h[i].seq > h[i - 1].seq);
+    Json expect;
+    to_json(expect, r);
+    QVERIFY(h[0].oldRecord.is_null());
+    QVERIFY(h[0].oldContent.isNull());
+    COMPARE_JSON(h[0].newRecord, expect);
+    QCOMPARE(h[1].oldContent, r.content);
+    QCOMPARE(h[1].newContent, changed.content);
+    COMPARE_JSON(h[1].oldRecord, expect);
+    to_json(expect, changed);
+    COMPARE_JSON(h[1].newRecord, expect);
+    to_json(expect, moved);
+    COMPARE_JSON(h[3].oldRecord, expect);
+    QVERIFY(h[3].newRecord.is_null());
+    QVERIFY(h[3].newContent.isNull());
+    QVERIFY(h[3].at.isValid());
+
+    // Undo the delete from the history alone (plus the embedding, which history does not keep).
+    MemoryRecord back;
+    from_json(h[3].oldRecord, back);
+    back.embedding = moved.embedding;
+    store->restore(back);
+    got = store->get(r.id, true);
+    QVERIFY(got.has_value());
+    QVERIFY(*got == moved);
+    QCOMPARE(got->embedding, moved.embedding);
+    QCOMPARE(store->history(r.id).back().event, HistoryEntry::Event::Add);
+    QCOMPARE(store->search({0, 1, 0}, {}, 1).size(), std::size_t(1));
+    VERIFY_ERROR(catchError([&] { store->restore(back); }), ErrorKind::InvalidArgument);
+}
+
+void TestSqliteStorage::resetSubtreeAndEverything()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    store->bindEmbedder({QStringLiteral("test/a"), 2});
+    MemoryRecord top = makeRecord(QStringLiteral("top"), QStringLiteral("/"), {1, 0});
+    MemoryRecord a = makeRecord(QStringLiteral("a"), QStringLiteral("/crew/a"), {1, 0});
+    MemoryRecord ax = makeRecord(QStringLiteral("a x"), QStringLiteral("/crew/a/x"), {1, 0});
+    MemoryRecord ab = makeRecord(QStringLiteral("ab"), QStringLiteral("/crew/ab"), {1, 0});
+    store->save({top, a, ax, ab});
+    QCOMPARE(store->search({1, 0}, {}, 10).size(), std::size_t(4)); // index loaded
+
+    QCOMPARE(store->reset(QStringLiteral("/crew/a")), 2);
+    QVERIFY(!store->get(a.id).has_value());
+    QVERIFY(!store->get(ax.id).has_value());
+    QVERIFY(store->get(ab.id).has_value());
+    QVERIFY(store->get(top.id).has_value());
+    QCOMPARE(store->history(a.id).back().event, HistoryEntry::Event::Delete);
+    Json expect;
+    to_json(expect, ax);
+    COMPARE_JSON(store->history(ax.id).back().oldRecord, expect);
+    QCOMPARE(contentsOf(store->search({1, 0}, {}, 10)), (QSet<QString>{QStringLiteral("top"), QStringLiteral("ab")}));
+    QVERIFY(store->embedderBinding().has_value());
+
+    QCOMPARE(store->reset(QStringLiteral("/")), 2);
+    QCOMPARE(store->count({}), 0);
+    QVERIFY(store->history(top.id).empty());
+    QVERIFY(store->history(a.id).empty());
+    QVERIFY(!store->embedderBinding().has_value());
+    QVERIFY(store->search({1, 0}, {}, 10).empty());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts")), QStringLiteral("0"));
+    // The store can be rebuilt with another embedder.
+    store->bindEmbedder({QStringLiteral("test/b"), 3});
+    store->save({makeRecord(QStringLiteral("again"), QStringLiteral("/"), {0, 0, 1})});
+    QCOMPARE(store->search({0, 0, 1}, {}, 10).size(), std::size_t(1));
+    VERIFY_ERROR(catchError([&] { store->reset(QStringLiteral("/a/../b")); }), ErrorKind::InvalidArgument);
+}
+
+void TestSqliteStorage::findExact()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord r = makeRecord(QStringLiteral("Ana likes tea"), QStringLiteral("/people"));
+    r.source = QStringLiteral("ana");
+    r.isPrivate = true;
+    MemoryRecord shared = makeRecord(QStringLiteral("Ana likes tea"), QStringLiteral("/people"));
+    store->save({r, shared});
+    const auto hit = store->findExact(r.content, r.scope, r.source, true);
+    QVERIFY(hit.has_value());
+    QCOMPARE(hit->id, r.id);
+    QCOMPARE(store->findExact(r.content, r.scope, QString(), false)->id, shared.id);
+    QVERIFY(!store->findExact(r.content, QStringLiteral("/people/x"), r.source, true).has_value());
+    QVERIFY(!store->findExact(r.content, r.scope, QStringLiteral("bob"), true).has_value());
+    QVERIFY(!store->findExact(r.content, r.scope, r.source, false).has_value());
+    QVERIFY(!store->findExact(QStringLiteral("ana likes tea"), r.scope, r.source, true).has_value());
+    QVERIFY(!store->findExact(r.content + QLatin1Char(' '), r.scope, r.source, true).has_value());
+}
+
+void TestSqliteStorage::scopeTreeStatistics()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    auto rec = [](const char *content, const char *scope, QStringList cats, int hours, bool priv = false) {
+        MemoryRecord r = makeRecord(QLatin1String(content), QLatin1String(scope), {}, hours);
+        r.categories = cats;
+        r.isPrivate = priv;
+        if (priv)
+            r.source = QStringLiteral("someone");
+        return r;
+    };
+    store->save({rec("root", "/", {"misc"}, 0), rec("a", "/a", {"zeta", "alpha"}, 1), rec("ab deep", "/a/b/c", {"beta"}, 2),
+                 rec("a x", "/a/x", {"alpha"}, 3, true), rec("ab sibling", "/ab", {"other"}, 4), rec("deep only", "/d/e/f", {}, 5)});
+
+    const ScopeInfo a = store->scopeInfo(QStringLiteral("/a"));
+    QCOMPARE(a.path, QStringLiteral("/a"));
+    QCOMPARE(a.recordCount, 3);
+    QCOMPARE(a.categories, (QStringList{"alpha", "beta", "zeta"}));
+    QCOMPARE(a.oldestRecord, kBase.addSecs(3600));
+    QCOMPARE(a.newestRecord, kBase.addSecs(3 * 3600));
+    QCOMPARE(a.childScopes, (QStringList{"/a/b", "/a/x"}));
+
+    const ScopeInfo root = store->scopeInfo(QStringLiteral("/"));
+    QCOMPARE(root.recordCount, 6);
+    QCOMPARE(root.childScopes, (QStringList{"/a", "/ab", "/d"}));
+    QCOMPARE(root.categories, (QStringList{"alpha", "beta", "misc", "other", "zeta"}));
+
+    const ScopeInfo empty = store->scopeInfo(QStringLiteral("/nothing/here"));
+    QCOMPARE(empty.path, QStringLiteral("/nothing/here"));
+    QCOMPARE(empty.recordCount, 0);
+    QVERIFY(!empty.oldestRecord.isValid());
+    QVERIFY(empty.childScopes.isEmpty());
+
+    QCOMPARE(store->childScopes(QStringLiteral("/")), (QStringList{"/a", "/ab", "/d"}));
+    QCOMPARE(store->childScopes(QStringLiteral("/a")), (QStringList{"/a/b", "/a/x"}));
+    QCOMPARE(store->childScopes(QStringLiteral("/a/b")), (QStringList{"/a/b/c"}));
+    QCOMPARE(store->childScopes(QStringLiteral("/d")), (QStringList{"/d/e"}));
+    QCOMPARE(store->childScopes(QStringLiteral("/a/b/c")), QStringList{});
+    QCOMPARE(store->childScopes(QStringLiteral("/zz")), QStringList{});
+
+    RecordFilter inA;
+    inA.scopes = {QStringLiteral("/a")};
+    QCOMPARE(store->count(inA), 3);
+    QMap<QString, int> cats = store->categories(inA);
+    QCOMPARE(cats, (QMap<QString, int>{{"alpha", 2}, {"beta", 1}, {"zeta", 1}}));
+    inA.applyPrivacy = true; // count, info and categories never apply privacy
+    QCOMPARE(store->count(inA), 3);
+    QCOMPARE(store->categories({}).value(QStringLiteral("alpha")), 2);
+    RecordFilter alphaX;
+    alphaX.metadata = Json::object();
+    alphaX.categories = {QStringLiteral("alpha"), QStringLiteral("misc")};
+    QCOMPARE(store->count(alphaX), 3);
+
+    // list: newest first, limit and offset
+    const auto page = store->list({}, 2, 1);
+    QCOMPARE(page.size(), std::size_t(2));
+    QCOMPARE(page[0].content, QStringLiteral("ab sibling"));
+    QCOMPARE(page[1].content, QStringLiteral("a x"));
+    QVERIFY(store->list({}, 0, 0).empty());
+    QCOMPARE(store->list({}, 100, 5).size(), std::size_t(1));
+}
+
+void TestSqliteStorage::touchCountsAccess()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord r = makeRecord(QStringLiteral("touched"));
+    MemoryRecord other = makeRecord(QStringLiteral("untouched"));
+    store->save({r, other});
+    const QDateTime at = QDateTime(QDate(2025, 1, 1), QTime(8, 30, 0, 250), Qt::UTC);
+    store->touch({r.id, QStringLiteral("missing-id")}, at);
+    store->touch({r.id}, at.addSecs(60));
+    const auto got = store->get(r.id);
+    QCOMPARE(got->accessCount, 2);
+    QCOMPARE(got->lastAccessed, at.addSecs(60));
+    QCOMPARE(got->updatedAt, r.updatedAt);
+    QCOMPARE(store->get(other.id)->accessCount, 0);
+    QCOMPARE(store->history(r.id).size(), std::size_t(1));
+}
+
+void TestSqliteStorage::embedderBinding()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    QVERIFY(!store->embedderBinding().has_value());
+    store->bindEmbedder({QStringLiteral("builtin/hash-v1"), 4});
+    QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("builtin/hash-v1"));
+    QCOMPARE(store->embedderBinding()->dimension, 4);
+    store->bindEmbedder({QStringLiteral("builtin/hash-v1"), 4}); // the same again is fine
+    store->save({makeRecord(QStringLiteral("four"), QStringLiteral("/"), {1, 2, 3, 4})});
+
+    auto checkMismatch = [](const Caught &c) {
+        VERIFY_ERROR(c, ErrorKind::EmbedderMismatch);
+        QVERIFY2(c.message.contains(QLatin1String("4-dimensional")), qPrintable(c.message));
+        QVERIFY2(c.message.contains(QLatin1String("8-dimensional")), qPrintable(c.message));
+        QVERIFY2(c.message.contains(QLatin1String("mneme reset --yes")), qPrintable(c.message));
+        QVERIFY2(c.message.contains(QLatin1String("mneme export")), qPrintable(c.message));
+        QVERIFY2(c.message.contains(QLatin1String("mneme import --reembed")), qPrintable(c.message));
+    };
+    Caught c = catchError([&] { store->bindEmbedder({QStringLiteral("openai/text-embedding-3-small"), 8}); });
+    checkMismatch(c);
+    if (QTest::currentTestFailed())
+        return;
+    QVERIFY(c.message.contains(QLatin1String("builtin/hash-v1")));
+    QVERIFY(c.message.contains(QLatin1String("openai/text-embedding-3-small")));
+    c = catchError([&] { store->bindEmbedder({QStringLiteral("other/model"), 4}); });
+    VERIFY_ERROR(c, ErrorKind::EmbedderMismatch);
+    QVERIFY(c.message.contains(QLatin1String("other/model")));
+
+    checkMismatch(catchError([&] { store->save({makeRecord(QStringLiteral("eight"), QStringLiteral("/"), Embedding(8, 1.0f))}); }));
+    checkMismatch(catchError([&] { store->search(Embedding(8, 1.0f), {}, 5); }));
+    MemoryRecord existing = store->list({}, 1, 0).at(0);
+    existing.embedding = Embedding(8, 1.0f);
+    checkMismatch(catchError([&] { store->update(existing); }));
+    QCOMPARE(store->count({}), 1);
+
+    // The binding survives reopening, and a different embedder is detected at once.
+    store->close();
+    store = openStore(tmp.path());
+    QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("builtin/hash-v1"));
+    checkMismatch(catchError([&] { store->bindEmbedder({QStringLiteral("openai/text-embedding-3-small"), 8}); }));
+
+    store->reset(QStringLiteral("/"));
+    QVERIFY(!store->embedderBinding().has_value());
+    store->bindEmbedder({QStringLiteral("openai/text-embedding-3-small"), 8});
+    store->save({makeRecord(QStringLiteral("eight"), QStringLiteral("/"), Embedding(8, 1.0f))});
+    QCOMPARE(store->search(Embedding(8, 1.0f), {}, 5).size(), std::size_t(1));
+    QCOMPARE(store->embedderBinding()->dimension, 8);
+}
+
+void TestSqliteStorage::mixedBatchRefusedOnFreshStore()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    const Caught c = catchError([&] {
+        store->save({makeRecord(QStringLiteral("a"), QStringLiteral("/"), {1, 2, 3}),
+                     makeRecord(QStringLiteral("no vector")),
+                     makeRecord(QStringLiteral("b"), QStringLiteral("/"), {1, 2, 3, 4})});
+    });
+    VERIFY_ERROR(c, ErrorKind::EmbedderMismatch);
+    QVERIFY2(c.message.contains(QLatin1String("3-dimensional")) && c.message.contains(QLatin1String("4-dimensional")), qPrintable(c.message));
+    QCOMPARE(store->count({}), 0);
+    QVERIFY(!store->embedderBinding().has_value());
+    // A first embedded save fixes the dimension even before an embedder is bound.
+    store->save({makeRecord(QStringLiteral("a"), QStringLiteral("/"), {1, 2, 3})});
+    QCOMPARE(store->embedderBinding()->dimension, 3);
+    VERIFY_ERROR(catchError([&] { store->save({makeRecord(QStringLiteral("b"), QStringLiteral("/"), {1, 2, 3, 4})}); }),
+                 ErrorKind::EmbedderMismatch);
+    store->bindEmbedder({QStringLiteral("test/three"), 3});
+    QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("test/three"));
+}
+
+void TestSqliteStorage::otherConnectionsAreSeen()
+{
+    test::TempStore tmp;
+    auto a = openStore(tmp.path());
+    auto b = openStore(tmp.path());
+    a->save({makeRecord(QStringLiteral("from a"), QStringLiteral("/"), {1, 0})});
+    QCOMPARE(b->search({1, 0}, {}, 10).size(), std::size_t(1)); // b loads its index
+    QCOMPARE(a->search({1, 0}, {}, 10).size(), std::size_t(1)); // a loads its index
+    MemoryRecord fromB = makeRecord(QStringLiteral("from b"), QStringLiteral("/"), {0, 1});
+    b->save({fromB});
+    QCOMPARE(a->search({0, 1}, {}, 1).at(0).record.content, QStringLiteral("from b"));
+    RecordFilter byId;
+    byId.ids = {fromB.id};
+    b->remove(byId);
+    QCOMPARE(a->search({0, 1}, {}, 10).size(), std::size_t(1));
+    QCOMPARE(a->embedderBinding()->dimension, 2);
+    b->reset(QStringLiteral("/"));
+    QVERIFY(a->search({0, 1}, {}, 10).empty());
+    QVERIFY(!a->embedderBinding().has_value());
+    a->save({makeRecord(QStringLiteral("three"), QStringLiteral("/"), {0, 1, 0})});
+    VERIFY_ERROR(catchError([&] { b->save({makeRecord(QStringLiteral("two"), QStringLiteral("/"), {0, 1})}); }),
+                 ErrorKind::EmbedderMismatch);
+}
+
+void TestSqliteStorage::schemaTooNewLeavesFileUntouched()
+{
+    test::TempStore tmp;
+    {
+        auto store = openStore(tmp.path());
+        store->save({makeRecord(QStringLiteral("kept"))});
+    }
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("UPDATE meta SET value = '99' WHERE key = 'schema_version' RETURNING value")),
+             QStringLiteral("99"));
+    QVERIFY(!QFile::exists(tmp.path() + QStringLiteral("-wal")));
+    const QByteArray before = fileBytes(tmp.path());
+    const Caught c = catchError([&] { openStore(tmp.path()); });
+    VERIFY_ERROR(c, ErrorKind::SchemaTooNew);
+    QVERIFY2(c.message.contains(QLatin1String("newer Mneme")) && c.message.contains(QLatin1String("schema 99"))
+                 && c.message.contains(QLatin1String("up to 1")) && c.message.contains(QLatin1String("upgrade Mneme")),
+             qPrintable(c.message));
+    QVERIFY(c.message.contains(tmp.path()));
+    VERIFY_ERROR(catchError([&] { openStore(tmp.path(), Json{{"read_only", true}}); }), ErrorKind::SchemaTooNew);
+    QVERIFY(fileBytes(tmp.path()) == before);
+}
+
+void TestSqliteStorage::notSqliteIsCorrupt_data()
+{
+    QTest::addColumn<QByteArray>("content");
+    QTest::newRow("text") << QByteArray("these are my notes, not a database\n").repeated(200);
+    QTest::newRow("zeros") << QByteArray(8192, '\0');
+    QByteArray header("SQLite format 3");
+    header.append('\0');
+    header.append(QByteArray(4080, '\xab'));
+    QTest::newRow("sqlite header, garbage after") << header;
+}
+
+void TestSqliteStorage::notSqliteIsCorrupt()
+{
+    QFETCH(QByteArray, content);
+    test::TempStore tmp;
+    {
+        QFile f(tmp.path());
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(content);
+    }
+    const Caught c = catchError([&] { openStore(tmp.path()); });
+    VERIFY_ERROR(c, ErrorKind::Corrupt);
+    QVERIFY2(c.message.contains(tmp.path()), qPrintable(c.message));
+    QVERIFY(fileBytes(tmp.path()) == content);
+}
+
+void TestSqliteStorage::damagedStoreIsReported()
+{
+    test::TempStore tmp;
+    {
+        auto store = openStore(tmp.path());
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 400; ++i)
+            records.push_back(makeRecord(QStringLiteral("record %1 %2").arg(i).arg(QString(600, QLatin1Char('x'))),
+                                         QStringLiteral("/d"), {float(i), 1}));
+        store->save(records);
+    }
+    QFile f(tmp.path());
+    QVERIFY(f.open(QIODevice::ReadWrite));
+    const qint64 size = f.size();
+    QVERIFY(size > 200000);
+    f.seek(4096);
+    f.write(QByteArray(int(size - 8192), '\x5a')); // everything but the first and last page
+    f.close();
+    const QByteArray before = fileBytes(tmp.path());
+    const Caught c = catchError([&] {
+        auto store = openStore(tmp.path());
+        store->list({}, -1, 0);
+        store->search({1, 1}, {}, 5);
+        store->keywordSearch(QStringLiteral("record"), {}, 5);
+    });
+    VERIFY_ERROR(c, ErrorKind::Corrupt);
+    QVERIFY2(c.message.contains(tmp.path()), qPrintable(c.message));
+    QVERIFY(fileBytes(tmp.path()) == before);
+}
+
+void TestSqliteStorage::foreignSqliteIsCorrupt()
+{
+    test::TempStore tmp;
+    {
+        sqlite3 *db = nullptr;
+        QCOMPARE(sqlite3_open(tmp.path().toUtf8().constData(), &db), SQLITE_OK);
+        QCOMPARE(sqlite3_exec(db, "CREATE TABLE people(name TEXT); INSERT INTO people VALUES ('ana');", nullptr, nullptr, nullptr),
+                 SQLITE_OK);
+        sqlite3_close(db);
+    }
+    const QByteArray before = fileBytes(tmp.path());
+    const Caught c = catchError([&] { openStore(tmp.path()); });
+    VERIFY_ERROR(c, ErrorKind::Corrupt);
+    QVERIFY2(c.message.contains(QLatin1String("is not a Mneme store")) && c.message.contains(tmp.path()), qPrintable(c.message));
+    QVERIFY(fileBytes(tmp.path()) == before);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("delete"));
+}
+
+void TestSqliteStorage::readOnly_data()
+{
+    QTest::addColumn<int>("how"); // 0: read_only option, 1: file mode 0444, 2: file and folder mode 0444 / 0555
+    QTest::newRow("read_only option") << 0;
+    QTest::newRow("file mode 0444") << 1;
+    QTest::newRow("folder mode 0555") << 2;
+}
+
+void TestSqliteStorage::readOnly()
+{
+    QFETCH(int, how);
+    const bool byPermissions = how > 0;
+    if (byPermissions && ::geteuid() == 0)
+        QSKIP("running as root: file permissions do not stop root from writing (the read_only row covers the refusals)");
+    test::TempStore tmp;
+    MemoryRecord r = makeRecord(QStringLiteral("readable memory"), QStringLiteral("/ro"), {1, 0});
+    {
+        auto store = openStore(tmp.path());
+        store->bindEmbedder({QStringLiteral("test/ro"), 2});
+        store->save({r});
+    }
+    QVERIFY(!QFile::exists(tmp.path() + QStringLiteral("-wal")));
+    const auto readOnlyMode = QFileDevice::ReadOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther;
+    if (byPermissions)
+        QVERIFY(QFile::setPermissions(tmp.path(), readOnlyMode));
+    if (how == 2)
+        QVERIFY(QFile::setPermissions(tmp.dir(), readOnlyMode | QFileDevice::ExeOwner | QFileDevice::ExeGroup | QFileDevice::ExeOther));
+    const QByteArray before = fileBytes(tmp.path());
+    {
+        auto store = byPermissions ? openStore(tmp.path()) : openStore(tmp.path(), Json{{"read_only", true}});
+        QVERIFY(store->get(r.id).has_value());
+        QCOMPARE(store->list({}, 10, 0).size(), std::size_t(1));
+        QCOMPARE(store->search({1, 0}, {}, 5).size(), std::size_t(1));
+        QCOMPARE(store->keywordSearch(QStringLiteral("readable"), {}, 5).size(), std::size_t(1));
+        QCOMPARE(store->count({}), 1);
+        QCOMPARE(store->scopeInfo(QStringLiteral("/")).recordCount, 1);
+        QCOMPARE(store->history(r.id).size(), std::size_t(1));
+        QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("test/ro"));
+        store->bindEmbedder({QStringLiteral("test/ro"), 2}); // agrees with the store: nothing to write
+
+        MemoryRecord changed = r;
+        changed.content = QStringLiteral("changed");
+        RecordFilter all;
+        const std::vector<std::pair<const char *, std::function<void()>>> writes = {
+            {"save", [&] { store->save({makeRecord(QStringLiteral("new"))}); }},
+            {"update", [&] { store->update(changed); }},
+            {"remove", [&] { store->remove(all); }},
+            {"reset", [&] { store->reset(QStringLiteral("/")); }},
+            {"restore", [&] { store->restore(makeRecord(QStringLiteral("restored"))); }},
+            {"touch", [&] { store->touch({r.id}, nowUtc()); }},
+        };
+        for (const auto &[name, write] : writes) {
+            const Caught c = catchError(write);
+            QVERIFY2(c.thrown && c.kind == ErrorKind::ReadOnlyStore, name);
+            QVERIFY2(c.message.contains(tmp.path()), qPrintable(c.message));
+        }
+        VERIFY_ERROR(catchError([&] { store->bindEmbedder({QStringLiteral("test/other"), 3}); }), ErrorKind::EmbedderMismatch);
+        QCOMPARE(store->get(r.id)->content, r.content);
+    }
+    QVERIFY(fileBytes(tmp.path()) == before);
+    if (how == 2) {
+        QVERIFY(QFile::setPermissions(tmp.dir(), QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner));
+        QVERIFY(!QFile::exists(tmp.path() + QStringLiteral("-wal")));
+    }
+    if (byPermissions)
+        QFile::setPermissions(tmp.path(), QFileDevice::ReadOwner | QFileDevice::WriteOwner);
+}
+
+void TestSqliteStorage::readOnlyMissingFile()
+{
+    test::TempStore tmp;
+    const Caught c = catchError([&] { openStore(tmp.path(QStringLiteral("absent.db")), Json{{"read_only", true}}); });
+    VERIFY_ERROR(c, ErrorKind::NotFound);
+    QVERIFY(!QFile::exists(tmp.path(QStringLiteral("absent.db"))));
+}
+
+void TestSqliteStorage::closedStoreThrows()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord r = makeRecord(QStringLiteral("x"), QStringLiteral("/"), {1});
+    store->save({r});
+    store->close();
+    store->close(); // closing twice is harmless
+    VERIFY_ERROR(catchError([&] { store->get(r.id); }), ErrorKind::Storage);
+    VERIFY_ERROR(catchError([&] { store->search({1}, {}, 3); }), ErrorKind::Storage);
+    VERIFY_ERROR(catchError([&] { store->save({makeRecord(QStringLiteral("y"))}); }), ErrorKind::Storage);
+    VERIFY_ERROR(catchError([&] { store->count({}); }), ErrorKind::Storage);
+    VERIFY_ERROR(catchError([&] { store->embedderBinding(); }), ErrorKind::Storage);
+    QVERIFY(!QFile::exists(tmp.path() + QStringLiteral("-wal"))); // closed cleanly: checkpointed
+}
+
+void TestSqliteStorage::oddTextNeverCrashes()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord r = makeRecord(QStringLiteral("nul") + QChar(0) + QStringLiteral("inside and a lone ") + QChar(0xD800)
+                                + QStringLiteral(" surrogate"));
+    r.metadata = Json{{"bad", std::string("\xff\xfe invalid utf-8")}, {"fine", "ok"}};
+    r.categories = {QStringLiteral("cat") + QChar(0) + QStringLiteral("egory")};
+    const Caught c = catchError([&] { store->save({r}); });
+    QVERIFY2(!c.thrown || c.kind == ErrorKind::InvalidArgument, qPrintable(c.message));
+    if (!c.thrown) {
+        const auto got = store->get(r.id);
+        QVERIFY(got.has_value());
+        QVERIFY(got->content.startsWith(QLatin1String("nul")));
+        QCOMPARE(got->content.size(), r.content.size());
+        QVERIFY(got->metadata["fine"] == Json("ok"));
+        QVERIFY(!store->keywordSearch(QStringLiteral("surrogate"), {}, 5).empty());
+        QVERIFY(store->findExact(r.content, r.scope, QString(), false).has_value());
+        QCOMPARE(store->history(r.id).size(), std::size_t(1));
+    }
+    store->keywordSearch(QString(QChar(0xD800)) + QChar(0), {}, 5);
+}
+
+void TestSqliteStorage::threadsShareOneStore()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            try {
+                for (int i = 0; i < 25; ++i) {
+                    store->save({makeRecord(QStringLiteral("thread %1 item %2").arg(t).arg(i), QStringLiteral("/t/%1").arg(t),
+                                            {float(t), float(i), 1})});
+                    store->search({1, 1, 1}, {}, 5);
+                    store->keywordSearch(QStringLiteral("item"), {}, 5);
+                }
+            } catch (const Error &) {
+                ++failures;
+            }
+        });
+    }
+    for (auto &th : threads)
+        th.join();
+    QCOMPARE(failures.load(), 0);
+    QCOMPARE(store->count({}), 100);
+    QCOMPARE(store->search({1, 1, 1}, {}, 1000).size(), std::size_t(100));
+}
+
+void TestSqliteStorage::concurrentProcessesLoseNothing()
+{
+    test::TempStore tmp;
+    const QString path = tmp.path(QStringLiteral("shared/memory.db"));
+    const int perWriter = 150;
+    const QStringList tags = {QStringLiteral("w0"), QStringLiteral("w1"), QStringLiteral("w2")};
+    std::vector<std::unique_ptr<QProcess>> procs;
+    for (const QString &tag : tags) {
+        auto p = std::make_unique<QProcess>();
+        p->setProcessChannelMode(QProcess::ForwardedErrorChannel);
+        p->start(QStringLiteral(SQLITE_WRITER_PATH), {path, tag, QString::number(perWriter), QStringLiteral("5")});
+        procs.push_back(std::move(p));
+    }
+    for (auto &p : procs) {
+        QVERIFY(p->waitForFinished(60000));
+        QCOMPARE(p->exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p->exitCode(), 0);
+    }
+    auto store = openStore(path);
+    QCOMPARE(store->count({}), perWriter * int(tags.size()));
+    const QSet<QString> contents = contentsOf(store->list({}, -1, 0));
+    for (const QString &tag : tags)
+        for (int i = 0; i < perWriter; ++i)
+            QVERIFY2(contents.contains(QStringLiteral("writer %1 record %2").arg(tag, QString::number(i))), qPrintable(tag));
+    QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("test/writer"));
+    QCOMPARE(store->search(Embedding(8, 1.0f), {}, 10000).size(), std::size_t(perWriter * tags.size()));
+    store->close();
+    QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM records_fts")), QString::number(perWriter * tags.size()));
+    QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM history WHERE event = 'ADD'")), QString::number(perWriter * tags.size()));
+    QCOMPARE(rawScalar(path, QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+}
+
+void TestSqliteStorage::killedWriterLeavesIntactStore()
+{
+    test::TempStore tmp;
+    const QString path = tmp.path();
+    const int batchSize = 10;
+    QProcess p;
+    p.setProcessChannelMode(QProcess::SeparateChannels);
+    p.start(QStringLiteral(SQLITE_WRITER_PATH), {path, QStringLiteral("k"), QStringLiteral("1000000"), QString::number(batchSize)});
+    QVERIFY(p.waitForStarted(10000));
+    QByteArray out;
+    QElapsedTimer timer;
+    timer.start();
+    while (out.count("committed") < 25 && timer.elapsed() < 30000) {
+        p.waitForReadyRead(1000);
+        out += p.readAllStandardOutput();
+    }
+    QVERIFY2(out.count("committed") >= 25, out.constData());
+    p.kill(); // SIGKILL, in the middle of a batch or between two
+    QVERIFY(p.waitForFinished(10000));
+    out += p.readAllStandardOutput();
+    QCOMPARE(p.exitStatus(), QProcess::CrashExit);
+    int lastReported = -1;
+    for (const QByteArray &line : out.split('\n'))
+        if (line.startsWith("committed "))
+            lastReported = line.mid(10).toInt();
+
+    QCOMPARE(rawScalar(path, QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+    auto store = openStore(path);
+    const std::vector<MemoryRecord> all = store->list({}, -1, 0);
+    QMap<int, int> perBatch;
+    for (const MemoryRecord &r : all) {
+        const int batch = r.metadata["batch"].get<int>();
+        const int i = r.metadata["i"].get<int>();
+        QCOMPARE(i / batchSize, batch);
+        QCOMPARE(r.content, QStringLiteral("writer k record %1").arg(i));
+        ++perBatch[batch];
+    }
+    QVERIFY(!perBatch.isEmpty());
+    for (auto it = perBatch.cbegin(); it != perBatch.cend(); ++it)
+        QVERIFY2(it.value() == batchSize, qPrintable(QStringLiteral("batch %1 has %2 records").arg(it.key()).arg(it.value())));
+    // Batches are committed in order and every reported one survived (synchronous=FULL).
+    QCOMPARE(perBatch.firstKey(), 0);
+    QCOMPARE(perBatch.lastKey(), int(perBatch.size()) - 1);
+    QVERIFY(perBatch.lastKey() >= lastReported);
+    const int n = int(all.size());
+    QCOMPARE(store->count({}), n);
+    QCOMPARE(store->search(Embedding(8, 1.0f), {}, 1000000).size(), std::size_t(n));
+    QCOMPARE(store->keywordSearch(QStringLiteral("writer"), {}, 1000000).size(), std::size_t(n));
+    // The store stays writable.
+    store->save({makeRecord(QStringLiteral("after the crash"), QStringLiteral("/"), Embedding(8, 0.5f))});
+    store->close();
+    QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM records_fts")), QString::number(n + 1));
+    QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM history")), QString::number(n + 1));
+    QCOMPARE(rawScalar(path, QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+}
+
+void TestSqliteStorage::searchSpeed()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    const int n = 10000, dim = 384;
+    QRandomGenerator rng(42);
+    std::vector<Embedding> vectors;
+    for (int start = 0; start < n; start += 1000) {
+        std::vector<MemoryRecord> batch;
+        for (int i = start; i < start + 1000; ++i) {
+            MemoryRecord r = makeRecord(QStringLiteral("vector %1").arg(i), QStringLiteral("/bench/%1").arg(i % 10),
+                                        randomUnitish(rng, dim), i % 1000);
+            r.categories = {QStringLiteral("c%1").arg(i % 7)};
+            vectors.push_back(r.embedding);
+            batch.push_back(std::move(r));
+        }
+        store->save(batch);
+    }
+    QElapsedTimer load;
+    load.start();
+    const auto first = store->search(vectors[1234], {}, 10);
+    const qint64 loadMs = load.elapsed();
+    QCOMPARE(first.at(0).record.content, QStringLiteral("vector 1234"));
+    QVERIFY(std::abs(first.at(0).score - 1.0) < 1e-5);
+
+    RecordFilter scoped;
+    scoped.scopes = {QStringLiteral("/bench/3")};
+    scoped.categories = {QStringLiteral("c1"), QStringLiteral("c2")};
+    // Median wall time and median CPU time of this thread (the machine may be busy with other work).
+    auto median = [&](const RecordFilter &filter) -> std::pair<double, double> {
+        std::vector<double> wall, cpu;
+        for (int q = 0; q < 25; ++q) {
+            const Embedding &query = vectors[std::size_t(q * 331 % n)];
+            timespec c0{}, c1{};
+            QElapsedTimer t;
+            t.start();
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+            const auto hits = store->search(query, filter, 10);
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+            wall.push_back(double(t.nsecsElapsed()) / 1e6);
+            cpu.push_back(double(c1.tv_sec - c0.tv_sec) * 1e3 + double(c1.tv_nsec - c0.tv_nsec) / 1e6);
+            if (hits.size() != 10)
+                return {-1, -1};
+            for (const ScoredRecord &h : hits)
+                if (!filter.matches(h.record))
+                    return {-1, -1};
+        }
+        std::sort(wall.begin(), wall.end());
+        std::sort(cpu.begin(), cpu.end());
+        return {wall[wall.size() / 2], cpu[cpu.size() / 2]};
+    };
+    const auto [allWall, allCpu] = median(RecordFilter());
+    const auto [filteredWall, filteredCpu] = median(scoped);
+    qInfo("search of 10000 x 384 (top 10, records fetched), median: unfiltered %.3f ms (cpu %.3f ms), "
+          "scope + categories %.3f ms (cpu %.3f ms); first search incl. loading the index %lld ms",
+          allWall, allCpu, filteredWall, filteredCpu, loadMs);
+    QVERIFY(allCpu >= 0 && filteredCpu >= 0);
+    // The goal is well under 5 ms of work; CPU time keeps the bound meaningful on a busy machine.
+    QVERIFY2(allCpu < 5.0, qPrintable(QString::number(allCpu)));
+    QVERIFY2(filteredCpu < allCpu, qPrintable(QString::number(filteredCpu)));
+}
+
+QTEST_GUILESS_MAIN(TestSqliteStorage)
+#include "test_sqlite_storage.moc"
