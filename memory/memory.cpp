@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "core/scope_path.h"
+#include "core/vector_math.h"
 #include "memory/memory_p.h"
 #include "memory/memory_scope.h"
 #include "memory/memory_slice.h"
@@ -133,9 +134,6 @@ MemoryPrivate::MemoryPrivate(Memory *qq, const MemoryConfig &cfg)
     config.validate();
     if (!config.rootScope.isEmpty())
         config.rootScope = ScopePath::normalize(config.rootScope);
-    writer.setMaxThreadCount(1);
-    writer.setExpiryTimeout(-1);
-    writer.setObjectName(QStringLiteral("mneme-memory-writer"));
     qRegisterMetaType<mneme::MemoryMatch>();
     qRegisterMetaType<QList<mneme::MemoryMatch>>();
 }
@@ -199,7 +197,11 @@ QFuture<T> MemoryPrivate::submit(F &&work)
 {
     QMutexLocker lock(&submitLock);
     checkOpen();
-    QFuture<T> future = QtConcurrent::run(&writer, std::forward<F>(work));
+    if (writer.isCurrentThread())
+        throw Error(ErrorKind::Internal,
+                    QStringLiteral("a save was started from a handler running on the memory's writer thread, where it "
+                                   "would wait for itself; connect to Memory's signals with Qt::QueuedConnection"));
+    QFuture<T> future = writer.template submit<T>(std::forward<F>(work));
     QMutexLocker p(&pendingLock);
     pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
                   pending.end());
@@ -251,25 +253,20 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 
     // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped.
     std::vector<size_t> kept;
-    std::vector<double> norms(items.size(), 0.0);
+    std::vector<float> norms(items.size(), 0.0f);
     for (size_t i : active) {
-        double n = 0;
-        for (float v : items[i].record.embedding)
-            n += double(v) * v;
-        norms[i] = std::sqrt(n);
+        const Embedding &v = items[i].record.embedding;
+        norms[i] = VectorMath::norm(v.data(), v.size());
     }
     for (size_t i : active) {
         const Embedding &a = items[i].record.embedding;
         bool duplicate = false;
-        if (!a.empty() && norms[i] > 0) {
+        if (norms[i] > 0) {
             for (size_t j : kept) {
                 const Embedding &b = items[j].record.embedding;
                 if (b.size() != a.size() || norms[j] <= 0)
                     continue;
-                float dot = 0;
-                for (size_t x = 0; x < a.size(); ++x)
-                    dot += a[x] * b[x];
-                if (dot / (norms[i] * norms[j]) >= d.config.batchDedupThreshold) {
+                if (VectorMath::dot(a.data(), b.data(), a.size()) / (norms[i] * norms[j]) >= d.config.batchDedupThreshold) {
                     duplicate = true;
                     break;
                 }
@@ -415,14 +412,17 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
             if (matches.size() > o.limit)
                 matches.resize(o.limit);
             if (!matches.isEmpty() && !config.readOnly) {
+                // Access statistics are written by the writer thread, off the recall's path.
                 QStringList ids;
                 for (const MemoryMatch &m : std::as_const(matches))
                     ids << m.record.id;
-                try {
-                    storage->touch(ids, nowUtc());
-                } catch (const Error &) {
-                    // A read-only file still answers recalls; access times are a convenience.
-                }
+                writer.post([store = storage, ids, at = nowUtc()] {
+                    try {
+                        store->touch(ids, at);
+                    } catch (const std::exception &) {
+                        // A read-only file still answers recalls; access times are a convenience.
+                    }
+                });
             }
         }
         Q_EMIT q->queryCompleted(query, matches, elapsedMs(timer));
@@ -817,6 +817,8 @@ int Memory::resetAll()
 
 void Memory::drainWrites()
 {
+    if (d->writer.isCurrentThread())
+        return; // a save's own signal handler: everything before it has run
     QList<QFuture<void>> snapshot;
     {
         QMutexLocker p(&d->pendingLock);
@@ -844,7 +846,7 @@ void Memory::close()
         drainWrites();
         d->closed = true;
     }
-    d->writer.waitForDone();
+    d->writer.waitForIdle();
     try {
         d->storage->close();
     } catch (...) {

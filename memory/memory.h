@@ -65,7 +65,8 @@ public:
     QFuture<SaveResult> rememberMany(const QStringList &contents, const RememberOptions &options = {});
     QFuture<SaveResult> rememberMany(const QList<MemoryInput> &items);
 
-    // Ranked recall. Blocking; waits for pending saves first.
+    // Ranked recall. Blocking; waits for pending saves first. The matches' last_accessed and
+    // access_count are updated in the background afterwards.
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QFuture<QList<MemoryMatch>> recallAsync(const QString &query, const RecallOptions &options = {});
 

@@ -3,11 +3,11 @@
 // Private implementation of Memory. Not installed; not part of the API.
 
 #include "memory/memory.h"
+#include "memory/serial_executor.h"
 
 #include <QFuture>
 #include <QMutex>
 #include <QRecursiveMutex>
-#include <QThreadPool>
 #include <atomic>
 
 namespace mneme {
@@ -46,7 +46,7 @@ public:
     MemoryConfig config;
     std::shared_ptr<StorageBackend> storage;
     std::shared_ptr<Embedder> embedder;
-    QThreadPool writer;
+    SerialExecutor writer{"mneme-writer"};
     QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
     QMutex pendingLock;
     QList<QFuture<void>> pending;

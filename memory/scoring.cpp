@@ -1,5 +1,7 @@
 #include "memory/scoring.h"
 
+#include "core/vector_math.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -61,17 +63,7 @@ MemoryMatch Scoring::match(const MemoryRecord &record, double cosine, double key
 
 double Scoring::cosine(const Embedding &a, const Embedding &b)
 {
-    if (a.size() != b.size() || a.empty())
-        return 0;
-    double dot = 0, na = 0, nb = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        dot += double(a[i]) * b[i];
-        na += double(a[i]) * a[i];
-        nb += double(b[i]) * b[i];
-    }
-    if (na <= 0 || nb <= 0)
-        return 0;
-    return dot / std::sqrt(na * nb);
+    return VectorMath::cosine(a, b);
 }
 
 } // namespace mneme

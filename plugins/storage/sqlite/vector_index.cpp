@@ -1,5 +1,7 @@
 #include "vector_index.h"
 
+#include "core/vector_math.h"
+
 #include "core/scope_path.h"
 
 #include <algorithm>
@@ -11,28 +13,6 @@ namespace mneme {
 namespace {
 
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
-
-// Eight independent accumulators: the additions do not wait on each other and the compiler can
-// keep them in vector registers without reassociating floating point itself.
-float dot(const float *a, const float *b, int n)
-{
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        s0 += a[i] * b[i];
-        s1 += a[i + 1] * b[i + 1];
-        s2 += a[i + 2] * b[i + 2];
-        s3 += a[i + 3] * b[i + 3];
-        s4 += a[i + 4] * b[i + 4];
-        s5 += a[i + 5] * b[i + 5];
-        s6 += a[i + 6] * b[i + 6];
-        s7 += a[i + 7] * b[i + 7];
-    }
-    float s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-    for (; i < n; ++i)
-        s += a[i] * b[i];
-    return s;
-}
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
 {
@@ -123,7 +103,7 @@ void VectorIndex::upsert(const Item &item, const float *vector)
         m_slotOfRow.insert(item.rowid, slot);
     }
     std::copy(vector, vector + dim, m_vectors.begin() + std::ptrdiff_t(slot * dim));
-    m_norms[slot] = std::sqrt(dot(vector, vector, m_dimension));
+    m_norms[slot] = std::sqrt(VectorMath::dot(vector, vector, m_dimension));
     fill(slot, item);
 }
 
@@ -256,12 +236,12 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
         return true;
     };
 
-    const float queryNorm = std::sqrt(dot(query, query, dim));
+    const float queryNorm = std::sqrt(VectorMath::dot(query, query, dim));
     auto score = [&](std::size_t s) {
         const float denominator = queryNorm * m_norms[s];
         if (denominator <= 0)
             return 0.0;
-        return double(dot(query, m_vectors.data() + s * std::size_t(dim), dim) / denominator);
+        return double(VectorMath::dot(query, m_vectors.data() + s * std::size_t(dim), dim) / denominator);
     };
 
     if (!filter.ids.isEmpty()) {

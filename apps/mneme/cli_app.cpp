@@ -1,0 +1,89 @@
+#include "cli_app.h"
+
+#include "cli_arguments.h"
+#include "command_context.h"
+#include "console.h"
+#include "record_commands.h"
+#include "scope_commands.h"
+#include "transfer_commands.h"
+
+#include "core/error.h"
+
+#include <QElapsedTimer>
+#include <functional>
+
+namespace mneme::cli {
+
+CliApp::CliApp(Console &console)
+    : m_console(console)
+{
+}
+
+int CliApp::run(const QStringList &arguments)
+{
+    if (arguments.isEmpty()) {
+        m_console.writeError(CommandSpec::generalUsage());
+        return 2;
+    }
+    try {
+        const CliArguments args = CliArguments::parse(arguments);
+        m_console.setQuiet(args.quiet());
+        m_console.setVerbose(args.verbose());
+        if (args.helpRequested()) {
+            const CommandSpec *topic = CommandSpec::find(args.helpTopic());
+            const QString usage =
+                topic && topic->name != QLatin1String("help") ? topic->usage() : CommandSpec::generalUsage();
+            // Even the usage is one JSON document in --json mode.
+            if (args.json())
+                m_console.writeJson(Json{{"usage", usage}});
+            else
+                m_console.write(usage);
+            return 0;
+        }
+        QElapsedTimer timer;
+        timer.start();
+        CommandContext context(args, m_console);
+        dispatch(context);
+        context.close();
+        m_console.event(QStringLiteral("%1 finished in %2 ms")
+                            .arg(args.commandName(), QString::number(double(timer.nsecsElapsed()) / 1e6, 'f', 1)));
+        return 0;
+    } catch (const Error &e) {
+        m_console.error(e.message());
+        return e.exitCode();
+    } catch (const std::exception &e) {
+        m_console.error(QString::fromUtf8(e.what()));
+        return 1;
+    }
+}
+
+void CliApp::dispatch(CommandContext &context)
+{
+    RecordCommands records(context);
+    ScopeCommands scopes(context);
+    TransferCommands transfer(context);
+    const QMap<QString, std::function<void()>> commands = {
+        {QStringLiteral("remember"), [&] { records.remember(); }},
+        {QStringLiteral("remember-many"), [&] { transfer.rememberMany(); }},
+        {QStringLiteral("recall"), [&] { records.recall(); }},
+        {QStringLiteral("forget"), [&] { records.forget(); }},
+        {QStringLiteral("update"), [&] { records.update(); }},
+        {QStringLiteral("get"), [&] { records.get(); }},
+        {QStringLiteral("history"), [&] { records.history(); }},
+        {QStringLiteral("tree"), [&] { scopes.tree(); }},
+        {QStringLiteral("info"), [&] { scopes.info(); }},
+        {QStringLiteral("scopes"), [&] { scopes.scopes(); }},
+        {QStringLiteral("categories"), [&] { scopes.categories(); }},
+        {QStringLiteral("list"), [&] { records.list(); }},
+        {QStringLiteral("reset"), [&] { scopes.reset(); }},
+        {QStringLiteral("export"), [&] { transfer.exportRecords(); }},
+        {QStringLiteral("import"), [&] { transfer.importRecords(); }},
+    };
+    const auto it = commands.constFind(context.args().commandName());
+    if (it == commands.constEnd())
+        throw Error(ErrorKind::Internal,
+                    QStringLiteral("the command \"%1\" has no implementation").arg(context.args().commandName()));
+    it.value()();
+}
+
+} // namespace mneme::cli

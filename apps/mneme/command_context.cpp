@@ -1,0 +1,128 @@
+#include "command_context.h"
+
+#include "table_printer.h"
+
+#include "core/error.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+
+namespace mneme::cli {
+
+namespace {
+
+QString ms(double milliseconds)
+{
+    return QString::number(milliseconds, 'f', 1) + QStringLiteral(" ms");
+}
+
+} // namespace
+
+CommandContext::CommandContext(const CliArguments &arguments, Console &console)
+    : m_args(arguments), m_console(console)
+{
+}
+
+CommandContext::~CommandContext() = default;
+
+MemoryConfig CommandContext::configFor(const CliArguments &arguments)
+{
+    MemoryConfig config;
+    if (const std::optional<QString> file = arguments.configFile()) {
+        QFile f(*file);
+        if (!f.open(QIODevice::ReadOnly))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("cannot read the configuration %1: %2; check the --config path")
+                            .arg(*file, f.errorString()));
+        const QString text = QString::fromUtf8(f.readAll());
+        const Json json = parseJson(text, QStringLiteral("the configuration %1").arg(*file));
+        if (!json.is_object())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the configuration %1 must be a JSON object of MemoryConfig keys").arg(*file));
+        try {
+            config = MemoryConfig::fromJson(json);
+        } catch (const Error &e) {
+            throw Error(e.kind(), QStringLiteral("configuration %1: %2").arg(*file, e.message()));
+        }
+    }
+    if (const std::optional<QString> db = arguments.db()) {
+        if (db->trimmed().isEmpty())
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("--db needs the path of a database file"));
+        // Keep the other settings of a configured SQLite store (read_only, ...); replace anything else.
+        Json storage = config.storage;
+        const bool sqliteObject = storage.is_object() && storage.contains("provider") && storage["provider"] == "sqlite"
+                               && storage.contains("config") && storage["config"].is_object();
+        if (!sqliteObject)
+            storage = Json{{"provider", "sqlite"}, {"config", Json::object()}};
+        storage["config"]["path"] = db->toStdString();
+        config.storage = storage;
+    }
+    return config;
+}
+
+const MemoryConfig &CommandContext::config()
+{
+    if (!m_config)
+        m_config = configFor(m_args);
+    return *m_config;
+}
+
+Memory &CommandContext::memory()
+{
+    if (m_memory)
+        return *m_memory;
+    const MemoryConfig &cfg = config();
+    QElapsedTimer timer;
+    timer.start();
+    m_memory = std::make_unique<Memory>(cfg);
+    connectEvents();
+    if (m_console.isVerbose()) {
+        m_console.event(QStringLiteral("opened %1 with embedder %2 in %3")
+                            .arg(m_memory->storage().location(), m_memory->embedder().id(),
+                                 ms(double(timer.nsecsElapsed()) / 1e6)));
+    }
+    return *m_memory;
+}
+
+void CommandContext::close()
+{
+    if (m_memory)
+        m_memory->close();
+}
+
+void CommandContext::connectEvents()
+{
+    if (!m_console.isVerbose())
+        return;
+    Console *console = &m_console;
+    Memory *memory = m_memory.get();
+    // Direct connections: the signals come from Memory's worker threads while this thread waits;
+    // Console serialises the writes.
+    QObject::connect(memory, &Memory::queryCompleted, memory,
+                     [console](const QString &query, const QList<MemoryMatch> &results, double timeMs) {
+                         console->event(QStringLiteral("query completed: \"%1\", %2 results in %3")
+                                            .arg(TablePrinter::preview(query, 60), QString::number(results.size()),
+                                                 ms(timeMs)));
+                     },
+                     Qt::DirectConnection);
+    QObject::connect(memory, &Memory::queryFailed, memory,
+                     [console](const QString &query, const QString &error) {
+                         console->event(QStringLiteral("query failed: \"%1\": %2")
+                                            .arg(TablePrinter::preview(query, 60), error));
+                     },
+                     Qt::DirectConnection);
+    QObject::connect(memory, &Memory::saveCompleted, memory,
+                     [console](const QString &value, const QJsonObject &, double timeMs) {
+                         console->event(QStringLiteral("save completed: \"%1\" in %2")
+                                            .arg(TablePrinter::preview(value, 60), ms(timeMs)));
+                     },
+                     Qt::DirectConnection);
+    QObject::connect(memory, &Memory::saveFailed, memory,
+                     [console](const QString &value, const QString &error) {
+                         console->event(QStringLiteral("save failed: \"%1\": %2")
+                                            .arg(TablePrinter::preview(value, 60), error));
+                     },
+                     Qt::DirectConnection);
+}
+
+} // namespace mneme::cli

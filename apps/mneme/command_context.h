@@ -1,0 +1,48 @@
+#pragma once
+
+#include "cli_arguments.h"
+#include "console.h"
+
+#include "memory/memory.h"
+
+#include <memory>
+#include <optional>
+
+namespace mneme::cli {
+
+// What a command works with: its parsed arguments, the console, and the Memory, opened on first
+// use so that every argument is checked before the store is touched.
+class CommandContext
+{
+public:
+    CommandContext(const CliArguments &arguments, Console &console);
+    ~CommandContext();
+    CommandContext(const CommandContext &) = delete;
+    CommandContext &operator=(const CommandContext &) = delete;
+
+    const CliArguments &args() const { return m_args; }
+    Console &console() const { return m_console; }
+    bool json() const { return m_args.json(); }
+
+    // The configuration of --config / --db, read on the first call (see configFor()).
+    const MemoryConfig &config();
+    // The Memory of --db / --config / $MNEME_STORAGE_DIR, opened on the first call. Throws
+    // mneme::Error when the configuration is invalid or the store cannot be opened.
+    Memory &memory();
+    // Drains and closes the Memory when it was opened, so failures of pending writes surface.
+    void close();
+
+    // The configuration the arguments ask for: --config FILE (MemoryConfig keys), then --db PATH as
+    // the SQLite file. Throws Error(InvalidArgument) naming the file for a bad configuration.
+    static MemoryConfig configFor(const CliArguments &arguments);
+
+private:
+    void connectEvents();
+
+    const CliArguments &m_args;
+    Console &m_console;
+    std::optional<MemoryConfig> m_config;
+    std::unique_ptr<Memory> m_memory;
+};
+
+} // namespace mneme::cli

@@ -1,0 +1,213 @@
+#include "command_spec.h"
+
+namespace mneme::cli {
+
+namespace {
+
+using Option = CommandSpec::Option;
+
+Option value(const char *name, const char *valueName, const char *help)
+{
+    return Option{QLatin1String(name), QLatin1String(valueName), QLatin1String(help), false};
+}
+
+Option repeated(const char *name, const char *valueName, const char *help)
+{
+    return Option{QLatin1String(name), QLatin1String(valueName), QLatin1String(help), true};
+}
+
+Option flag(const char *name, const char *help)
+{
+    return Option{QLatin1String(name), QString(), QLatin1String(help), false};
+}
+
+CommandSpec command(const char *name, const char *arguments, const char *summary, int minPositionals,
+                    int maxPositionals, QList<Option> options)
+{
+    CommandSpec spec;
+    spec.name = QLatin1String(name);
+    spec.arguments = QLatin1String(arguments);
+    spec.summary = QLatin1String(summary);
+    spec.minPositionals = minPositionals;
+    spec.maxPositionals = maxPositionals;
+    spec.options = std::move(options);
+    return spec;
+}
+
+QList<CommandSpec> buildTable()
+{
+    const Option scope = value("scope", "S", "scope path of the record (default /)");
+    const Option category = repeated("category", "C", "a category; repeat for several");
+    const Option importance = value("importance", "X", "importance between 0 and 1");
+    const Option source = value("source", "S", "where the memory comes from (required with --private)");
+    const Option privateFlag = flag("private", "visible only to recalls with the same --source");
+    const Option metadata = value("metadata", "JSON", "a JSON object stored with the record");
+
+    return {
+        command("remember", "TEXT", "Store one memory and print the stored record (TEXT \"-\" reads the text from standard input).", 1, 1,
+                {scope, category, importance, source, privateFlag,
+                 value("at", "ISO8601", "creation time of the memory (default now)"), metadata}),
+        command("remember-many", "[FILE|-]",
+                "Store many memories from JSON Lines or plain text lines (standard input when FILE is - or absent).",
+                0, 1,
+                {value("scope", "S", "default scope of the items"),
+                 repeated("category", "C", "default category of the items; repeat for several"),
+                 value("importance", "X", "default importance of the items (0..1)"),
+                 value("source", "S", "default source of the items"),
+                 flag("private", "make the items private unless a line says otherwise"),
+                 value("at", "ISO8601", "default creation time of the items"),
+                 value("metadata", "JSON", "default metadata object; a line's keys override it")}),
+        command("recall", "QUERY", "Ranked recall of the memories that match QUERY.", 1, 1,
+                {repeated("scope", "S", "search this scope; several make a slice"),
+                 repeated("category", "C", "only records with one of these categories"),
+                 value("limit", "N", "at most N matches (default 10)"),
+                 value("depth", "shallow|deep", "recall depth (default deep)"),
+                 value("source", "S", "recall as this source: its private records are visible"),
+                 flag("include-private", "show every private record"),
+                 value("now", "ISO8601", "measure recency to this time instead of now")}),
+        command("forget", "", "Delete the records the filters select (kept in their history).", 0, 0,
+                {value("scope", "S", "records in this scope and below"),
+                 repeated("id", "ID", "the record with this id; repeat for several"),
+                 repeated("category", "C", "records with one of these categories"),
+                 value("older-than", "ISO8601", "records created before this time")}),
+        command("update", "ID", "Edit one record and print it.", 1, 1,
+                {value("content", "T", "new content (embedded again)"), value("scope", "S", "new scope"),
+                 repeated("category", "C", "new categories (replace the old ones); repeat for several"),
+                 value("importance", "X", "new importance between 0 and 1")}),
+        command("get", "ID", "Print one record.", 1, 1, {}),
+        command("history", "ID", "Print every change of one record.", 1, 1, {}),
+        command("tree", "[SCOPE]", "Print the scope tree with record counts.", 0, 1,
+                {value("max-depth", "N", "levels below SCOPE to show (default 3)")}),
+        command("info", "SCOPE", "Print the statistics of one scope.", 1, 1, {}),
+        command("scopes", "[SCOPE]", "List the immediate child scopes of SCOPE (default /).", 0, 1, {}),
+        command("categories", "", "Count the records of each category.", 0, 0,
+                {value("scope", "S", "only records in this scope and below")}),
+        command("list", "", "List records, newest first.", 0, 0,
+                {value("scope", "S", "only records in this scope and below"),
+                 value("limit", "N", "at most N records (default 200)"),
+                 value("offset", "N", "skip the first N records (default 0)")}),
+        command("reset", "", "Delete every record (or those of one scope) for good.", 0, 0,
+                {value("scope", "S", "only this scope and below"), flag("yes", "confirm the deletion")}),
+        command("export", "[FILE]",
+                "Write every record with its embedding as JSON Lines to FILE (standard output when absent or -).", 0, 1,
+                {}),
+        command("import", "FILE",
+                "Read records written by export, from FILE or standard input (-); contents are embedded again by default.",
+                1, 1,
+                {flag("keep-embeddings", "use the embeddings of the file (same embedder only)"),
+                 flag("reembed", "embed every content again (the default)")}),
+        command("help", "[COMMAND]", "Print the usage of mneme or of one command.", 0, 1, {}),
+    };
+}
+
+QString optionLabel(const Option &o)
+{
+    QString label = QStringLiteral("--") + o.name;
+    if (o.takesValue())
+        label += QLatin1Char(' ') + o.valueName;
+    return label;
+}
+
+QString optionLines(const QList<Option> &options)
+{
+    qsizetype width = 0;
+    for (const Option &o : options)
+        width = std::max(width, optionLabel(o).size());
+    QString text;
+    for (const Option &o : options) {
+        QString help = o.help;
+        if (o.repeatable && !help.contains(QLatin1String("repeat")))
+            help += QStringLiteral(" (repeatable)");
+        text += QStringLiteral("  %1  %2\n").arg(optionLabel(o).leftJustified(width), help);
+    }
+    return text;
+}
+
+} // namespace
+
+const CommandSpec::Option *CommandSpec::option(const QString &optionName) const
+{
+    for (const Option &o : options) {
+        if (o.name == optionName)
+            return &o;
+    }
+    return nullptr;
+}
+
+QString CommandSpec::synopsis() const
+{
+    QString text = QStringLiteral("mneme ") + name;
+    if (!arguments.isEmpty())
+        text += QLatin1Char(' ') + arguments;
+    for (const Option &o : options) {
+        text += QStringLiteral(" [") + optionLabel(o) + QLatin1Char(']');
+        if (o.repeatable)
+            text += QStringLiteral("...");
+    }
+    return text;
+}
+
+QString CommandSpec::usage() const
+{
+    QString text = QStringLiteral("Usage: ") + synopsis() + QStringLiteral("\n\n") + summary + QLatin1Char('\n');
+    if (!options.isEmpty())
+        text += QStringLiteral("\nOptions:\n") + optionLines(options);
+    text += QStringLiteral("\nGlobal options:\n") + optionLines(globalOptions());
+    return text;
+}
+
+const QList<CommandSpec> &CommandSpec::all()
+{
+    static const QList<CommandSpec> table = buildTable();
+    return table;
+}
+
+const CommandSpec *CommandSpec::find(const QString &commandName)
+{
+    for (const CommandSpec &spec : all()) {
+        if (spec.name == commandName)
+            return &spec;
+    }
+    return nullptr;
+}
+
+const QList<CommandSpec::Option> &CommandSpec::globalOptions()
+{
+    static const QList<Option> options = {
+        value("db", "PATH", "SQLite file of the store (default $MNEME_STORAGE_DIR/memory.db, else ./.mneme/memory.db)"),
+        value("config", "FILE", "JSON configuration (the keys of MemoryConfig)"),
+        flag("json", "print exactly one JSON document on standard output"),
+        flag("quiet", "print nothing but errors on standard error"),
+        flag("verbose", "print events and timings on standard error"),
+        flag("help", "print this usage"),
+    };
+    return options;
+}
+
+const CommandSpec::Option *CommandSpec::globalOption(const QString &optionName)
+{
+    for (const Option &o : globalOptions()) {
+        if (o.name == optionName)
+            return &o;
+    }
+    return nullptr;
+}
+
+QString CommandSpec::generalUsage()
+{
+    QString text = QStringLiteral("Usage: mneme [global options] COMMAND [arguments] [options]\n\n"
+                                  "Long-term memory from the terminal.\n\nCommands:\n");
+    qsizetype width = 0;
+    for (const CommandSpec &spec : all())
+        width = std::max(width, (spec.name + QLatin1Char(' ') + spec.arguments).size());
+    for (const CommandSpec &spec : all()) {
+        const QString head = (spec.name + QLatin1Char(' ') + spec.arguments).trimmed();
+        text += QStringLiteral("  %1  %2\n").arg(head.leftJustified(width), spec.summary);
+    }
+    text += QStringLiteral("\nGlobal options (before or after the command):\n") + optionLines(globalOptions());
+    text += QStringLiteral("\nRun \"mneme COMMAND --help\" for the options of a command.\n"
+                           "Exit status: 0 success, 1 failure, 2 bad usage or invalid input, 3 permission refused.\n");
+    return text;
+}
+
+} // namespace mneme::cli

@@ -1,0 +1,98 @@
+#include "console.h"
+
+#include <QMutexLocker>
+#include <cstdio>
+#include <unistd.h>
+
+namespace mneme::cli {
+
+namespace {
+
+void put(std::FILE *stream, const QByteArray &bytes)
+{
+    std::fwrite(bytes.constData(), 1, size_t(bytes.size()), stream);
+    std::fflush(stream);
+}
+
+} // namespace
+
+void Console::write(const QString &text)
+{
+    writeBytes(text.toUtf8());
+}
+
+void Console::writeBytes(const QByteArray &bytes)
+{
+    QMutexLocker lock(&m_mutex);
+    put(stdout, bytes);
+}
+
+void Console::writeJson(const Json &document)
+{
+    const std::string text = document.dump(2, ' ', false, Json::error_handler_t::replace) + '\n';
+    writeBytes(QByteArray::fromStdString(text));
+}
+
+void Console::error(const QString &message)
+{
+    QMutexLocker lock(&m_mutex);
+    put(stderr, (QStringLiteral("mneme: ") + oneLine(message) + QLatin1Char('\n')).toUtf8());
+}
+
+void Console::writeError(const QString &text)
+{
+    QMutexLocker lock(&m_mutex);
+    put(stderr, text.toUtf8());
+}
+
+void Console::notice(const QString &message)
+{
+    if (m_quiet)
+        return;
+    QMutexLocker lock(&m_mutex);
+    put(stderr, (message + QLatin1Char('\n')).toUtf8());
+}
+
+void Console::event(const QString &message)
+{
+    if (!m_verbose)
+        return;
+    QMutexLocker lock(&m_mutex);
+    put(stderr, (QStringLiteral("mneme: ") + oneLine(message) + QLatin1Char('\n')).toUtf8());
+}
+
+void Console::progress(const QString &text)
+{
+    if (m_quiet)
+        return;
+    QMutexLocker lock(&m_mutex);
+    put(stderr, text.toUtf8());
+}
+
+bool Console::stderrIsTerminal()
+{
+    return ::isatty(STDERR_FILENO) == 1;
+}
+
+bool Console::stdinIsTerminal()
+{
+    return ::isatty(STDIN_FILENO) == 1;
+}
+
+QString Console::oneLine(const QString &text)
+{
+    QString out;
+    out.reserve(text.size());
+    const QString trimmed = text.trimmed();
+    for (const QChar c : trimmed) {
+        if (c == QLatin1Char('\n') || c == QLatin1Char('\r') || c == QLatin1Char('\t'))
+            out += QLatin1Char(' ');
+        else if (c.category() == QChar::Other_Control || c.unicode() == 0x7f)
+            out += QStringLiteral("\\u%1").arg(c.unicode(), 4, 16, QLatin1Char('0'));
+        else
+            out += c;
+    }
+    return out;
+}
+
+} // namespace mneme::cli

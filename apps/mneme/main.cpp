@@ -1,0 +1,15 @@
+#include "cli_app.h"
+#include "console.h"
+
+#include <QCoreApplication>
+
+int main(int argc, char *argv[])
+{
+    QCoreApplication app(argc, argv);
+    QCoreApplication::setApplicationName(QStringLiteral("mneme"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(MNEME_VERSION));
+
+    mneme::cli::Console console;
+    mneme::cli::CliApp cli(console);
+    return cli.run(QCoreApplication::arguments().mid(1));
+}

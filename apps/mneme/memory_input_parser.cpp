@@ -1,0 +1,178 @@
+#include "memory_input_parser.h"
+
+#include "cli_arguments.h"
+
+#include "core/error.h"
+
+#include <QSet>
+
+namespace mneme::cli {
+
+namespace {
+
+const QStringList &knownFields()
+{
+    static const QStringList fields = {
+        QStringLiteral("content"),  QStringLiteral("scope"),      QStringLiteral("categories"),
+        QStringLiteral("importance"), QStringLiteral("source"),   QStringLiteral("private"),
+        QStringLiteral("created_at"), QStringLiteral("metadata"),
+    };
+    return fields;
+}
+
+QString text(const Json &value)
+{
+    return QString::fromStdString(value.get<std::string>());
+}
+
+bool hasControlCharacter(const QString &s)
+{
+    for (const QChar c : s) {
+        if (c.category() == QChar::Other_Control)
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+MemoryInputParser::MemoryInputParser(RememberOptions defaults, int maxContentChars)
+    : m_defaults(std::move(defaults)), m_maxContentChars(maxContentChars)
+{
+}
+
+bool MemoryInputParser::isJsonLines(const InputLines &input)
+{
+    for (const InputLines::Line &line : input.lines()) {
+        const QString t = line.text.trimmed();
+        if (!t.isEmpty())
+            return t.startsWith(QLatin1Char('{'));
+    }
+    return false;
+}
+
+QList<MemoryInput> MemoryInputParser::parse(const InputLines &input) const
+{
+    const bool jsonLines = isJsonLines(input);
+    QList<MemoryInput> items;
+    items.reserve(input.lines().size());
+    for (const InputLines::Line &line : input.lines()) {
+        if (line.text.trimmed().isEmpty())
+            continue;
+        MemoryInput item = jsonLines ? parseJsonLine(input, line) : plainLine(input, line);
+        check(input, line, item);
+        items.append(std::move(item));
+    }
+    return items;
+}
+
+MemoryInput MemoryInputParser::plainLine(const InputLines &, const InputLines::Line &line) const
+{
+    MemoryInput item;
+    item.content = line.text.trimmed();
+    item.options = m_defaults;
+    return item;
+}
+
+MemoryInput MemoryInputParser::parseJsonLine(const InputLines &input, const InputLines::Line &line) const
+{
+    auto fail = [&](const QString &what) -> void {
+        throw Error(ErrorKind::InvalidArgument, input.where(line, what) + QStringLiteral(" (nothing was stored)"));
+    };
+
+    Json j;
+    try {
+        j = Json::parse(line.text.toStdString());
+    } catch (const Json::parse_error &e) {
+        fail(QStringLiteral("not valid JSON (%1); every line of JSON Lines input must be one JSON object")
+                 .arg(QString::fromUtf8(e.what())));
+    }
+    if (!j.is_object())
+        fail(QStringLiteral("expected a JSON object such as {\"content\": \"...\"}"));
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const QString key = QString::fromStdString(it.key());
+        if (!knownFields().contains(key))
+            fail(QStringLiteral("unknown field \"%1\"; the fields are %2").arg(key, knownFields().join(QStringLiteral(", "))));
+    }
+
+    MemoryInput item;
+    item.options = m_defaults;
+    if (!j.contains("content") || !j["content"].is_string())
+        fail(QStringLiteral("\"content\" is missing or not a string"));
+    item.content = text(j["content"]).trimmed();
+
+    auto present = [&](const char *field) { return j.contains(field) && !j[field].is_null(); };
+    if (present("scope")) {
+        if (!j["scope"].is_string())
+            fail(QStringLiteral("\"scope\" must be a string such as \"/project/alpha\""));
+        try {
+            item.options.scope = CliArguments::normalizedScope(text(j["scope"]), QStringLiteral("\"scope\""));
+        } catch (const Error &e) {
+            fail(e.message());
+        }
+    }
+    if (present("categories")) {
+        if (!j["categories"].is_array())
+            fail(QStringLiteral("\"categories\" must be an array of strings"));
+        QStringList categories;
+        for (const Json &c : j["categories"]) {
+            if (!c.is_string() || text(c).trimmed().isEmpty())
+                fail(QStringLiteral("\"categories\" must be an array of non-empty strings"));
+            if (hasControlCharacter(text(c)))
+                fail(QStringLiteral("a category contains a control character; use printable characters"));
+            categories.append(text(c).trimmed());
+        }
+        item.options.categories = categories;
+    }
+    if (present("importance")) {
+        const Json &v = j["importance"];
+        if (!v.is_number() || v.get<double>() < 0.0 || v.get<double>() > 1.0)
+            fail(QStringLiteral("\"importance\" must be a number between 0 and 1"));
+        item.options.importance = v.get<double>();
+    }
+    if (j.contains("source")) {
+        if (j["source"].is_null())
+            item.options.source.clear();
+        else if (j["source"].is_string())
+            item.options.source = text(j["source"]).trimmed();
+        else
+            fail(QStringLiteral("\"source\" must be a string"));
+    }
+    if (present("private")) {
+        if (!j["private"].is_boolean())
+            fail(QStringLiteral("\"private\" must be true or false"));
+        item.options.isPrivate = j["private"].get<bool>();
+    }
+    if (present("created_at")) {
+        const QDateTime t = j["created_at"].is_string() ? fromIso(text(j["created_at"])) : QDateTime();
+        if (!t.isValid())
+            fail(QStringLiteral("\"created_at\" must be an ISO 8601 date or time such as \"2024-05-01T12:00:00Z\""));
+        item.options.createdAt = t;
+    }
+    if (present("metadata")) {
+        if (!j["metadata"].is_object())
+            fail(QStringLiteral("\"metadata\" must be a JSON object"));
+        Json merged = item.options.metadata.is_object() ? item.options.metadata : Json::object();
+        merged.update(j["metadata"]);
+        item.options.metadata = merged;
+    }
+    return item;
+}
+
+void MemoryInputParser::check(const InputLines &input, const InputLines::Line &line, const MemoryInput &item) const
+{
+    if (item.content.isEmpty())
+        throw Error(ErrorKind::InvalidArgument,
+                    input.where(line, QStringLiteral("the content is empty (nothing was stored)")));
+    if (item.content.size() > m_maxContentChars)
+        throw Error(ErrorKind::InvalidArgument,
+                    input.where(line, QStringLiteral("the content is %1 characters long, over the limit of %2 "
+                                                     "(max_content_chars); split it (nothing was stored)")
+                                          .arg(QString::number(item.content.size()), QString::number(m_maxContentChars))));
+    if (item.options.isPrivate && item.options.source.isEmpty())
+        throw Error(ErrorKind::PermissionDenied,
+                    input.where(line, QStringLiteral("a private memory needs a source; give \"source\" on the line "
+                                                     "or --source (nothing was stored)")));
+}
+
+} // namespace mneme::cli

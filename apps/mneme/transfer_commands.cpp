@@ -1,0 +1,204 @@
+#include "transfer_commands.h"
+
+#include "command_context.h"
+#include "input_lines.h"
+#include "memory_input_parser.h"
+#include "progress_bar.h"
+#include "record_file_parser.h"
+
+#include "core/error.h"
+#include "core/record_filter.h"
+
+#include <QSaveFile>
+#include <charconv>
+
+namespace mneme::cli {
+
+namespace {
+
+// The float as the shortest decimal that reads back as the same float, so exported vectors stay
+// compact ("0.1", not "0.10000000149011612") and import restores them bit for bit.
+double shortestDecimal(float x)
+{
+    char buffer[64];
+    const auto written = std::to_chars(buffer, buffer + sizeof buffer, x);
+    double value = double(x);
+    if (written.ec == std::errc())
+        std::from_chars(buffer, written.ptr, value);
+    return value;
+}
+
+// An error of a later batch, saying what earlier batches already did.
+Error afterPartialWork(const Error &e, int done, const QString &what)
+{
+    if (done == 0)
+        return e;
+    return Error(e.kind(), QStringLiteral("%1 (%2 %3 before the failure)").arg(e.message(), QString::number(done), what));
+}
+
+} // namespace
+
+TransferCommands::TransferCommands(CommandContext &context)
+    : m_ctx(context)
+{
+}
+
+void TransferCommands::rememberMany()
+{
+    const CliArguments &a = m_ctx.args();
+    Console &console = m_ctx.console();
+    RememberOptions defaults;
+    defaults.scope = a.scope(QStringLiteral("scope"));
+    if (a.has(QStringLiteral("category")))
+        defaults.categories = a.nonBlankValues(QStringLiteral("category"));
+    defaults.importance = a.unitInterval(QStringLiteral("importance"));
+    if (const std::optional<QString> source = a.value(QStringLiteral("source")))
+        defaults.source = source->trimmed();
+    defaults.isPrivate = a.has(QStringLiteral("private"));
+    if (const std::optional<QDateTime> at = a.time(QStringLiteral("at")))
+        defaults.createdAt = *at;
+    if (const std::optional<Json> metadata = a.jsonObject(QStringLiteral("metadata")))
+        defaults.metadata = *metadata;
+
+    const QString file = a.positionals().isEmpty() ? QStringLiteral("-") : a.positional(0);
+    if (file == QLatin1String("-") && Console::stdinIsTerminal())
+        console.notice(QStringLiteral("reading memories from standard input, one per line; end with Ctrl-D"));
+    const InputLines input = InputLines::read(file);
+    const QList<MemoryInput> items = MemoryInputParser(defaults, m_ctx.config().maxContentChars).parse(input);
+
+    Memory &memory = m_ctx.memory();
+    ProgressBar bar(console, QStringLiteral("storing"), items.size());
+    SaveResult total;
+    for (qsizetype start = 0; start < items.size(); start += kBatchSize) {
+        const QList<MemoryInput> batch = items.mid(start, kBatchSize);
+        SaveResult r;
+        try {
+            r = memory.rememberMany(batch).result();
+        } catch (const Error &e) {
+            throw afterPartialWork(e, total.stored, QStringLiteral("new memories were stored"));
+        }
+        total.ids.append(r.ids);
+        total.stored += r.stored;
+        total.dropped += r.dropped + r.existing;
+        bar.update(start + batch.size());
+    }
+    bar.finish();
+
+    if (m_ctx.json()) {
+        Json ids = Json::array();
+        for (const QString &id : total.ids)
+            ids.push_back(id);
+        console.writeJson(Json{{"stored", total.stored}, {"dropped", total.dropped}, {"ids", ids}});
+        return;
+    }
+    console.write(QStringLiteral("Stored %1 new memories from %2 items (%3 dropped: blank, duplicates or already stored).\n")
+                      .arg(QString::number(total.stored), QString::number(items.size()), QString::number(total.dropped)));
+}
+
+void TransferCommands::exportRecords()
+{
+    const CliArguments &a = m_ctx.args();
+    Console &console = m_ctx.console();
+    // No FILE, or "-": standard output.
+    const std::optional<QString> file = a.positionals().isEmpty() || a.positional(0) == QLatin1String("-")
+                                            ? std::nullopt
+                                            : std::optional(a.positional(0));
+    if (!file && m_ctx.json())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("export without FILE writes the records to standard output, so --json cannot be "
+                                   "used; give a FILE (mneme export records.jsonl --json) or drop --json"));
+
+    std::unique_ptr<QSaveFile> out;
+    if (file) {
+        out = std::make_unique<QSaveFile>(*file);
+        if (!out->open(QIODevice::WriteOnly))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("cannot write %1: %2; check the path").arg(*file, out->errorString()));
+    }
+
+    Memory &memory = m_ctx.memory();
+    const std::optional<EmbedderBinding> binding = memory.storage().embedderBinding();
+    const std::string embedderId = (binding ? binding->embedderId : memory.embedder().id()).toStdString();
+    ProgressBar bar(console, QStringLiteral("exporting"), file ? memory.storage().count(RecordFilter()) : 0);
+
+    int exported = 0;
+    for (;;) {
+        const QList<MemoryRecord> batch = memory.exportRecords(exported, kBatchSize);
+        QByteArray chunk;
+        for (const MemoryRecord &r : batch) {
+            Json j = r;
+            Json vector = Json::array();
+            for (float x : r.embedding)
+                vector.push_back(shortestDecimal(x));
+            j["embedding"] = std::move(vector);
+            j["embedder"] = embedderId;
+            chunk += QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace));
+            chunk += '\n';
+        }
+        if (out) {
+            if (out->write(chunk) != chunk.size())
+                throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
+        } else {
+            console.writeBytes(chunk);
+        }
+        exported += int(batch.size());
+        bar.update(exported);
+        if (batch.size() < kBatchSize)
+            break;
+    }
+    if (out && !out->commit())
+        throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
+    bar.finish();
+
+    if (!file) {
+        console.notice(QStringLiteral("exported %1 records").arg(exported));
+    } else if (m_ctx.json()) {
+        console.writeJson(Json{{"exported", exported}, {"file", *file}});
+    } else {
+        console.write(QStringLiteral("Exported %1 records to %2.\n").arg(QString::number(exported), *file));
+    }
+}
+
+void TransferCommands::importRecords()
+{
+    const CliArguments &a = m_ctx.args();
+    Console &console = m_ctx.console();
+    const bool keepEmbeddings = a.has(QStringLiteral("keep-embeddings"));
+    if (keepEmbeddings && a.has(QStringLiteral("reembed")))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("--keep-embeddings and --reembed exclude each other; give one of them"));
+    const QString file = a.positional(0);
+    const InputLines input = InputLines::read(file);
+
+    Memory &memory = m_ctx.memory();
+    const QList<MemoryRecord> records =
+        RecordFileParser(keepEmbeddings, memory.embedder().id(), memory.embedder().dimension(),
+                         memory.config().maxContentChars)
+            .parse(input);
+
+    ProgressBar bar(console, QStringLiteral("importing"), records.size());
+    int imported = 0;
+    int skipped = 0;
+    for (qsizetype start = 0; start < records.size(); start += kBatchSize) {
+        const QList<MemoryRecord> batch = records.mid(start, kBatchSize);
+        SaveResult r;
+        try {
+            r = memory.importRecords(batch, keepEmbeddings);
+        } catch (const Error &e) {
+            throw afterPartialWork(e, imported, QStringLiteral("records were imported"));
+        }
+        imported += r.stored;
+        skipped += r.existing + r.dropped;
+        bar.update(start + batch.size());
+    }
+    bar.finish();
+
+    if (m_ctx.json()) {
+        console.writeJson(Json{{"imported", imported}, {"skipped", skipped}});
+        return;
+    }
+    console.write(QStringLiteral("Imported %1 records (%2 skipped: already in the store).\n")
+                      .arg(QString::number(imported), QString::number(skipped)));
+}
+
+} // namespace mneme::cli

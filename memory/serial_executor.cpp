@@ -1,0 +1,69 @@
+#include "memory/serial_executor.h"
+
+#include <pthread.h>
+
+namespace mneme {
+
+SerialExecutor::SerialExecutor(const char *threadName)
+{
+    m_thread = std::thread([this] { loop(); });
+    pthread_setname_np(m_thread.native_handle(), threadName);
+}
+
+SerialExecutor::~SerialExecutor()
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_stop = true;
+    }
+    m_wake.notify_all();
+    m_thread.join();
+}
+
+void SerialExecutor::post(std::function<void()> job)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        m_jobs.push_back(std::move(job));
+    }
+    m_wake.notify_one();
+}
+
+void SerialExecutor::waitForIdle()
+{
+    if (isCurrentThread())
+        return; // a job waiting for its own queue would wait forever
+    std::unique_lock lock(m_mutex);
+    m_idle.wait(lock, [this] { return m_jobs.empty() && !m_running; });
+}
+
+bool SerialExecutor::isCurrentThread() const
+{
+    return std::this_thread::get_id() == m_thread.get_id();
+}
+
+void SerialExecutor::loop()
+{
+    std::unique_lock lock(m_mutex);
+    for (;;) {
+        m_wake.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
+        if (m_jobs.empty())
+            return; // stopping, and everything queued has run
+        std::function<void()> job = std::move(m_jobs.front());
+        m_jobs.pop_front();
+        m_running = true;
+        lock.unlock();
+        try {
+            job();
+        } catch (...) {
+            // post() jobs report their own failures; submit() jobs carry them in their future.
+        }
+        job = nullptr;
+        lock.lock();
+        m_running = false;
+        if (m_jobs.empty())
+            m_idle.notify_all();
+    }
+}
+
+} // namespace mneme
