@@ -3,6 +3,7 @@
 #include "core/error.h"
 
 #include <QJsonDocument>
+#include <cstdio>
 
 namespace mneme {
 
@@ -10,7 +11,17 @@ QString toIso(const QDateTime &t)
 {
     if (!t.isValid())
         return {};
-    return t.toUTC().toString(Qt::ISODateWithMs);
+    // Formatted by hand: QDateTime::toString() is a measurable cost when every saved record writes
+    // its times into the history.
+    const QDateTime u = t.timeSpec() == Qt::UTC ? t : t.toUTC();
+    const QDate d = u.date();
+    const QTime c = u.time();
+    if (d.year() < 0 || d.year() > 9999)
+        return u.toString(Qt::ISODateWithMs);
+    char buf[32];
+    const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", d.year(), d.month(), d.day(),
+                                c.hour(), c.minute(), c.second(), c.msec());
+    return QString::fromLatin1(buf, n);
 }
 
 QDateTime fromIso(const QString &text)

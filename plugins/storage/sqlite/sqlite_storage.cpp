@@ -60,16 +60,9 @@ CREATE INDEX records_scope ON records(scope);
 CREATE INDEX records_created ON records(created_at);
 CREATE INDEX records_content_hash ON records(content_hash);
 
+-- Kept in step with records by the code, in the same transaction (not by triggers: a trigger
+-- writing a virtual table costs a statement savepoint per row, several times the insert itself).
 CREATE VIRTUAL TABLE records_fts USING fts5(content, tokenize = 'porter unicode61 remove_diacritics 2');
-CREATE TRIGGER records_fts_insert AFTER INSERT ON records BEGIN
-    INSERT INTO records_fts(rowid, content) VALUES (new.rid, new.content);
-END;
-CREATE TRIGGER records_fts_delete AFTER DELETE ON records BEGIN
-    DELETE FROM records_fts WHERE rowid = old.rid;
-END;
-CREATE TRIGGER records_fts_update AFTER UPDATE OF content ON records BEGIN
-    UPDATE records_fts SET content = new.content WHERE rowid = new.rid;
-END;
 
 CREATE TABLE history(
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -985,7 +978,10 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
         .bind(13, contentHash(r.content))
         .bindEmbedding(14, r.embedding);
     st.run(QStringLiteral("saving record %1").arg(r.id));
-    return sqlite3_last_insert_rowid(m_db);
+    const qint64 rowid = sqlite3_last_insert_rowid(m_db);
+    Statement fts(*this, "INSERT INTO records_fts(rowid, content) VALUES (?, ?)");
+    fts.bind(1, rowid).bindText(2, r.content).run(QStringLiteral("indexing record %1").arg(r.id));
+    return rowid;
 }
 
 void SqliteStorage::insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
@@ -1241,6 +1237,10 @@ void SqliteStorage::update(const MemoryRecord &record)
         .bindEmbedding(13, record.embedding)
         .bind(14, old->rowid);
     st.run(QStringLiteral("updating record %1").arg(record.id));
+    if (record.content != old->record.content) {
+        Statement fts(*this, "UPDATE records_fts SET content = ? WHERE rowid = ?");
+        fts.bindText(1, record.content).bind(2, old->rowid).run(QStringLiteral("indexing record %1").arg(record.id));
+    }
     insertHistory(record.id, HistoryEntry::Event::Update, &old->record, &record, nowUtc().toMSecsSinceEpoch());
     t.commit();
     indexPut(old->rowid, record);
@@ -1252,6 +1252,8 @@ int SqliteStorage::deleteRows(const std::vector<Row> &rows)
     for (const Row &row : rows) {
         Statement st(*this, "DELETE FROM records WHERE rid = ?");
         st.bind(1, row.rowid).run(QStringLiteral("deleting record %1").arg(row.record.id));
+        Statement fts(*this, "DELETE FROM records_fts WHERE rowid = ?");
+        fts.bind(1, row.rowid).run(QStringLiteral("unindexing record %1").arg(row.record.id));
         insertHistory(row.record.id, HistoryEntry::Event::Delete, &row.record, nullptr, at);
     }
     return int(rows.size());
@@ -1298,6 +1300,7 @@ int SqliteStorage::reset(const QString &scopePrefix)
         n = int(st.int64(0));
     }
     exec("DELETE FROM records", QStringLiteral("deleting every record"));
+    exec("DELETE FROM records_fts", QStringLiteral("clearing the keyword index"));
     exec("DELETE FROM history", QStringLiteral("deleting the history"));
     exec("DELETE FROM meta WHERE key IN ('embedder_id', 'dimension')", QStringLiteral("clearing the embedder binding"));
     t.commit();
