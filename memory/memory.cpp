@@ -114,6 +114,59 @@ QStringList validCategories(const QStringList &categories)
     return out;
 }
 
+QString scopeUnder(const QString &root, const std::optional<QString> &scope)
+{
+    if (root.isEmpty())
+        return ScopePath::normalize(scope.value_or(QString()));
+    return ScopePath::join(root, scope.value_or(QString()));
+}
+
+// The record a save of `input` would store (no id, no embedding yet); throws for bad input.
+MemoryRecord resolvedInput(const MemoryInput &input, const MemoryConfig &config)
+{
+    const RememberOptions &o = input.options;
+    MemoryRecord r;
+    r.content = validContent(input.content, config);
+    r.scope = scopeUnder(o.rootScope ? *o.rootScope : config.rootScope, o.scope);
+    r.categories = o.categories ? validCategories(*o.categories) : QStringList();
+    r.importance = o.importance ? validImportance(*o.importance) : config.defaultImportance;
+    if (!o.metadata.is_null() && !o.metadata.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
+    r.metadata = o.metadata.is_object() ? o.metadata : Json::object();
+    r.source = o.source.trimmed();
+    r.isPrivate = o.isPrivate;
+    if (r.isPrivate && r.source.isEmpty())
+        throw Error(ErrorKind::PermissionDenied,
+                    QStringLiteral("a private memory needs a source (whose memory it is), or nobody could ever "
+                                   "recall it; pass a source such as \"user:alice\""));
+    r.createdAt = o.createdAt.isValid() ? o.createdAt.toUTC() : QDateTime();
+    return r;
+}
+
+// A record to import, checked and completed (times, id); throws for bad input.
+MemoryRecord importedRecord(const MemoryRecord &in, const MemoryConfig &config)
+{
+    MemoryRecord r = in;
+    r.content = validContent(r.content, config);
+    r.scope = ScopePath::normalize(r.scope);
+    r.importance = validImportance(r.importance);
+    r.categories = validCategories(r.categories);
+    if (!r.metadata.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("the metadata of record %1 must be a JSON object").arg(r.id));
+    if (r.isPrivate && r.source.isEmpty())
+        throw Error(ErrorKind::PermissionDenied,
+                    QStringLiteral("record %1 is private but has no source; give it a source").arg(r.id));
+    if (r.id.isEmpty())
+        r.id = MemoryRecord::create(QString()).id;
+    if (!r.createdAt.isValid())
+        r.createdAt = nowUtc();
+    if (!r.updatedAt.isValid())
+        r.updatedAt = r.createdAt;
+    if (!r.lastAccessed.isValid())
+        r.lastAccessed = r.updatedAt;
+    return r;
+}
+
 void checkEmbeddings(const std::vector<Embedding> &vectors, qsizetype expected, const Embedder &embedder)
 {
     if (qsizetype(vectors.size()) != expected)
@@ -171,24 +224,9 @@ void MemoryPrivate::checkWritable(const char *what) const
 
 MemoryPrivate::Item MemoryPrivate::resolve(const MemoryInput &input) const
 {
-    const RememberOptions &o = input.options;
     Item item;
     item.input = input;
-    MemoryRecord &r = item.record;
-    r.content = validContent(input.content, config);
-    r.scope = q->resolveScope(o.scope, o.rootScope);
-    r.categories = o.categories ? validCategories(*o.categories) : QStringList();
-    r.importance = o.importance ? validImportance(*o.importance) : config.defaultImportance;
-    if (!o.metadata.is_null() && !o.metadata.is_object())
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
-    r.metadata = o.metadata.is_object() ? o.metadata : Json::object();
-    r.source = o.source.trimmed();
-    r.isPrivate = o.isPrivate;
-    if (r.isPrivate && r.source.isEmpty())
-        throw Error(ErrorKind::PermissionDenied,
-                    QStringLiteral("a private memory needs a source (whose memory it is), or nobody could ever "
-                                   "recall it; pass a source such as \"user:alice\""));
-    r.createdAt = o.createdAt.isValid() ? o.createdAt.toUTC() : QDateTime();
+    item.record = resolvedInput(input, config);
     return item;
 }
 
@@ -474,12 +512,19 @@ QString Memory::rootScope() const { return d->config.rootScope; }
 StorageBackend &Memory::storage() const { return *d->storage; }
 Embedder &Memory::embedder() const { return *d->embedder; }
 
+void Memory::checkInput(const MemoryInput &input, const MemoryConfig &config)
+{
+    (void)resolvedInput(input, config);
+}
+
+void Memory::checkRecord(const MemoryRecord &record, const MemoryConfig &config)
+{
+    (void)importedRecord(record, config);
+}
+
 QString Memory::resolveScope(const std::optional<QString> &scope, const std::optional<QString> &root) const
 {
-    const QString r = root ? *root : d->config.rootScope;
-    if (r.isEmpty())
-        return ScopePath::normalize(scope.value_or(QString()));
-    return ScopePath::join(r, scope.value_or(QString()));
+    return scopeUnder(root ? *root : d->config.rootScope, scope);
 }
 
 MemoryRecord Memory::remember(const QString &content, const RememberOptions &options)
@@ -728,23 +773,7 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
     d->checkWritable("import");
     std::vector<MemoryRecord> toSave;
     for (const MemoryRecord &in : records) {
-        MemoryRecord r = in;
-        r.content = validContent(r.content, d->config);
-        r.scope = ScopePath::normalize(r.scope);
-        r.importance = validImportance(r.importance);
-        r.categories = validCategories(r.categories);
-        if (r.isPrivate && r.source.isEmpty())
-            throw Error(ErrorKind::PermissionDenied,
-                        QStringLiteral("record %1 is private but has no source; give it a source").arg(r.id));
-        if (r.id.isEmpty())
-            r.id = MemoryRecord::create(QString()).id;
-        const QDateTime now = nowUtc();
-        if (!r.createdAt.isValid())
-            r.createdAt = now;
-        if (!r.updatedAt.isValid())
-            r.updatedAt = r.createdAt;
-        if (!r.lastAccessed.isValid())
-            r.lastAccessed = r.updatedAt;
+        MemoryRecord r = importedRecord(in, d->config);
         if (keepEmbeddings && int(r.embedding.size()) != d->embedder->dimension())
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("record %1 has a %2-dimensional embedding but the embedder %3 makes %4-dimensional "

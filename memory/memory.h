@@ -95,7 +95,7 @@ public:
     // Records of a scope, newest first.
     QList<MemoryRecord> listRecords(const QString &scope = {}, int limit = 200, int offset = 0);
 
-    // Records of the whole store (ignoring the root scope) with their embeddings, oldest first, for
+    // Records of the whole store (ignoring the root scope) with their embeddings, newest first, for
     // export: `batch` records from `offset`.
     QList<MemoryRecord> exportRecords(int offset, int batch);
     // Stores records as given (ids, times, fields). With keepEmbeddings their embeddings are used
@@ -113,6 +113,11 @@ public:
     void drainWrites();
     // Drains, then closes the store. Later calls throw Error(Storage).
     void close();
+
+    // Throw exactly the Error that remember() / importRecords() would throw for this input, without
+    // opening or touching any store: for checking a whole input file before saving any of it.
+    static void checkInput(const MemoryInput &input, const MemoryConfig &config = {});
+    static void checkRecord(const MemoryRecord &record, const MemoryConfig &config = {});
 
     // The scope a call with `scope` resolves to: joined under `root` (or the Memory's root scope).
     QString resolveScope(const std::optional<QString> &scope, const std::optional<QString> &root = std::nullopt) const;

@@ -3,6 +3,7 @@
 #include "cli_arguments.h"
 
 #include "core/error.h"
+#include "memory/memory.h"
 
 #include <QSet>
 
@@ -25,19 +26,10 @@ QString text(const Json &value)
     return QString::fromStdString(value.get<std::string>());
 }
 
-bool hasControlCharacter(const QString &s)
-{
-    for (const QChar c : s) {
-        if (c.category() == QChar::Other_Control)
-            return true;
-    }
-    return false;
-}
-
 } // namespace
 
-MemoryInputParser::MemoryInputParser(RememberOptions defaults, int maxContentChars)
-    : m_defaults(std::move(defaults)), m_maxContentChars(maxContentChars)
+MemoryInputParser::MemoryInputParser(RememberOptions defaults, MemoryConfig config)
+    : m_defaults(std::move(defaults)), m_config(std::move(config))
 {
 }
 
@@ -118,15 +110,13 @@ MemoryInput MemoryInputParser::parseJsonLine(const InputLines &input, const Inpu
         for (const Json &c : j["categories"]) {
             if (!c.is_string() || text(c).trimmed().isEmpty())
                 fail(QStringLiteral("\"categories\" must be an array of non-empty strings"));
-            if (hasControlCharacter(text(c)))
-                fail(QStringLiteral("a category contains a control character; use printable characters"));
             categories.append(text(c).trimmed());
         }
         item.options.categories = categories;
     }
     if (present("importance")) {
         const Json &v = j["importance"];
-        if (!v.is_number() || v.get<double>() < 0.0 || v.get<double>() > 1.0)
+        if (!v.is_number())
             fail(QStringLiteral("\"importance\" must be a number between 0 and 1"));
         item.options.importance = v.get<double>();
     }
@@ -161,18 +151,11 @@ MemoryInput MemoryInputParser::parseJsonLine(const InputLines &input, const Inpu
 
 void MemoryInputParser::check(const InputLines &input, const InputLines::Line &line, const MemoryInput &item) const
 {
-    if (item.content.isEmpty())
-        throw Error(ErrorKind::InvalidArgument,
-                    input.where(line, QStringLiteral("the content is empty (nothing was stored)")));
-    if (item.content.size() > m_maxContentChars)
-        throw Error(ErrorKind::InvalidArgument,
-                    input.where(line, QStringLiteral("the content is %1 characters long, over the limit of %2 "
-                                                     "(max_content_chars); split it (nothing was stored)")
-                                          .arg(QString::number(item.content.size()), QString::number(m_maxContentChars))));
-    if (item.options.isPrivate && item.options.source.isEmpty())
-        throw Error(ErrorKind::PermissionDenied,
-                    input.where(line, QStringLiteral("a private memory needs a source; give \"source\" on the line "
-                                                     "or --source (nothing was stored)")));
+    try {
+        Memory::checkInput(item, m_config);
+    } catch (const Error &e) {
+        throw Error(e.kind(), input.where(line, e.message() + QStringLiteral(" (nothing was stored)")));
+    }
 }
 
 } // namespace mneme::cli

@@ -2,6 +2,7 @@
 
 #include "input_lines.h"
 
+#include "memory/memory_config.h"
 #include "memory/memory_options.h"
 
 #include <QList>
@@ -19,8 +20,9 @@ namespace mneme::cli {
 class MemoryInputParser
 {
 public:
-    // Contents longer than maxContentChars (after trimming) are refused, as Memory would refuse them.
-    MemoryInputParser(RememberOptions defaults, int maxContentChars);
+    // Every item is checked with Memory::checkInput() under `config`, so the whole input is refused
+    // before anything is stored when one item would be.
+    MemoryInputParser(RememberOptions defaults, MemoryConfig config);
 
     QList<MemoryInput> parse(const InputLines &input) const;
 
@@ -33,7 +35,7 @@ private:
     void check(const InputLines &input, const InputLines::Line &line, const MemoryInput &item) const;
 
     RememberOptions m_defaults;
-    int m_maxContentChars;
+    MemoryConfig m_config;
 };
 
 } // namespace mneme::cli

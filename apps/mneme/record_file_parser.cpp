@@ -3,6 +3,7 @@
 #include "cli_arguments.h"
 
 #include "core/error.h"
+#include "memory/memory.h"
 
 #include <QHash>
 #include <QUuid>
@@ -10,11 +11,11 @@
 
 namespace mneme::cli {
 
-RecordFileParser::RecordFileParser(bool keepEmbeddings, QString embedderId, int dimension, int maxContentChars)
+RecordFileParser::RecordFileParser(bool keepEmbeddings, QString embedderId, int dimension, MemoryConfig config)
     : m_keepEmbeddings(keepEmbeddings),
       m_embedderId(std::move(embedderId)),
       m_dimension(dimension),
-      m_maxContentChars(maxContentChars)
+      m_config(std::move(config))
 {
 }
 
@@ -63,33 +64,11 @@ MemoryRecord RecordFileParser::parseLine(const InputLines &input, const InputLin
 
     if (r.id.trimmed().isEmpty())
         r.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
-    r.content = r.content.trimmed();
-    if (r.content.isEmpty())
-        fail(QStringLiteral("\"content\" is missing or empty"));
-    if (r.content.size() > m_maxContentChars)
-        fail(QStringLiteral("the content is %1 characters long, over the limit of %2 (max_content_chars)")
-                 .arg(QString::number(r.content.size()), QString::number(m_maxContentChars)));
-    for (const QString &c : std::as_const(r.categories)) {
-        for (const QChar ch : c) {
-            if (ch.category() == QChar::Other_Control)
-                fail(QStringLiteral("a category contains a control character; use printable characters"));
-        }
-    }
     try {
-        r.scope = CliArguments::normalizedScope(r.scope, QStringLiteral("\"scope\""));
+        Memory::checkRecord(r, m_config);
     } catch (const Error &e) {
-        fail(e.message());
+        fail(e.message(), e.kind());
     }
-    if (!std::isfinite(r.importance) || r.importance < 0.0 || r.importance > 1.0)
-        fail(QStringLiteral("\"importance\" must be a number between 0 and 1"));
-    if (r.isPrivate && r.source.isEmpty())
-        fail(QStringLiteral("a private record needs a \"source\""), ErrorKind::PermissionDenied);
-    if (!r.createdAt.isValid())
-        r.createdAt = nowUtc();
-    if (!r.updatedAt.isValid())
-        r.updatedAt = r.createdAt;
-    if (!r.lastAccessed.isValid())
-        r.lastAccessed = r.updatedAt;
 
     r.embedding.clear();
     if (!m_keepEmbeddings)

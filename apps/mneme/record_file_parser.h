@@ -1,5 +1,7 @@
 #pragma once
 
+#include "memory/memory_config.h"
+
 #include "input_lines.h"
 
 #include "core/memory_record.h"
@@ -18,8 +20,8 @@ class RecordFileParser
 public:
     // With keepEmbeddings every line must carry an embedding of `dimension` numbers computed by
     // `embedderId`; otherwise embeddings are dropped so the contents are embedded again.
-    // Contents longer than maxContentChars are refused, as Memory would refuse them.
-    RecordFileParser(bool keepEmbeddings, QString embedderId, int dimension, int maxContentChars);
+    // Every record is checked with Memory::checkRecord() under `config` before anything is imported.
+    RecordFileParser(bool keepEmbeddings, QString embedderId, int dimension, MemoryConfig config);
 
     QList<MemoryRecord> parse(const InputLines &input) const;
 
@@ -29,7 +31,7 @@ private:
     bool m_keepEmbeddings;
     QString m_embedderId;
     int m_dimension;
-    int m_maxContentChars;
+    MemoryConfig m_config;
 };
 
 } // namespace mneme::cli

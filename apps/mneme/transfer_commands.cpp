@@ -64,7 +64,7 @@ void TransferCommands::rememberMany()
     if (file == QLatin1String("-") && Console::stdinIsTerminal())
         console.notice(QStringLiteral("reading memories from standard input, one per line; end with Ctrl-D"));
     const InputLines input = InputLines::read(file);
-    const QList<MemoryInput> items = MemoryInputParser(defaults, m_ctx.config().maxContentChars).parse(input);
+    const QList<MemoryInput> items = MemoryInputParser(defaults, m_ctx.config()).parse(input);
 
     Memory &memory = m_ctx.memory();
     ProgressBar bar(console, QStringLiteral("storing"), items.size());
@@ -173,7 +173,7 @@ void TransferCommands::importRecords()
     Memory &memory = m_ctx.memory();
     const QList<MemoryRecord> records =
         RecordFileParser(keepEmbeddings, memory.embedder().id(), memory.embedder().dimension(),
-                         memory.config().maxContentChars)
+                         memory.config())
             .parse(input);
 
     ProgressBar bar(console, QStringLiteral("importing"), records.size());
