@@ -438,7 +438,10 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
             matches.reserve(qsizetype(pool.size()));
             for (auto &[id, c] : pool) {
                 c.record.embedding.clear();
-                matches << Scoring::match(c.record, c.cosine, c.keyword, now, config);
+                MemoryMatch m = Scoring::match(c.record, c.cosine, c.keyword, now, config);
+                // Recency and importance rank relevant records; they never make an unrelated one relevant.
+                if (m.signals.semantic > 0 || m.signals.keyword > 0)
+                    matches << std::move(m);
             }
             std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
                 if (a.score != b.score)

@@ -435,6 +435,25 @@ private Q_SLOTS:
         QCOMPARE(all->info(QStringLiteral("/crew/crew-b")).recordCount, 1);
     }
 
+    // Case 43, without an LLM: the save pipeline compares an item only with records of its resolved
+    // scope (root joined with the item's scope), never with the same words elsewhere.
+    void saveComparesWithinTheResolvedScope()
+    {
+        QString atInner, underRoot;
+        {
+            auto plain = open();
+            atInner = plain->remember(QStringLiteral("same words"), fields(QStringLiteral("/inner"))).id;
+            underRoot = plain->remember(QStringLiteral("same words"), fields(QStringLiteral("/crew/a/inner"))).id;
+            QVERIFY(atInner != underRoot);
+            QCOMPARE(plain->remember(QStringLiteral("same words"), fields(QStringLiteral("/inner"))).id, atInner);
+        }
+        auto rooted = open(nullptr, QStringLiteral("/crew/a"));
+        QCOMPARE(rooted->remember(QStringLiteral("same words"), fields(QStringLiteral("/inner"))).id, underRoot);
+        QCOMPARE(rooted->remember(QStringLiteral("same words"), fields(QStringLiteral("/other"))).scope, QStringLiteral("/crew/a/other"));
+        auto all = open();
+        QCOMPARE(count(*all), 3);
+    }
+
     // Case 44 and decision 10.
     void refusesAChangedEmbedder()
     {
@@ -654,6 +673,22 @@ private Q_SLOTS:
         RecallOptions cat = shallow();
         cat.categories = {QStringLiteral("decision"), QStringLiteral("other")};
         QCOMPARE(m->recall(QStringLiteral("databases"), cat).size(), 1);
+    }
+
+    void unrelatedRecordsAreNotReturned()
+    {
+        auto e = std::make_shared<FakeEmbedder>(4);
+        e->setVector(QStringLiteral("related"), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("orthogonal"), {0, 1, 0, 0});
+        e->setVector(QStringLiteral("opposite"), {-1, 0, 0, 0});
+        e->setVector(QStringLiteral("query"), {1, 0, 0, 0});
+        auto m = open(e);
+        m->remember(QStringLiteral("related"), fields(QStringLiteral("/"), 0.1));
+        m->remember(QStringLiteral("orthogonal"), fields(QStringLiteral("/"), 1.0));
+        m->remember(QStringLiteral("opposite"), fields(QStringLiteral("/"), 1.0));
+        const auto matches = m->recall(QStringLiteral("query"), shallow());
+        QCOMPARE(matches.size(), 1); // important and recent, but not about the query
+        QCOMPARE(matches.first().record.content, QStringLiteral("related"));
     }
 
     void keywordSignalFindsRareWords()
