@@ -955,6 +955,24 @@ std::optional<SqliteStorage::Row> SqliteStorage::rowByRowid(qint64 rowid)
     return readRow(st.get(), false);
 }
 
+// Binds the thirteen stored fields of a record, content to embedding in table order, from `first`.
+SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, const MemoryRecord &r)
+{
+    return st.bindText(first, r.content)
+        .bindText(first + 1, r.scope)
+        .bindBytes(first + 2, jsonBytes(Json(r.categories)))
+        .bindDouble(first + 3, r.importance)
+        .bindText(first + 4, r.source)
+        .bind(first + 5, r.isPrivate ? 1 : 0)
+        .bindBytes(first + 6, jsonBytes(r.metadata.is_object() ? r.metadata : Json::object()))
+        .bindTime(first + 7, r.createdAt)
+        .bindTime(first + 8, r.updatedAt)
+        .bindTime(first + 9, r.lastAccessed)
+        .bind(first + 10, r.accessCount)
+        .bind(first + 11, contentHash(r.content))
+        .bindEmbedding(first + 12, r.embedding);
+}
+
 qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
 {
     if (rowById(r.id, false))
@@ -963,20 +981,8 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     Statement st(*this, "INSERT INTO records(id, content, scope, categories, importance, source, private, metadata, "
                         "created_at, updated_at, last_accessed, access_count, content_hash, embedding) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    st.bindText(1, r.id)
-        .bindText(2, r.content)
-        .bindText(3, r.scope)
-        .bindBytes(4, jsonBytes(Json(r.categories)))
-        .bindDouble(5, r.importance)
-        .bindText(6, r.source)
-        .bind(7, r.isPrivate ? 1 : 0)
-        .bindBytes(8, jsonBytes(r.metadata.is_object() ? r.metadata : Json::object()))
-        .bindTime(9, r.createdAt)
-        .bindTime(10, r.updatedAt)
-        .bindTime(11, r.lastAccessed)
-        .bind(12, r.accessCount)
-        .bind(13, contentHash(r.content))
-        .bindEmbedding(14, r.embedding);
+    st.bindText(1, r.id);
+    bindFields(st, 2, r);
     st.run(QStringLiteral("saving record %1").arg(r.id));
     const qint64 rowid = sqlite3_last_insert_rowid(m_db);
     Statement fts(*this, "INSERT INTO records_fts(rowid, content) VALUES (?, ?)");
@@ -1222,20 +1228,7 @@ void SqliteStorage::update(const MemoryRecord &record)
     Statement st(*this, "UPDATE records SET content = ?, scope = ?, categories = ?, importance = ?, source = ?, private = ?, "
                         "metadata = ?, created_at = ?, updated_at = ?, last_accessed = ?, access_count = ?, content_hash = ?, "
                         "embedding = coalesce(?, embedding) WHERE rid = ?");
-    st.bindText(1, record.content)
-        .bindText(2, record.scope)
-        .bindBytes(3, jsonBytes(Json(record.categories)))
-        .bindDouble(4, record.importance)
-        .bindText(5, record.source)
-        .bind(6, record.isPrivate ? 1 : 0)
-        .bindBytes(7, jsonBytes(record.metadata.is_object() ? record.metadata : Json::object()))
-        .bindTime(8, record.createdAt)
-        .bindTime(9, record.updatedAt)
-        .bindTime(10, record.lastAccessed)
-        .bind(11, record.accessCount)
-        .bind(12, contentHash(record.content))
-        .bindEmbedding(13, record.embedding)
-        .bind(14, old->rowid);
+    bindFields(st, 1, record).bind(14, old->rowid);
     st.run(QStringLiteral("updating record %1").arg(record.id));
     if (record.content != old->record.content) {
         Statement fts(*this, "UPDATE records_fts SET content = ? WHERE rowid = ?");

@@ -125,6 +125,7 @@ private:
     std::optional<Row> rowById(const QString &id, bool withEmbedding);
     std::optional<Row> rowByRowid(qint64 rowid);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
+    static Statement &bindFields(Statement &st, int first, const MemoryRecord &r);
     qint64 insertRecord(const MemoryRecord &r);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
