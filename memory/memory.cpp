@@ -194,8 +194,15 @@ MemoryPrivate::MemoryPrivate(Memory *qq, const MemoryConfig &cfg)
 void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr<Embedder> e)
 {
     storage = s ? std::move(s) : buildStorage(config.storage);
-    embedder = e ? std::move(e) : buildEmbedder(config.embedder);
-    if (storage->embedderBinding())
+    Json embedderSpec = config.embedder;
+    const std::optional<EmbedderBinding> binding = storage->embedderBinding();
+    if (embedderSpec.is_null() && binding && binding->embedderId.startsWith(QLatin1String("builtin/"))) {
+        // No embedder asked for: a store written by an earlier builtin model keeps being read with it.
+        embedderSpec = Json{{"provider", "builtin"},
+                            {"config", {{"model", binding->embedderId.mid(8).toStdString()}, {"dimension", binding->dimension}}}};
+    }
+    embedder = e ? std::move(e) : buildEmbedder(embedderSpec);
+    if (binding)
         ensureBound(); // refuses a store written with another embedder (decision 10)
 }
 
@@ -255,8 +262,15 @@ struct EncodeOutcome
 
 namespace {
 
+// How a conversation's turns borrow meaning from their neighbours (window 0: not at all).
+struct TurnContext
+{
+    int window = 0;
+    double weight = 0;
+};
+
 // The save pipeline. Runs on the writer thread.
-EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items)
+EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items, TurnContext context = {})
 {
     EncodeOutcome out;
     out.records.resize(items.size());
@@ -277,8 +291,36 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         active.push_back(i);
     }
 
-    // 2. One embedding call for the whole batch.
-    if (!active.empty()) {
+    // 2. One embedding call for the whole batch. With a context window (a conversation), every
+    //    turn is embedded, and each stored vector blends the turn with its neighbours.
+    if (context.window > 0) {
+        std::vector<size_t> turns;
+        QStringList texts;
+        for (size_t i = 0; i < items.size(); ++i) {
+            if (items[i].dropped)
+                continue;
+            turns.push_back(i);
+            texts << items[i].record.content;
+        }
+        const std::vector<Embedding> own = d.embedder->embed(texts);
+        checkEmbeddings(own, texts.size(), *d.embedder);
+        for (size_t k = 0; k < turns.size(); ++k) {
+            Embedding v = own[k];
+            const size_t from = k >= size_t(context.window) ? k - size_t(context.window) : 0;
+            const size_t to = std::min(turns.size() - 1, k + size_t(context.window));
+            for (size_t n = from; n <= to; ++n) {
+                if (n == k || own[n].size() != v.size())
+                    continue;
+                for (size_t x = 0; x < v.size(); ++x)
+                    v[x] += float(context.weight) * own[n][x];
+            }
+            const float len = VectorMath::norm(v.data(), v.size());
+            if (len > 0)
+                for (float &x : v)
+                    x /= len;
+            items[turns[k]].record.embedding = std::move(v);
+        }
+    } else if (!active.empty()) {
         QStringList texts;
         texts.reserve(qsizetype(active.size()));
         for (size_t i : active)
@@ -590,6 +632,56 @@ QFuture<SaveResult> Memory::rememberMany(const QList<MemoryInput> &inputs)
         Q_EMIT saveStarted(QStringLiteral("%1 memories (background)").arg(n), QJsonObject());
         try {
             EncodeOutcome out = runEncode(*d, items);
+            Q_EMIT saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
+                                 elapsedMs(timer));
+            return out.result;
+        } catch (const std::exception &e) {
+            Q_EMIT saveFailed(QLatin1String(kBackgroundSave), QString::fromUtf8(e.what()));
+            throw;
+        }
+    });
+}
+
+QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &turns, const ConversationOptions &options)
+{
+    d->checkWritable("rememberConversation");
+    if (options.contextWindow < 0 || !(options.contextWeight >= 0 && options.contextWeight <= 1))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the context window must be 0 or more and the context weight between 0 and 1 "
+                                   "(got %1 and %2)")
+                        .arg(options.contextWindow)
+                        .arg(options.contextWeight));
+    std::vector<MemoryPrivate::Item> items;
+    items.reserve(size_t(turns.size()));
+    for (const ConversationTurn &t : turns) {
+        MemoryInput in;
+        const QString text = t.text.trimmed();
+        in.content = text.isEmpty() || t.speaker.trimmed().isEmpty() ? text : t.speaker.trimmed() + QStringLiteral(": ") + text;
+        in.options = options.defaults;
+        if (t.at.isValid())
+            in.options.createdAt = t.at;
+        if (t.metadata.is_object()) {
+            Json merged = in.options.metadata.is_object() ? in.options.metadata : Json::object();
+            merged.update(t.metadata);
+            in.options.metadata = merged;
+        }
+        if (text.isEmpty()) {
+            MemoryPrivate::Item blank;
+            blank.input = in;
+            blank.dropped = true;
+            items.push_back(std::move(blank));
+            continue;
+        }
+        items.push_back(d->resolve(in));
+    }
+    const TurnContext context{options.contextWindow, options.contextWeight};
+    const qsizetype n = turns.size();
+    return d->submit<SaveResult>([this, items = std::move(items), context, n]() mutable {
+        QElapsedTimer timer;
+        timer.start();
+        Q_EMIT saveStarted(QStringLiteral("%1 conversation turns (background)").arg(n), QJsonObject());
+        try {
+            EncodeOutcome out = runEncode(*d, items, context);
             Q_EMIT saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
                                  elapsedMs(timer));
             return out.result;

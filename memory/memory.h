@@ -65,6 +65,10 @@ public:
     QFuture<SaveResult> rememberMany(const QStringList &contents, const RememberOptions &options = {});
     QFuture<SaveResult> rememberMany(const QList<MemoryInput> &items);
 
+    // Saves a conversation's turns in the background, one record per turn, each indexed with its
+    // neighbouring turns (see ConversationOptions). Same checks, dedup and events as rememberMany().
+    QFuture<SaveResult> rememberConversation(const QList<ConversationTurn> &turns, const ConversationOptions &options = {});
+
     // Ranked recall. Blocking; waits for pending saves first. The matches' last_accessed and
     // access_count are updated in the background afterwards.
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});

@@ -32,6 +32,25 @@ struct MemoryInput
     RememberOptions options;
 };
 
+// One turn of a conversation: "<speaker>: <text>" is what is stored.
+struct ConversationTurn
+{
+    QString speaker;                        // empty: the text alone
+    QString text;
+    QDateTime at;                           // invalid: now
+    Json metadata = Json::object();         // merged over the defaults' metadata
+};
+
+// How rememberConversation() stores turns. Each turn is its own record; its vector blends the
+// turn's own embedding with those of the `contextWindow` turns before and after it (each weighted
+// `contextWeight`), so a short reply ("Yes, last Tuesday!") is found by what it answers.
+struct ConversationOptions
+{
+    RememberOptions defaults;               // scope, categories, importance, source, ... of every turn
+    int contextWindow = 1;                  // 0: each turn alone
+    double contextWeight = 0.5;             // 0..1
+};
+
 enum class RecallDepth { Shallow, Deep };
 
 struct RecallOptions

@@ -691,6 +691,59 @@ private Q_SLOTS:
         QCOMPARE(matches.first().record.content, QStringLiteral("related"));
     }
 
+    void conversationTurnsBorrowTheirNeighboursMeaning()
+    {
+        auto e = std::make_shared<FakeEmbedder>(4);
+        e->setVector(QStringLiteral("Mel: Did you go to the support group?"), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("Caroline: Yes, last Tuesday!"), {0, 1, 0, 0});
+        e->setVector(QStringLiteral("Mel: Nice."), {0, 0, 1, 0});
+        e->setVector(QStringLiteral("support group"), {1, 0, 0, 0});
+        auto m = open(e);
+        const QDateTime t0 = QDateTime(QDate(2023, 5, 8), QTime(13, 56), Qt::UTC);
+        QList<ConversationTurn> turns{
+            {QStringLiteral("Mel"), QStringLiteral("Did you go to the support group?"), t0, Json{{"dia_id", "D1:1"}}},
+            {QStringLiteral("Caroline"), QStringLiteral("Yes, last Tuesday!"), t0.addSecs(60), Json{{"dia_id", "D1:2"}}},
+            {QStringLiteral("Mel"), QStringLiteral("Nice."), t0.addSecs(120), Json{{"dia_id", "D1:3"}}},
+            {QStringLiteral("Mel"), QStringLiteral("   "), t0.addSecs(180), Json::object()},
+        };
+        ConversationOptions o;
+        o.defaults = fields(QStringLiteral("/chat"));
+        const SaveResult r = m->rememberConversation(turns, o).result();
+        QCOMPARE(r.stored, 3);
+        QCOMPARE(r.dropped, 1); // the blank turn
+        RecallOptions q = shallow();
+        q.now = t0.addDays(1);
+        const auto matches = m->recall(QStringLiteral("support group"), q);
+        QCOMPARE(matches.size(), 2); // the question, and the answer through its context; not "Nice."
+        QCOMPARE(matches[0].record.metadata["dia_id"], "D1:1");
+        QCOMPARE(matches[1].record.content, QStringLiteral("Caroline: Yes, last Tuesday!"));
+        QCOMPARE(matches[1].record.metadata["dia_id"], "D1:2");
+        QCOMPARE(matches[1].record.createdAt, t0.addSecs(60));
+        QCOMPARE(matches[1].record.scope, QStringLiteral("/chat"));
+        QVERIFY(qAbs(matches[1].signals.semantic - 0.5 / std::sqrt(1.5)) < 1e-5); // y + 0.5x + 0.5z, normalised
+
+        m->resetAll();
+        o.contextWindow = 0;
+        m->rememberConversation(turns, o).waitForFinished();
+        QCOMPARE(m->recall(QStringLiteral("support group"), q).size(), 1);
+        o.contextWeight = 2;
+        QCOMPARE(errorOf([&] { m->rememberConversation(turns, o); }).kind(), ErrorKind::InvalidArgument);
+    }
+
+    void defaultEmbedderFollowsTheStore()
+    {
+        MemoryConfig c = config();
+        c.embedder = Json{{"provider", "builtin"}, {"config", {{"model", "hash-v1"}, {"dimension", 128}}}};
+        {
+            Memory m(c);
+            m.remember(QStringLiteral("written by hash-v1 at 128 dimensions"));
+        }
+        Memory reopened(config()); // no embedder named: the store's own builtin model is used
+        QCOMPARE(reopened.embedder().id(), QStringLiteral("builtin/hash-v1"));
+        QCOMPARE(reopened.embedder().dimension(), 128);
+        QCOMPARE(reopened.recall(QStringLiteral("hash-v1 dimensions"), shallow()).size(), 1);
+    }
+
     void keywordSignalFindsRareWords()
     {
         auto e = std::make_shared<FakeEmbedder>(4);
