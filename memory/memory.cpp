@@ -482,14 +482,14 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
                 c.record.embedding.clear();
                 MemoryMatch m = Scoring::match(c.record, c.cosine, c.keyword, now, config);
                 // Recency and importance rank relevant records; they never make an unrelated one relevant.
-                if (m.signals.semantic > 0 || m.signals.keyword > 0)
+                if (m.signalValues.semantic > 0 || m.signalValues.keyword > 0)
                     matches << std::move(m);
             }
             std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
                 if (a.score != b.score)
                     return a.score > b.score;
-                if (a.signals.semantic != b.signals.semantic)
-                    return a.signals.semantic > b.signals.semantic;
+                if (a.signalValues.semantic != b.signalValues.semantic)
+                    return a.signalValues.semantic > b.signalValues.semantic;
                 return a.record.id < b.record.id;
             });
             if (matches.size() > o.limit)

@@ -23,10 +23,10 @@ void to_json(Json &j, const MemoryMatch &m)
     to_json(j, m.record);
     j["score"] = m.score;
     j["signals"] = Json{
-        {"semantic", m.signals.semantic},
-        {"recency", m.signals.recency},
-        {"importance", m.signals.importance},
-        {"keyword", m.signals.keyword},
+        {"semantic", m.signalValues.semantic},
+        {"recency", m.signalValues.recency},
+        {"importance", m.signalValues.importance},
+        {"keyword", m.signalValues.keyword},
     };
     j["match_reasons"] = m.matchReasons;
     if (!m.evidenceGaps.isEmpty())

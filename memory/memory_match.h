@@ -23,7 +23,7 @@ struct MemoryMatch
 {
     MemoryRecord record;
     double score = 0;           // composite
-    MatchSignals signals;
+    MatchSignals signalValues;  // "signals" in JSON (the C++ name avoids Qt's `signals` keyword macro)
     QStringList matchReasons;   // "semantic", "keyword", "recency", "importance"
     QStringList evidenceGaps;
 

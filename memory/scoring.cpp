@@ -55,9 +55,9 @@ MemoryMatch Scoring::match(const MemoryRecord &record, double cosine, double key
 {
     MemoryMatch m;
     m.record = record;
-    m.signals = signalsFor(record, cosine, keyword, now, config);
-    m.score = composite(m.signals, config);
-    m.matchReasons = reasons(m.signals);
+    m.signalValues = signalsFor(record, cosine, keyword, now, config);
+    m.score = composite(m.signalValues, config);
+    m.matchReasons = reasons(m.signalValues);
     return m;
 }
 

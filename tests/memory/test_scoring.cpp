@@ -83,7 +83,7 @@ private Q_SLOTS:
         const MemoryMatch m = Scoring::match(aged(importance, ageDays, now), cosine, 0, now, c);
         QVERIFY2(m.score >= low && m.score <= high, qPrintable(QString::number(m.score)));
         QCOMPARE(m.matchReasons, reasons);
-        QVERIFY(m.signals.semantic >= 0 && m.signals.semantic <= 1);
+        QVERIFY(m.signalValues.semantic >= 0 && m.signalValues.semantic <= 1);
     }
 
     void decay_data()
