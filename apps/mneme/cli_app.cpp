@@ -3,6 +3,7 @@
 #include "cli_arguments.h"
 #include "command_context.h"
 #include "console.h"
+#include "eval_commands.h"
 #include "record_commands.h"
 #include "scope_commands.h"
 #include "transfer_commands.h"
@@ -62,6 +63,7 @@ void CliApp::dispatch(CommandContext &context)
     RecordCommands records(context);
     ScopeCommands scopes(context);
     TransferCommands transfer(context);
+    EvalCommands evaluations(context);
     const QMap<QString, std::function<void()>> commands = {
         {QStringLiteral("remember"), [&] { records.remember(); }},
         {QStringLiteral("remember-many"), [&] { transfer.rememberMany(); }},
@@ -78,6 +80,7 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("reset"), [&] { scopes.reset(); }},
         {QStringLiteral("export"), [&] { transfer.exportRecords(); }},
         {QStringLiteral("import"), [&] { transfer.importRecords(); }},
+        {QStringLiteral("eval"), [&] { evaluations.eval(); }},
     };
     const auto it = commands.constFind(context.args().commandName());
     if (it == commands.constEnd())

@@ -96,6 +96,15 @@ QList<CommandSpec> buildTable()
                 1, 1,
                 {flag("keep-embeddings", "use the embeddings of the file (same embedder only)"),
                  flag("reembed", "embed every content again (the default)")}),
+        command("eval", "locomo FILE",
+                "Retrieval evaluation on a LOCOMO-format file: each conversation's turns in a fresh in-memory store "
+                "(--config is used, --db is not), each question recalled shallow, turn-level evidence recall@k.",
+                2, 2,
+                {value("k", "1,5,10", "recall cut-offs, a comma list of positive integers (default 1,5,10)"),
+                 value("conversations", "A-B", "only the conversations A to B (1-based), or N for one (default all)"),
+                 repeated("category", "N",
+                          "only questions of this category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
+                          "5 adversarial; repeat for several (default all five)")}),
         command("help", "[COMMAND]", "Print the usage of mneme or of one command.", 0, 1, {}),
     };
 }
