@@ -11,6 +11,7 @@ packages=(
   qt6-base-dev
   nlohmann-json3-dev
   libsqlite3-dev
+  libstemmer-dev
 )
 
 missing=()

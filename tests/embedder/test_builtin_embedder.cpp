@@ -1,4 +1,5 @@
-// Tests of the builtin embedder (builtin/hash-v1), loaded through the real plugin.
+// Tests of the builtin embedders (builtin/hash-v2, the default, and builtin/hash-v1), loaded through
+// the real plugin.
 
 #include "core/error.h"
 #include "core/plugin_registry.h"
@@ -68,6 +69,14 @@ QString errorOf(const std::function<void()> &f)
     return {};
 }
 
+// One data row per model ("hash-v2 <name>", "hash-v1 <name>"), the model in the first column.
+template <typename... T>
+void addRowsForModels(const char *name, T... values)
+{
+    for (const char *model : {"hash-v2", "hash-v1"})
+        (QTest::addRow("%s %s", model, name) << QString::fromLatin1(model) << ... << values);
+}
+
 QString fromUtf16(std::initializer_list<char16_t> units)
 {
     return QString(reinterpret_cast<const QChar *>(units.begin()), qsizetype(units.size()));
@@ -96,7 +105,12 @@ private Q_SLOTS:
     {
         m_embedder = makeEmbedder();
         QVERIFY(m_embedder);
+        m_v1 = makeEmbedder(Json{{"model", "hash-v1"}});
+        QVERIFY(m_v1);
     }
+
+    // The instance for a row's model: the default one for hash-v2.
+    Embedder &embedder(const QString &model) { return model == QLatin1String("hash-v1") ? *m_v1 : *m_embedder; }
 
     // ---- plugin and configuration -------------------------------------------------------
 
@@ -119,7 +133,7 @@ private Q_SLOTS:
         QVERIFY(registry.hasKey(PluginRegistry::Kind::Embedder, QStringLiteral("builtin")));
 
         auto e = registry.createEmbedder(QStringLiteral("builtin"));
-        QCOMPARE(e->id(), QStringLiteral("builtin/hash-v1"));
+        QCOMPARE(e->id(), QStringLiteral("builtin/hash-v2"));
 
         const QString err = errorOf([&] { registry.createEmbedder(QStringLiteral("no-such-embedder")); });
         QVERIFY2(err.startsWith(QStringLiteral("plugin:")), qPrintable(err));
@@ -129,7 +143,9 @@ private Q_SLOTS:
 
     void idAndDefaultDimension()
     {
-        QCOMPARE(m_embedder->id(), QStringLiteral("builtin/hash-v1"));
+        QCOMPARE(m_embedder->id(), QStringLiteral("builtin/hash-v2"));
+        QCOMPARE(m_v1->id(), QStringLiteral("builtin/hash-v1"));
+        QCOMPARE(m_v1->dimension(), 384);
         QCOMPARE(m_embedder->dimension(), 384);
         QCOMPARE(embedOne(*m_embedder, QStringLiteral("hello world")).size(), size_t(384));
     }
@@ -138,24 +154,31 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("config");
         QTest::addColumn<int>("dimension");
-        QTest::newRow("empty") << "{}" << 384;
-        QTest::newRow("null config") << "null" << 384;
-        QTest::newRow("minimum") << R"({"dimension": 16})" << 16;
-        QTest::newRow("maximum") << R"({"dimension": 4096})" << 4096;
-        QTest::newRow("odd size") << R"({"dimension": 100})" << 100;
-        QTest::newRow("integral float") << R"({"dimension": 256.0})" << 256;
-        QTest::newRow("model") << R"({"model": "hash-v1"})" << 384;
-        QTest::newRow("model_name") << R"({"model_name": "hash-v1", "dimension": 64})" << 64;
-        QTest::newRow("null model") << R"({"model": null})" << 384;
+        QTest::addColumn<QString>("id");
+        const QString v1 = QStringLiteral("builtin/hash-v1"), v2 = QStringLiteral("builtin/hash-v2");
+        QTest::newRow("empty") << "{}" << 384 << v2;
+        QTest::newRow("null config") << "null" << 384 << v2;
+        QTest::newRow("minimum") << R"({"dimension": 16})" << 16 << v2;
+        QTest::newRow("maximum") << R"({"dimension": 4096})" << 4096 << v2;
+        QTest::newRow("odd size") << R"({"dimension": 100})" << 100 << v2;
+        QTest::newRow("integral float") << R"({"dimension": 256.0})" << 256 << v2;
+        QTest::newRow("model v1") << R"({"model": "hash-v1"})" << 384 << v1;
+        QTest::newRow("model v2") << R"({"model": "hash-v2"})" << 384 << v2;
+        QTest::newRow("model_name v1") << R"({"model_name": "hash-v1", "dimension": 64})" << 64 << v1;
+        QTest::newRow("model_name v2") << R"({"model_name": "hash-v2", "dimension": 64})" << 64 << v2;
+        QTest::newRow("both keys agree") << R"({"model": "hash-v1", "model_name": "hash-v1"})" << 384 << v1;
+        QTest::newRow("null model") << R"({"model": null})" << 384 << v2;
+        QTest::newRow("null model_name beside model") << R"({"model": "hash-v1", "model_name": null})" << 384 << v1;
     }
 
     void acceptedConfig()
     {
         QFETCH(QString, config);
         QFETCH(int, dimension);
+        QFETCH(QString, id);
         auto e = makeEmbedder(Json::parse(config.toStdString()));
         QCOMPARE(e->dimension(), dimension);
-        QCOMPARE(e->id(), QStringLiteral("builtin/hash-v1"));
+        QCOMPARE(e->id(), id);
         const Embedding v = embedOne(*e, QStringLiteral("The user prefers dark mode"));
         QCOMPARE(v.size(), size_t(dimension));
         QVERIFY(std::fabs(norm(v) - 1.0) < 1e-5);
@@ -178,13 +201,17 @@ private Q_SLOTS:
         QTest::newRow("dimension null") << R"({"dimension": null})" << range;
         QTest::newRow("unknown key") << R"({"dimensions": 384})"
                                      << QStringList{QStringLiteral("\"dimensions\""), QStringLiteral("dimension"),
-                                                    QStringLiteral("model_name")};
+                                                    QStringLiteral("model_name"), QStringLiteral("hash-v2"),
+                                                    QStringLiteral("hash-v1")};
+        const QStringList both{QStringLiteral("\"hash-v2\""), QStringLiteral("\"hash-v1\"")};
         QTest::newRow("unknown model") << R"({"model": "text-embedding-3-small"})"
-                                       << QStringList{QStringLiteral("text-embedding-3-small"), QStringLiteral("hash-v1")};
-        QTest::newRow("unknown model_name") << R"({"model_name": "hash-v2"})"
-                                            << QStringList{QStringLiteral("\"model_name\""), QStringLiteral("hash-v1")};
-        QTest::newRow("model not a string") << R"({"model": 1})"
-                                            << QStringList{QStringLiteral("\"model\""), QStringLiteral("hash-v1")};
+                                       << (QStringList(both) << QStringLiteral("text-embedding-3-small"));
+        QTest::newRow("unknown model_name") << R"({"model_name": "hash-v3"})"
+                                            << (QStringList(both) << QStringLiteral("\"model_name\"") << QStringLiteral("hash-v3"));
+        QTest::newRow("model in other case") << R"({"model": "HASH-V2"})" << (QStringList(both) << QStringLiteral("HASH-V2"));
+        QTest::newRow("model not a string") << R"({"model": 1})" << (QStringList(both) << QStringLiteral("\"model\""));
+        QTest::newRow("model and model_name differ") << R"({"model": "hash-v1", "model_name": "hash-v2"})"
+                                                     << QStringList{QStringLiteral("\"model\""), QStringLiteral("\"model_name\"")};
         QTest::newRow("config not an object") << R"([384])" << QStringList{QStringLiteral("object")};
     }
 
@@ -203,49 +230,63 @@ private Q_SLOTS:
 
     void deterministic_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("text");
-        QTest::newRow("sentence") << "The user prefers PostgreSQL for long-term storage.";
-        QTest::newRow("accents") << "Crème brûlée à l'hôtel in Zürich";
-        QTest::newRow("numbers") << "Version 3.14.1 shipped on 2024-05-08 with 1,000 fixes";
-        QTest::newRow("cjk") << "ユーザーは東京のダークモードを好みます";
-        QTest::newRow("emoji") << "ship it 🚀🚀 👩‍💻";
-        QTest::newRow("one word") << "a";
+        addRowsForModels("sentence", "The user prefers PostgreSQL for long-term storage.");
+        addRowsForModels("accents", "Crème brûlée à l'hôtel in Zürich");
+        addRowsForModels("numbers", "Version 3.14.1 shipped on 2024-05-08 with 1,000 fixes");
+        addRowsForModels("cjk", "ユーザーは東京のダークモードを好みます");
+        addRowsForModels("emoji", "ship it 🚀🚀 👩‍💻");
+        addRowsForModels("one word", "a");
     }
 
     void deterministic()
     {
+        QFETCH(QString, model);
         QFETCH(QString, text);
-        auto other = makeEmbedder();
-        const Embedding a = embedOne(*m_embedder, text);
+        Embedder &e = embedder(model);
+        auto other = makeEmbedder(Json{{"model", model.toStdString()}});
+        const Embedding a = embedOne(e, text);
         QVERIFY(!a.empty());
-        QCOMPARE(embedOne(*m_embedder, text), a);
+        QCOMPARE(embedOne(e, text), a);
         QCOMPARE(embedOne(*other, text), a);
         QCOMPARE(other->embed({QStringLiteral("something else first"), text}).at(1), a);
     }
 
     // Pins the hashing: if any of these change, every stored vector would silently stop matching.
-    // A deliberate change needs a new model name (hash-v2), not new numbers here.
+    // A deliberate change needs a new model name (hash-v3), not new numbers here.
     void golden_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<int>("dimension");
         QTest::addColumn<QString>("text");
         QTest::addColumn<QStringList>("top");
         QTest::addColumn<double>("largest");
         QTest::addColumn<double>("checksum"); // sum of (i + 1) * v[i]
-        QTest::newRow("fox 384") << 384 << "The quick brown fox jumps over the lazy dog"
+        // hash-v1: the figures pinned when it was the only model, unchanged.
+        QTest::newRow("v1 fox 384") << "hash-v1" << 384 << "The quick brown fox jumps over the lazy dog"
                                  << QStringList{"-341", "+80", "+86", "-163", "+165"} << 0.327119380 << 22.515172257;
-        QTest::newRow("accents 64") << 64 << "Crème brûlée à l'hôtel, s'il vous plaît!"
+        QTest::newRow("v1 accents 64") << "hash-v1" << 64 << "Crème brûlée à l'hôtel, s'il vous plaît!"
                                     << QStringList{"+16", "+17", "+30", "+25", "-10"} << 0.348856479 << 29.765745699;
+        // hash-v2, the default: the same pins for its own format.
+        QTest::newRow("v2 fox 384") << "hash-v2" << 384 << "The quick brown fox jumps over the lazy dog"
+                                    << QStringList{"-18", "+82", "-145", "+234", "-285"} << 0.324545354 << -323.344047382;
+        QTest::newRow("v2 meetings 384") << "hash-v2" << 384 << "We met on May 7th: 3 meetings, 1,000 users, the children's books."
+                                         << QStringList{"+360", "+56", "-197", "-237", "+293"} << 0.443342119 << 313.717370681;
+        QTest::newRow("v2 short 64") << "hash-v2" << 64 << "Caroline: Thanks!"
+                                     << QStringList{"-16", "+32", "+9", "+21", "-57"} << 0.484825253 << 15.521634318;
     }
 
     void golden()
     {
+        QFETCH(QString, model);
         QFETCH(int, dimension);
         QFETCH(QString, text);
         QFETCH(QStringList, top);
         QFETCH(double, largest);
         QFETCH(double, checksum);
-        auto e = makeEmbedder(Json{{"dimension", dimension}});
+        auto e = makeEmbedder(Json{{"model", model.toStdString()}, {"dimension", dimension}});
+        QCOMPARE(e->id(), QStringLiteral("builtin/") + model);
         const Embedding v = embedOne(*e, text);
         QCOMPARE(v.size(), size_t(dimension));
         QCOMPARE(topComponents(v, 5), top);
@@ -260,23 +301,25 @@ private Q_SLOTS:
 
     void unitNorm_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("text");
-        QTest::newRow("word") << "memory";
-        QTest::newRow("sentence") << "Agents recall facts before each task and store new ones after it.";
-        QTest::newRow("repeated word") << "go go go go go go go go go go";
-        QTest::newRow("digits") << "42";
-        QTest::newRow("hyphenated") << "state-of-the-art e-mail";
-        QTest::newRow("greek") << "Καλημέρα κόσμε";
-        QTest::newRow("cyrillic") << "Привет, мир";
-        QTest::newRow("arabic") << "مَرْحَبًا بِالْعَالَمِ";
-        QTest::newRow("hindi") << "नमस्ते दुनिया";
-        QTest::newRow("korean") << "안녕하세요 세계";
+        addRowsForModels("word", "memory");
+        addRowsForModels("sentence", "Agents recall facts before each task and store new ones after it.");
+        addRowsForModels("repeated word", "go go go go go go go go go go");
+        addRowsForModels("digits", "42");
+        addRowsForModels("hyphenated", "state-of-the-art e-mail");
+        addRowsForModels("greek", "Καλημέρα κόσμε");
+        addRowsForModels("cyrillic", "Привет, мир");
+        addRowsForModels("arabic", "مَرْحَبًا بِالْعَالَمِ");
+        addRowsForModels("hindi", "नमस्ते दुनिया");
+        addRowsForModels("korean", "안녕하세요 세계");
     }
 
     void unitNorm()
     {
+        QFETCH(QString, model);
         QFETCH(QString, text);
-        const Embedding v = embedOne(*m_embedder, text);
+        const Embedding v = embedOne(embedder(model), text);
         QCOMPARE(v.size(), size_t(384));
         QVERIFY(allFinite(v));
         QVERIFY2(std::fabs(norm(v) - 1.0) < 1e-5, qPrintable(QString::number(norm(v), 'g', 9)));
@@ -284,21 +327,24 @@ private Q_SLOTS:
 
     void blankGivesEmpty_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("text");
-        QTest::newRow("empty") << QString();
-        QTest::newRow("space") << " ";
-        QTest::newRow("whitespace") << " \t\r\n  \v\f ";
-        QTest::newRow("unicode spaces") << QString::fromUtf8("\u00A0\u2003\u3000\u200B\u2028");
-        QTest::newRow("punctuation only") << "... --- !!! ?? ' \" () []";
-        QTest::newRow("format characters") << QString::fromUtf8("\u200D\u00AD\uFEFF");
+        addRowsForModels("empty", QString());
+        addRowsForModels("space", " ");
+        addRowsForModels("whitespace", " \t\r\n  \v\f ");
+        addRowsForModels("unicode spaces", QString::fromUtf8("\u00A0\u2003\u3000\u200B\u2028"));
+        addRowsForModels("punctuation only", "... --- !!! ?? ' \" () []");
+        addRowsForModels("format characters", QString::fromUtf8("\u200D\u00AD\uFEFF"));
     }
 
     void blankGivesEmpty()
     {
+        QFETCH(QString, model);
         QFETCH(QString, text);
-        QVERIFY(embedOne(*m_embedder, text).empty());
+        Embedder &e = embedder(model);
+        QVERIFY(embedOne(e, text).empty());
         // In a batch too, keeping the positions of the others.
-        const auto batch = m_embedder->embed({QStringLiteral("before"), text, QStringLiteral("after")});
+        const auto batch = e.embed({QStringLiteral("before"), text, QStringLiteral("after")});
         QCOMPARE(batch.size(), size_t(3));
         QCOMPARE(batch[0].size(), size_t(384));
         QVERIFY(batch[1].empty());
@@ -307,32 +353,166 @@ private Q_SLOTS:
 
     void caseAndAccentInsensitive_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("a");
         QTest::addColumn<QString>("b");
-        QTest::newRow("café") << "Café" << "cafe";
-        QTest::newRow("upper") << "CAFÉ CRÈME" << "café crème";
-        QTest::newRow("decomposed") << QString::fromUtf8("cafe\u0301") << "café";
-        QTest::newRow("brûlée") << "Crème Brûlée" << "creme brulee";
-        QTest::newRow("naïve") << "naïve Zoë" << "naive zoe";
-        QTest::newRow("ß") << "Straße" << "strasse";
-        QTest::newRow("łódź") << "Łódź" << "lodz";
-        QTest::newRow("ø") << "Søren Kierkegaard" << "soren kierkegaard";
-        QTest::newRow("fullwidth") << "ＦＵＬＬ　ＷＩＤＴＨ１２" << "full width12";
-        QTest::newRow("ligature") << "ﬁle ﬂow" << "file flow";
-        QTest::newRow("greek tonos") << "Καλημέρα" << "καλημερα";
-        QTest::newRow("curly apostrophe") << "don’t" << "don't";
-        QTest::newRow("apostrophe dropped") << "don't" << "dont";
-        QTest::newRow("soft hyphen") << QString::fromUtf8("hy\u00ADphen") << "hyphen";
-        QTest::newRow("arabic harakat") << "مَرْحَبًا" << "مرحبا";
+        addRowsForModels("café", "Café", "cafe");
+        addRowsForModels("upper", "CAFÉ CRÈME", "café crème");
+        addRowsForModels("decomposed", QString::fromUtf8("cafe\u0301"), "café");
+        addRowsForModels("brûlée", "Crème Brûlée", "creme brulee");
+        addRowsForModels("naïve", "naïve Zoë", "naive zoe");
+        addRowsForModels("ß", "Straße", "strasse");
+        addRowsForModels("łódź", "Łódź", "lodz");
+        addRowsForModels("ø", "Søren Kierkegaard", "soren kierkegaard");
+        addRowsForModels("fullwidth", "ＦＵＬＬ　ＷＩＤＴＨ１２", "full width12");
+        addRowsForModels("ligature", "ﬁle ﬂow", "file flow");
+        addRowsForModels("greek tonos", "Καλημέρα", "καλημερα");
+        addRowsForModels("curly apostrophe", "don’t", "don't");
+        addRowsForModels("apostrophe dropped", "don't", "dont");
+        addRowsForModels("soft hyphen", QString::fromUtf8("hy\u00ADphen"), "hyphen");
+        addRowsForModels("arabic harakat", "مَرْحَبًا", "مرحبا");
     }
 
     void caseAndAccentInsensitive()
     {
+        QFETCH(QString, model);
+        QFETCH(QString, a);
+        QFETCH(QString, b);
+        Embedder &e = embedder(model);
+        const Embedding va = embedOne(e, a);
+        QVERIFY(!va.empty());
+        QCOMPARE(va, embedOne(e, b));
+    }
+
+    // ---- what hash-v2 adds ----------------------------------------------------------------
+
+    // Forms of one word, which hash-v1 only partly joins through shared character n-grams.
+    void v2JoinsWordForms_data()
+    {
+        QTest::addColumn<QString>("a");
+        QTest::addColumn<QString>("b");
+        QTest::addColumn<double>("minimum"); // cosine under hash-v2
+        QTest::newRow("plural") << "meetings" << "meeting" << 0.8;
+        QTest::newRow("-ing and -s") << "running" << "runs" << 0.6;
+        QTest::newRow("in a sentence") << "The meetings ran late" << "the meeting runs late" << 0.8;
+        QTest::newRow("irregular past") << "We met up with friends" << "we meet up with our friends" << 0.8;
+        QTest::newRow("irregular plural") << "the children's books" << "a child's book" << 0.6;
+        QTest::newRow("went / go") << "Melanie went camping" << "Melanie will go camping" << 0.8;
+        QTest::newRow("number word") << "three kids" << "3 kids" << 0.8;
+        QTest::newRow("thousands separator") << "1,000 users" << "1000 users" << 0.99;
+        QTest::newRow("ordinal") << "on May 7th" << "7 May" << 0.8;
+    }
+
+    void v2JoinsWordForms()
+    {
+        QFETCH(QString, a);
+        QFETCH(QString, b);
+        QFETCH(double, minimum);
+        const double v2 = cosine(embedOne(*m_embedder, a), embedOne(*m_embedder, b));
+        const double v1 = cosine(embedOne(*m_v1, a), embedOne(*m_v1, b));
+        QVERIFY2(v2 >= minimum, qPrintable(QStringLiteral("hash-v2 %1 (hash-v1 %2)").arg(v2).arg(v1)));
+        QVERIFY2(v2 > v1 + 0.05, qPrintable(QStringLiteral("hash-v2 %1, hash-v1 %2").arg(v2).arg(v1)));
+    }
+
+    // Texts that share only function words are unrelated.
+    void v2IgnoresStopWords_data()
+    {
+        QTest::addColumn<QString>("a");
+        QTest::addColumn<QString>("b");
+        QTest::newRow("cat and stock") << "the cat is on the mat" << "the stock is on the rise";
+        QTest::newRow("have been") << "I have been to the store with him" << "they have been at the beach with her";
+        QTest::newRow("question") << "What did you do with the car?" << "What did you do with the garden?";
+        QTest::newRow("contractions") << "I'm sure it's the blue one, isn't it?" << "I'm sure it's a dog, isn't it?";
+    }
+
+    void v2IgnoresStopWords()
+    {
+        QFETCH(QString, a);
+        QFETCH(QString, b);
+        const double v2 = cosine(embedOne(*m_embedder, a), embedOne(*m_embedder, b));
+        const double v1 = cosine(embedOne(*m_v1, a), embedOne(*m_v1, b));
+        QVERIFY2(v2 < 0.2, qPrintable(QStringLiteral("hash-v2 %1 (hash-v1 %2)").arg(v2).arg(v1)));
+        QVERIFY2(v2 < v1 - 0.15, qPrintable(QStringLiteral("hash-v2 %1, hash-v1 %2").arg(v2).arg(v1)));
+    }
+
+    // Stop words add nothing to a text that has content words: these embed identically under
+    // hash-v2 (not under hash-v1).
+    void v2StopWordsAddNothing_data()
+    {
+        QTest::addColumn<QString>("a");
+        QTest::addColumn<QString>("b");
+        QTest::newRow("article") << "the cat" << "a cat";
+        QTest::newRow("pronouns and auxiliaries") << "I have been painting" << "she was painting";
+        QTest::newRow("around a pair") << "support for the group" << "support group";
+    }
+
+    void v2StopWordsAddNothing()
+    {
         QFETCH(QString, a);
         QFETCH(QString, b);
         const Embedding va = embedOne(*m_embedder, a);
-        QVERIFY(!va.empty());
+        QCOMPARE(va.size(), size_t(384));
         QCOMPARE(va, embedOne(*m_embedder, b));
+        QVERIFY(embedOne(*m_v1, a) != embedOne(*m_v1, b));
+    }
+
+    // Chosen behaviour: a text of nothing but stop words is embedded from those words (as if none
+    // were stop words), so it is never silently vectorless; blank and punctuation-only texts give
+    // an empty vector under both models (blankGivesEmpty).
+    void v2StopWordsOnly_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QString>("same");  // embeds identically
+        QTest::addColumn<QString>("other"); // other stop words: a different vector
+        QTest::newRow("question") << "Is it?" << "is IT" << "was it?";
+        QTest::newRow("one word") << "the" << "The!" << "a";
+        QTest::newRow("contraction") << "I don't." << "i dont" << "I do.";
+    }
+
+    void v2StopWordsOnly()
+    {
+        QFETCH(QString, text);
+        QFETCH(QString, same);
+        QFETCH(QString, other);
+        const Embedding v = embedOne(*m_embedder, text);
+        QCOMPARE(v.size(), size_t(384));
+        QVERIFY(allFinite(v));
+        QVERIFY(std::fabs(norm(v) - 1.0) < 1e-5);
+        QCOMPARE(embedOne(*m_embedder, same), v);
+        const double c = cosine(v, embedOne(*m_embedder, other));
+        QVERIFY2(c < 0.9, qPrintable(QString::number(c)));
+    }
+
+    // "when" and words naming a time share a feature: a question about when matches the text that
+    // says when better than one that does not, all else equal.
+    void v2WhenMatchesTimes()
+    {
+        const Embedding q = embedOne(*m_embedder, QStringLiteral("When is the budget review?"));
+        const double dated = cosine(q, embedOne(*m_embedder, QStringLiteral("The budget review is on Friday.")));
+        const double undated = cosine(q, embedOne(*m_embedder, QStringLiteral("The budget review is in room B.")));
+        QVERIFY2(dated > undated + 0.05, qPrintable(QStringLiteral("dated %1, undated %2").arg(dated).arg(undated)));
+    }
+
+    // The stemmer is not thread-safe; each embed() call has its own. Many threads stemming at once
+    // through one instance must give what one thread gives.
+    void v2StemmingUnderConcurrency()
+    {
+        QStringList texts;
+        const QStringList words{"running", "meetings", "happily", "organizational", "generously", "caresses",
+                                "ponies", "relational", "conditional", "hopefulness", "went", "children"};
+        for (int i = 0; i < 2000; ++i)
+            texts << words[i % words.size()] + QLatin1Char(' ') + words[(i * 7 + 3) % words.size()] + QLatin1Char(' ')
+                         + QString::number(i);
+        std::vector<Embedding> expected;
+        for (const QString &t : std::as_const(texts))
+            expected.push_back(embedOne(*m_embedder, t));
+        QThreadPool pool;
+        pool.setMaxThreadCount(8);
+        Embedder *shared = m_embedder.get();
+        const QList<Embedding> got =
+            QtConcurrent::blockingMapped<QList<Embedding>>(&pool, texts, [shared](const QString &t) { return embedOne(*shared, t); });
+        for (qsizetype i = 0; i < texts.size(); ++i)
+            QCOMPARE(got[i], expected[size_t(i)]);
     }
 
     void similarBeatsUnrelated_data()
@@ -401,8 +581,16 @@ private Q_SLOTS:
         QVERIFY(m_embedder->embed({}).empty());
     }
 
+    void concurrentUseGivesIdenticalResults_data()
+    {
+        QTest::addColumn<QString>("model");
+        QTest::newRow("hash-v2") << "hash-v2";
+        QTest::newRow("hash-v1") << "hash-v1";
+    }
+
     void concurrentUseGivesIdenticalResults()
     {
+        QFETCH(QString, model);
         QStringList texts;
         for (int i = 0; i < 4000; ++i)
             texts << QStringLiteral("Fact %1: the agent %2 prefers %3 — café №%4")
@@ -412,9 +600,9 @@ private Q_SLOTS:
                          .arg(i * 7);
         std::vector<Embedding> expected;
         for (const QString &t : std::as_const(texts))
-            expected.push_back(embedOne(*m_embedder, t));
+            expected.push_back(embedOne(embedder(model), t));
 
-        Embedder *shared = m_embedder.get();
+        Embedder *shared = &embedder(model);
         QThreadPool pool;
         pool.setMaxThreadCount(8);
         // Single texts through one shared instance, from many threads at once.
@@ -433,7 +621,7 @@ private Q_SLOTS:
             std::unique_ptr<Embedder> own;
             Embedder *e = shared;
             if (c % 2) {
-                own = makeEmbedder();
+                own = makeEmbedder(Json{{"model", model.toStdString()}});
                 e = own.get();
             }
             const auto got = e->embed(part);
@@ -470,38 +658,41 @@ private Q_SLOTS:
 
     void oddInput_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("text");
-        QTest::newRow("emoji") << "😀🎉👍🏽";
-        QTest::newRow("emoji zwj sequence") << "👩‍👩‍👧‍👦 family";
-        QTest::newRow("flags") << "🇫🇷🇩🇪";
-        QTest::newRow("cjk") << "记忆系统在每个任务之前召回";
-        QTest::newRow("nul only") << QString(3, QChar(0));
-        QTest::newRow("nul inside") << QString::fromUtf16(u"abc\0def", 7);
-        QTest::newRow("lone high surrogate") << fromUtf16({u'a', 0xD800, u'b'});
-        QTest::newRow("lone low surrogate") << fromUtf16({0xDC00});
-        QTest::newRow("reversed pair") << fromUtf16({u'x', 0xDE00, 0xD83D, u'y'});
-        QTest::newRow("trailing high surrogate") << fromUtf16({u'z', 0xD83D});
-        QTest::newRow("noncharacters") << fromUtf16({0xFFFE, 0xFFFF, u'k'});
-        QTest::newRow("lone combining marks") << QString::fromUtf8("\u0301\u0308\u0327");
-        QTest::newRow("kept marks alone") << QString::fromUtf8("\u093E\u0941");
-        QTest::newRow("hangul jamo") << QString::fromUtf8("\u1100\u1161\u11A8 \u3131\u314F");
-        QTest::newRow("private use") << QString::fromUtf8("\uE000\uF8FF");
-        QTest::newRow("controls") << QString::fromUtf8("\u0001\u0002\u001B[31mred\u001B[0m");
-        QTest::newRow("math letters") << QString::fromUtf8("\U0001D400\U0001D401\U0001D402");
-        QTest::newRow("apostrophes and hyphens") << "'quoted' -dash- a--b ''x'' -";
-        QTest::newRow("numbers and dots") << "1. 2.. .3 4,5, ,6 v1.2.3.";
+        addRowsForModels("emoji", "😀🎉👍🏽");
+        addRowsForModels("emoji zwj sequence", "👩‍👩‍👧‍👦 family");
+        addRowsForModels("flags", "🇫🇷🇩🇪");
+        addRowsForModels("cjk", "记忆系统在每个任务之前召回");
+        addRowsForModels("nul only", QString(3, QChar(0)));
+        addRowsForModels("nul inside", QString::fromUtf16(u"abc\0def", 7));
+        addRowsForModels("lone high surrogate", fromUtf16({u'a', 0xD800, u'b'}));
+        addRowsForModels("lone low surrogate", fromUtf16({0xDC00}));
+        addRowsForModels("reversed pair", fromUtf16({u'x', 0xDE00, 0xD83D, u'y'}));
+        addRowsForModels("trailing high surrogate", fromUtf16({u'z', 0xD83D}));
+        addRowsForModels("noncharacters", fromUtf16({0xFFFE, 0xFFFF, u'k'}));
+        addRowsForModels("lone combining marks", QString::fromUtf8("\u0301\u0308\u0327"));
+        addRowsForModels("kept marks alone", QString::fromUtf8("\u093E\u0941"));
+        addRowsForModels("hangul jamo", QString::fromUtf8("\u1100\u1161\u11A8 \u3131\u314F"));
+        addRowsForModels("private use", QString::fromUtf8("\uE000\uF8FF"));
+        addRowsForModels("controls", QString::fromUtf8("\u0001\u0002\u001B[31mred\u001B[0m"));
+        addRowsForModels("math letters", QString::fromUtf8("\U0001D400\U0001D401\U0001D402"));
+        addRowsForModels("apostrophes and hyphens", "'quoted' -dash- a--b ''x'' -");
+        addRowsForModels("numbers and dots", "1. 2.. .3 4,5, ,6 v1.2.3.");
     }
 
     void oddInput()
     {
+        QFETCH(QString, model);
         QFETCH(QString, text);
-        const Embedding v = embedOne(*m_embedder, text);
+        Embedder &e = embedder(model);
+        const Embedding v = embedOne(e, text);
         if (!v.empty()) {
             QCOMPARE(v.size(), size_t(384));
             QVERIFY(allFinite(v));
             QVERIFY(std::fabs(norm(v) - 1.0) < 1e-5);
         }
-        QCOMPARE(embedOne(*m_embedder, text), v);
+        QCOMPARE(embedOne(e, text), v);
     }
 
     // The embedder normalises most texts with a per-character table and falls back to Unicode
@@ -509,13 +700,14 @@ private Q_SLOTS:
     // surrogate forces the fallback and adds no feature, so both paths must give the same vector.
     void fastAndSlowNormalisationAgree_data()
     {
+        QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("text");
-        QTest::newRow("ascii") << "Hello, World! It's a state-of-the-art test: 3.14 and 1,000.";
-        QTest::newRow("latin-1") << "Ça été très “spécial” — naïve façade, Øre, Æsir, ½ cup, ²³, µ, º";
-        QTest::newRow("compatibility") << "ﬁ ﬀ ㎏ ㍻ ① Ⅻ ｶﾀｶﾅ ＡＢＣ ™ …";
-        QTest::newRow("greek and cyrillic") << "ΟΔΥΣΣΕΥΣ Ἀθῆναι Ёжик Йод";
-        QTest::newRow("hangul syllables") << "한국어 문장입니다";
-        QTest::newRow("kana with voicing") << "がぎぐげご パピプペポ";
+        addRowsForModels("ascii", "Hello, World! It's a state-of-the-art test: 3.14 and 1,000.");
+        addRowsForModels("latin-1", "Ça été très “spécial” — naïve façade, Øre, Æsir, ½ cup, ²³, µ, º");
+        addRowsForModels("compatibility", "ﬁ ﬀ ㎏ ㍻ ① Ⅻ ｶﾀｶﾅ ＡＢＣ ™ …");
+        addRowsForModels("greek and cyrillic", "ΟΔΥΣΣΕΥΣ Ἀθῆναι Ёжик Йод");
+        addRowsForModels("hangul syllables", "한국어 문장입니다");
+        addRowsForModels("kana with voicing", "がぎぐげご パピプペポ");
         // Every code point of the BMP outside the surrogates, CJK and Hangul syllables, 32 to a word.
         for (char32_t start = 0x80; start < 0xFFF0; start += 0x800) {
             QString sweep;
@@ -526,24 +718,28 @@ private Q_SLOTS:
                 if (c % 32 == 31)
                     sweep += QLatin1Char(' ');
             }
-            QTest::addRow("sweep U+%04X", unsigned(start)) << sweep;
+            for (const char *model : {"hash-v2", "hash-v1"})
+                QTest::addRow("%s sweep U+%04X", model, unsigned(start)) << QString::fromLatin1(model) << sweep;
         }
     }
 
     void fastAndSlowNormalisationAgree()
     {
+        QFETCH(QString, model);
         QFETCH(QString, text);
+        Embedder &e = embedder(model);
         // Split into words so that each piece usually takes the fast path on its own.
         const QStringList pieces = text.split(QLatin1Char(' '), Qt::SkipEmptyParts);
         for (const QString &piece : pieces) {
-            const Embedding fast = embedOne(*m_embedder, piece);
-            const Embedding slow = embedOne(*m_embedder, piece + QChar(char16_t(0xD800)));
+            const Embedding fast = embedOne(e, piece);
+            const Embedding slow = embedOne(e, piece + QChar(char16_t(0xD800)));
             QVERIFY2(fast == slow, qPrintable(QStringLiteral("differs for \"%1\"").arg(piece)));
         }
     }
 
 private:
-    std::unique_ptr<Embedder> m_embedder;
+    std::unique_ptr<Embedder> m_embedder; // the default: hash-v2
+    std::unique_ptr<Embedder> m_v1;
 };
 
 QTEST_GUILESS_MAIN(TestBuiltinEmbedder)

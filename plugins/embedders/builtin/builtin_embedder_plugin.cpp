@@ -47,19 +47,31 @@ int parseDimension(const Json &value)
     return static_cast<int>(dimension);
 }
 
-void checkModel(const QString &key, const Json &value)
+// "the models "hash-v2" (the default) and "hash-v1""
+QString supportedModels()
+{
+    const QStringList names = HashEmbedder::modelNames();
+    QStringList quoted;
+    for (qsizetype i = 0; i < names.size(); ++i)
+        quoted << QStringLiteral("\"%1\"").arg(names[i]) + (i == 0 ? QStringLiteral(" (the default)") : QString());
+    return QStringLiteral("the models ") + quoted.join(QStringLiteral(" and "));
+}
+
+HashEmbedder::Model parseModel(const QString &key, const Json &value)
 {
     if (value.is_null())
-        return; // same as leaving it out
-    const QString supported = QStringLiteral("the builtin embedder supports only the model \"%1\" (or leave \"%2\" out)")
-                                  .arg(HashEmbedder::modelName(), key);
+        return HashEmbedder::DefaultModel; // same as leaving it out
+    const QString supported = QStringLiteral("the builtin embedder supports %1 (or leave \"%2\" out)")
+                                  .arg(supportedModels(), key);
     if (!value.is_string())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the builtin embedder's \"%1\" must be a string, not %2; %3.").arg(key, shown(value), supported));
-    const QString model = QString::fromStdString(value.get<std::string>());
-    if (model != HashEmbedder::modelName())
+    const QString name = QString::fromStdString(value.get<std::string>());
+    HashEmbedder::Model model = HashEmbedder::DefaultModel;
+    if (!HashEmbedder::modelFromName(name, &model))
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("unknown model \"%1\" in the builtin embedder's \"%2\"; %3.").arg(model, key, supported));
+                    QStringLiteral("unknown model \"%1\" in the builtin embedder's \"%2\"; %3.").arg(name, key, supported));
+    return model;
 }
 
 } // namespace
@@ -79,24 +91,35 @@ std::unique_ptr<Embedder> BuiltinEmbedderPlugin::createEmbedder(const QString &k
                     QStringLiteral("the builtin embedder's configuration must be a JSON object, not %1.").arg(shown(config)));
 
     int dimension = HashEmbedder::DefaultDimension;
+    HashEmbedder::Model model = HashEmbedder::DefaultModel;
+    QString modelKey; // which of "model" / "model_name" set it
     if (config.is_object()) {
         for (auto it = config.begin(); it != config.end(); ++it) {
             const QString name = QString::fromStdString(it.key());
             if (name == QLatin1String("dimension"))
                 dimension = parseDimension(it.value());
-            else if (name == QLatin1String("model") || name == QLatin1String("model_name"))
-                checkModel(name, it.value());
+            else if (name == QLatin1String("model") || name == QLatin1String("model_name")) {
+                const HashEmbedder::Model m = parseModel(name, it.value());
+                if (it.value().is_null())
+                    continue; // same as leaving it out
+                if (!modelKey.isEmpty() && m != model)
+                    throw Error(ErrorKind::InvalidArgument,
+                                QStringLiteral("the builtin embedder's \"%1\" and \"%2\" name different models; give one.")
+                                    .arg(modelKey, name));
+                model = m;
+                modelKey = name;
+            }
             else
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("unknown configuration key \"%1\" for the builtin embedder; "
-                                           "accepted keys: dimension (%2 to %3), model or model_name (\"%4\").")
+                                           "accepted keys: dimension (%2 to %3), model or model_name (%4).")
                                 .arg(name)
                                 .arg(HashEmbedder::MinDimension)
                                 .arg(HashEmbedder::MaxDimension)
-                                .arg(HashEmbedder::modelName()));
+                                .arg(supportedModels()));
         }
     }
-    return std::make_unique<HashEmbedder>(dimension);
+    return std::make_unique<HashEmbedder>(dimension, model);
 }
 
 } // namespace mneme

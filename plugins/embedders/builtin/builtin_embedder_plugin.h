@@ -10,7 +10,7 @@ namespace mneme {
 //
 // Configuration (all optional):
 //   dimension             integer 16..4096, default 384
-//   model / model_name    "hash-v1" (the only model)
+//   model / model_name    "hash-v2" (default) or "hash-v1"
 // Anything else is refused with Error(InvalidArgument) naming the key and what is accepted.
 class BuiltinEmbedderPlugin : public QObject, public EmbedderFactory
 {

@@ -10,7 +10,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <libstemmer.h>
 
 // How a text becomes a vector (hash-v1). Everything below is part of the format: changing a seed,
 // a weight, a normalisation rule or the hash changes every stored vector and needs a new model
@@ -34,6 +39,21 @@
 //  4. Term weights are sub-linear: mean occurrence weight * (1 + ln tf).
 //  5. Signed hashing: 32 bits of the feature hash pick the bucket, one more bit the sign.
 //  6. L2-normalise. No features (blank text, punctuation only) gives an empty vector.
+
+// How hash-v2 differs (its own seeds; steps 1, 2, 5 and 6 are shared with hash-v1):
+//
+//  3'. Stop words (a short English list written here: articles, pronouns, auxiliaries,
+//      prepositions, conjunctions, fillers, contractions without their apostrophe) give no
+//      features; word pairs join the content words around them. A text of nothing but stop words
+//      keeps them as ordinary words. Each content word is hashed in a canonical form: irregular
+//      forms to their base ("went" -> "go", "children" -> "child"), number words to digits
+//      ("three" -> "3"), "1,000" -> "1000", "7th" -> "7", and lower-case ASCII words stemmed with
+//      Snowball's English stemmer ("meetings" -> "meet"). Character 3-/4-grams come from the word
+//      as written, only for words of 5 bytes or more and not for numbers. Temporal words (weekdays, months,
+//      "yesterday", "week", ..., and the question word "when") also add one shared feature.
+//  4'. Weights: word 1.0, pair 0.5, 3-grams 0.7, 4-grams 0.7; same sub-linear tf.
+//
+// Both models' constants were chosen by retrieval measurements described in README.md.
 
 namespace mneme {
 
@@ -393,8 +413,15 @@ struct Slot
     uint32_t count;
 };
 
+struct StemmerDeleter
+{
+    void operator()(sb_stemmer *s) const { sb_stemmer_delete(s); }
+};
+
 struct Workspace
 {
+    std::unique_ptr<sb_stemmer, StemmerDeleter> stemmer; // hash-v2; made on first use, never shared
+    std::string canon;                                   // hash-v2: a word's canonical form
     std::u16string text;
     std::vector<CodePoint> cps;
     std::string utf8;
@@ -628,8 +655,9 @@ void tokenize(Workspace &ws)
     endWord();
 }
 
-// Character 3- and 4-grams of "<word>"; the word's n-grams of one size share one unit of weight.
-void addGrams(Workspace &ws, size_t begin, size_t end)
+// Character 3- and 4-grams of "<word>" (the UTF-8 bytes data[0..len)); the word's n-grams of one
+// size share `scale` units of weight.
+void addGramsOf(Workspace &ws, const char *data, size_t len, uint64_t seed3, uint64_t seed4, float scale)
 {
     std::string &g = ws.gram;
     std::vector<uint32_t> &off = ws.gramOffsets;
@@ -637,8 +665,8 @@ void addGrams(Workspace &ws, size_t begin, size_t end)
     off.clear();
     g.push_back('<');
     off.push_back(0);
-    for (size_t i = begin; i < end; ++i) {
-        const char b = ws.utf8[i];
+    for (size_t i = 0; i < len; ++i) {
+        const char b = data[i];
         if ((static_cast<unsigned char>(b) & 0xC0) != 0x80)
             off.push_back(uint32_t(g.size()));
         g.push_back(b);
@@ -651,13 +679,52 @@ void addGrams(Workspace &ws, size_t begin, size_t end)
         if (symbols < k)
             continue;
         const size_t count = symbols - k + 1;
-        const float w = float(1.0 / std::sqrt(double(count)));
-        const uint64_t seed = k == 3 ? kSeedGram3 : kSeedGram4;
+        const float w = float(1.0 / std::sqrt(double(count))) * scale;
+        const uint64_t seed = k == 3 ? seed3 : seed4;
         const Family fam = k == 3 ? FamGram3 : FamGram4;
         for (size_t i = 0; i < count; ++i)
             ws.add(fam, hashBytes(g.data() + off[i], off[i + k] - off[i], seed), w);
     }
 }
+
+// hash-v1's n-grams of ws.utf8[begin..end).
+void addGrams(Workspace &ws, size_t begin, size_t end)
+{
+    addGramsOf(ws, ws.utf8.data() + begin, end - begin, kSeedGram3, kSeedGram4, 1.0f);
+}
+
+// Steps 4-6 (both models): sub-linear term weights, signed buckets in first-occurrence order,
+// unit length. Clears the workspace's feature table.
+Embedding finishVector(Workspace &ws, int dimension, const double (&familyWeight)[4])
+{
+    // Steps 4-5: sub-linear term weights, signed buckets, in first-occurrence order.
+    ws.acc.assign(size_t(dimension), 0.0);
+    for (uint32_t idx : ws.used) {
+        const Slot &s = ws.slots[idx];
+        double value = familyWeight[s.key >> 62] * double(s.sum);
+        if (s.count > 1) {
+            const double tf = double(s.count);
+            value = value / tf * (1.0 + std::log(tf));
+        }
+        const size_t bucket = size_t(((s.key & 0xFFFFFFFFULL) * uint64_t(dimension)) >> 32);
+        ws.acc[bucket] += ((s.key >> 32) & 1) ? -value : value;
+    }
+    ws.clearSlots();
+
+    // Step 6: unit length.
+    double partial[4] = {0.0, 0.0, 0.0, 0.0};
+    for (size_t i = 0; i < ws.acc.size(); ++i)
+        partial[i & 3] += ws.acc[i] * ws.acc[i];
+    const double norm = std::sqrt((partial[0] + partial[1]) + (partial[2] + partial[3]));
+    if (!(norm > 0.0) || !std::isfinite(norm))
+        return {}; // every feature cancelled out: nothing usable to compare
+    Embedding out(static_cast<size_t>(dimension));
+    const double scale = 1.0 / norm;
+    for (size_t i = 0; i < out.size(); ++i)
+        out[i] = float(ws.acc[i] * scale);
+    return out;
+}
+
 
 Embedding embedText(Workspace &ws, const QString &text, int dimension)
 {
@@ -687,43 +754,388 @@ Embedding embedText(Workspace &ws, const QString &text, int dimension)
         addGrams(ws, c.begin, c.end);
     }
 
-    // Steps 4-5: sub-linear term weights, signed buckets, in first-occurrence order.
-    ws.acc.assign(size_t(dimension), 0.0);
-    for (uint32_t idx : ws.used) {
-        const Slot &s = ws.slots[idx];
-        double value = kFamilyWeight[s.key >> 62] * double(s.sum);
-        if (s.count > 1) {
-            const double tf = double(s.count);
-            value = value / tf * (1.0 + std::log(tf));
-        }
-        const size_t bucket = size_t(((s.key & 0xFFFFFFFFULL) * uint64_t(dimension)) >> 32);
-        ws.acc[bucket] += ((s.key >> 32) & 1) ? -value : value;
-    }
-    ws.clearSlots();
+    return finishVector(ws, dimension, kFamilyWeight);
+}
 
-    // Step 6: unit length.
-    double partial[4] = {0.0, 0.0, 0.0, 0.0};
-    for (size_t i = 0; i < ws.acc.size(); ++i)
-        partial[i & 3] += ws.acc[i] * ws.acc[i];
-    const double norm = std::sqrt((partial[0] + partial[1]) + (partial[2] + partial[3]));
-    if (!(norm > 0.0) || !std::isfinite(norm))
-        return {}; // every feature cancelled out: nothing usable to compare
-    Embedding out(static_cast<size_t>(dimension));
-    const double scale = 1.0 / norm;
-    for (size_t i = 0; i < out.size(); ++i)
-        out[i] = float(ws.acc[i] * scale);
-    return out;
+
+// ---------------------------------------------------------------------------------------------
+// hash-v2. Same normalisation and tokenisation as hash-v1; then stop words, English stemming,
+// number forms, and its own seeds and weights. Everything here is part of the hash-v2 format.
+
+constexpr uint64_t kSeedWord2 = 0x7632776F72642F32ULL;
+constexpr uint64_t kSeedPair2 = 0x7632706169722F32ULL;
+constexpr uint64_t kSeedGram3v2 = 0x763267726D332F32ULL;
+constexpr uint64_t kSeedGram4v2 = 0x763267726D342F32ULL;
+constexpr uint64_t kSeedTime2 = 0x763274696D652F32ULL;
+
+inline uint64_t hashPair2(uint64_t first, uint64_t second)
+{
+    return finish64((first ^ kSeedPair2) * kMulD + rotl64(second, 23));
+}
+
+// Weights of hash-v2's feature families: a word (its stem), a pair of adjacent content words, a
+// word's character 3-grams together, its 4-grams together.
+constexpr double kFamilyWeight2[4] = {1.0, 0.5, 0.7, 0.7};
+// Words shorter than this (in UTF-8 bytes) get no character n-grams: stemming already joins their
+// forms, and their few n-grams mostly collide with unrelated words.
+constexpr size_t kGramMinBytes2 = 5;
+// Weight of the feature shared by temporal words and "when".
+constexpr float kTimeWeight2 = 0.5f;
+
+enum WordFlag : uint8_t {
+    Stop = 1,     // a function word: no word, pair or n-gram features
+    Temporal = 2, // names a time: also the shared temporal feature
+};
+
+struct WordInfo
+{
+    uint8_t flags = 0;
+    const char *number = nullptr; // the digits a number word stands for
+    const char *base = nullptr;   // the word an irregular form stands for
+};
+
+// English function words, written for conversational text. Apostrophes are already gone
+// ("don't" -> "dont"), so contractions appear joined. Not here on purpose: "may" (the month) and
+// anything that names a thing, an action, a place, a time or a person.
+constexpr const char *kStopWords[] = {
+    // articles, determiners, quantifiers
+    "a", "an", "the", "this", "that", "these", "those", "some", "any", "each", "every", "all", "both",
+    "either", "neither", "such", "own", "same", "other", "another", "much", "many", "more", "most",
+    "few", "less", "lot", "lots",
+    // pronouns
+    "i", "me", "my", "mine", "myself", "you", "your", "yours", "yourself", "yourselves", "he", "him",
+    "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "we", "us", "our", "ours",
+    "ourselves", "they", "them", "their", "theirs", "themselves", "something", "anything", "everything",
+    "nothing", "someone", "anyone", "everyone", "somebody", "anybody", "everybody", "nobody", "u", "ya",
+    // question words
+    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whatever",
+    // be, have, do, modal verbs
+    "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do",
+    "does", "did", "doing", "will", "would", "shall", "should", "can", "could", "might", "must",
+    // prepositions and particles
+    "of", "to", "in", "on", "at", "by", "for", "with", "about", "from", "into", "onto", "upon", "out",
+    "off", "over", "under", "up", "down", "through", "during", "before", "after", "above", "below",
+    "between", "against", "around", "across", "along", "among", "within", "without", "toward",
+    "towards", "via", "per", "than",
+    // conjunctions
+    "and", "but", "or", "nor", "so", "yet", "if", "because", "as", "until", "while", "although",
+    "though", "whether", "since", "unless", "then", "also",
+    // adverbs and conversational particles
+    "here", "there", "very", "too", "just", "only", "really", "quite", "even", "still", "ever", "never",
+    "not", "no", "yes", "yeah", "yep", "oh", "ok", "okay", "hey", "hi", "hello", "wow", "um", "uh",
+    "ah", "hmm", "lol", "again", "now", "well", "sure", "maybe", "definitely", "totally", "super",
+    // contractions without their apostrophe
+    "im", "ive", "id", "ill", "youre", "youve", "youll", "youd", "hes", "shes", "hed", "itll", "weve",
+    "wed", "theyre", "theyve", "theyll", "theyd", "thats", "whats", "whos", "wheres", "hows", "whys",
+    "theres", "heres", "lets", "dont", "doesnt", "didnt", "cant", "cannot", "wont", "isnt", "arent",
+    "wasnt", "werent", "havent", "hasnt", "hadnt", "wouldnt", "couldnt", "shouldnt", "mustnt", "aint",
+    "gonna", "wanna", "gotta",
+};
+
+// Words that name a time, sharing one feature with each other and with "when".
+constexpr const char *kTemporalWords[] = {
+    "when", "yesterday", "today", "tonight", "tomorrow", "ago", "weekend", "weekends", "week", "weeks",
+    "month", "months", "year", "years", "recently", "lately", "monday", "tuesday", "wednesday",
+    "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june",
+    "july", "august", "september", "october", "november", "december",
+};
+
+// Irregular forms the stemmer cannot join to their base word; the base is then stemmed like any
+// word. Forms that are more often another word ("left" stays, but not "leaves", "bit", "born",
+// "rose", "ground") are not here.
+constexpr const char *kIrregular[][2] = {
+    // nouns
+    {"children", "child"}, {"kids", "child"}, {"kid", "child"}, {"people", "person"}, {"men", "man"},
+    {"women", "woman"}, {"feet", "foot"}, {"teeth", "tooth"}, {"mice", "mouse"}, {"geese", "goose"},
+     {"wives", "wife"}, {"knives", "knife"},  {"wolves", "wolf"},
+    {"halves", "half"}, {"shelves", "shelf"},
+    // verbs: past tense and participles
+    {"went", "go"}, {"gone", "go"}, {"got", "get"}, {"gotten", "get"}, {"made", "make"}, {"saw", "see"},
+    {"seen", "see"}, {"took", "take"}, {"taken", "take"}, {"gave", "give"}, {"given", "give"},
+    {"came", "come"}, {"ran", "run"}, {"felt", "feel"}, {"thought", "think"}, {"bought", "buy"},
+    {"brought", "bring"}, {"taught", "teach"}, {"caught", "catch"}, {"fought", "fight"},
+    {"found", "find"}, {"told", "tell"}, {"said", "say"}, {"met", "meet"}, {"left", "leave"},
+    {"kept", "keep"}, {"began", "begin"}, {"begun", "begin"}, {"wrote", "write"}, {"written", "write"},
+    {"drove", "drive"}, {"driven", "drive"}, {"ate", "eat"}, {"eaten", "eat"}, {"drank", "drink"},
+    {"drunk", "drink"}, {"sang", "sing"}, {"sung", "sing"}, {"swam", "swim"}, {"swum", "swim"},
+    {"won", "win"}, {"lost", "lose"}, {"spent", "spend"}, {"sent", "send"}, {"built", "build"},
+    {"heard", "hear"}, {"knew", "know"}, {"known", "know"}, {"grew", "grow"}, {"grown", "grow"},
+    {"threw", "throw"}, {"thrown", "throw"}, {"flew", "fly"}, {"flown", "fly"}, {"drew", "draw"},
+    {"drawn", "draw"}, {"fell", "fall"}, {"fallen", "fall"}, {"held", "hold"}, {"sold", "sell"},
+    {"paid", "pay"}, {"slept", "sleep"}, {"stood", "stand"}, {"understood", "understand"},
+    {"sat", "sit"}, {"rode", "ride"}, {"ridden", "ride"}, {"broke", "break"}, {"broken", "break"},
+    {"chose", "choose"}, {"chosen", "choose"}, {"woke", "wake"}, {"woken", "wake"}, {"wore", "wear"},
+    {"worn", "wear"}, {"forgot", "forget"}, {"forgotten", "forget"}, {"became", "become"},
+    {"meant", "mean"}, {"led", "lead"}, {"fed", "feed"}, {"hid", "hide"},
+    {"hidden", "hide"}, {"shook", "shake"}, {"shaken", "shake"}, {"spoke", "speak"},
+    {"spoken", "speak"}, {"stole", "steal"}, {"stolen", "steal"}, {"struck", "strike"},
+    {"swore", "swear"}, {"tore", "tear"}, {"torn", "tear"}, {"froze", "freeze"}, {"frozen", "freeze"},
+    {"dug", "dig"}, {"hung", "hang"}, {"lent", "lend"}, {"lit", "light"}, {"rang", "ring"},
+    {"rung", "ring"},  {"risen", "rise"}, {"sank", "sink"}, {"shot", "shoot"},
+    {"slid", "slide"}, {"spun", "spin"}, {"stuck", "stick"}, {"stung", "sting"}, {"swung", "swing"},
+    {"wept", "weep"},  {"dealt", "deal"}, {"dreamt", "dream"}, {"learnt", "learn"},
+    {"burnt", "burn"}, {"smelt", "smell"}, {"spelt", "spell"}, {"bent", "bend"}, 
+    {"bitten", "bite"}, {"blew", "blow"}, {"blown", "blow"}, 
+    {"clung", "cling"}, {"crept", "creep"}, {"fled", "flee"}, {"flung", "fling"}, {"forgave", "forgive"},
+    {"forgiven", "forgive"}, {"knelt", "kneel"}, {"leapt", "leap"}, {"overcame", "overcome"},
+};
+
+// Number words, hashed as their digits.
+struct Alias
+{
+    const char *word;
+    const char *as;
+};
+constexpr Alias kNumberWords[] = {
+    {"zero", "0"}, {"two", "2"}, {"three", "3"}, {"four", "4"}, {"five", "5"}, {"six", "6"},
+    {"seven", "7"}, {"eight", "8"}, {"nine", "9"}, {"ten", "10"}, {"eleven", "11"}, {"twelve", "12"},
+    {"twenty", "20"}, {"thirty", "30"}, {"forty", "40"}, {"fifty", "50"}, {"hundred", "100"},
+    {"thousand", "1000"},
+};
+
+struct WordTable
+{
+    std::unordered_map<std::string_view, WordInfo> words;
+
+    WordTable()
+    {
+        for (const char *w : kStopWords)
+            words[w].flags |= Stop;
+        for (const char *w : kTemporalWords)
+            words[w].flags |= Temporal;
+        for (const Alias &a : kNumberWords)
+            words[a.word].number = a.as;
+        for (const auto &form : kIrregular)
+            words[form[0]].base = form[1];
+    }
+
+    const WordInfo *find(std::string_view w) const
+    {
+        const auto it = words.find(w);
+        return it == words.end() ? nullptr : &it->second;
+    }
+};
+
+const WordTable &wordTable()
+{
+    static const WordTable table; // built once; read-only afterwards
+    return table;
+}
+
+bool isAsciiLetters(std::string_view w)
+{
+    if (w.empty())
+        return false;
+    for (const char c : w)
+        if (c < 'a' || c > 'z')
+            return false;
+    return true;
+}
+
+// "1,000" or "12,345,678.9": every ',' followed by exactly three digits (not "3,5", a decimal comma).
+bool isThousandsGrouped(std::string_view n)
+{
+    size_t i = n.find(',');
+    if (i == 0)
+        return false;
+    while (i != std::string_view::npos) {
+        size_t digits = 0;
+        size_t j = i + 1;
+        while (j < n.size() && n[j] >= '0' && n[j] <= '9') {
+            ++digits;
+            ++j;
+        }
+        if (digits != 3 || (j < n.size() && n[j] != ',' && n[j] != '.'))
+            return false;
+        if (j < n.size() && n[j] == '.' && n.find(',', j) != std::string_view::npos)
+            return false;
+        i = (j < n.size() && n[j] == ',') ? j : std::string_view::npos;
+    }
+    return true;
+}
+
+// Digits, with '.' or ',' between them.
+bool isNumber(std::string_view w)
+{
+    if (w.empty())
+        return false;
+    for (const char c : w)
+        if (!((c >= '0' && c <= '9') || c == '.' || c == ','))
+            return false;
+    return true;
+}
+
+// Longest word handed to the stemmer; longer "words" are not English words (hashes, URLs, runs of
+// one letter) and are hashed as they are.
+constexpr size_t kMaxStemmedBytes = 48;
+
+// The form a word is hashed as: numbers without thousands separators or ordinal suffixes
+// ("1,000" -> "1000", "7th" -> "7"), number words as digits, lower-case ASCII words stemmed
+// (Snowball English), anything else as it is.
+std::string_view canonicalForm(Workspace &ws, std::string_view w, const WordInfo *info)
+{
+    if (info && info->number)
+        return info->number;
+    if (info && info->base) {
+        w = info->base;
+    } else if (!info && w.size() > 3 && w.back() == 's') {
+        // A possessive without its apostrophe ("children's" -> "childrens"): the base of the form
+        // before it, if that is irregular.
+        const WordInfo *before = wordTable().find(w.substr(0, w.size() - 1));
+        if (before && before->base)
+            w = before->base;
+    }
+    if (isAsciiLetters(w)) {
+        if (w.size() > kMaxStemmedBytes)
+            return w;
+        if (!ws.stemmer) {
+            ws.stemmer.reset(sb_stemmer_new("english", "UTF_8"));
+            if (!ws.stemmer)
+                throw Error(ErrorKind::Embedder, QStringLiteral("the builtin embedder could not create its English stemmer."));
+        }
+        const sb_symbol *stem =
+            sb_stemmer_stem(ws.stemmer.get(), reinterpret_cast<const sb_symbol *>(w.data()), int(w.size()));
+        if (!stem)
+            throw Error(ErrorKind::Embedder, QStringLiteral("the builtin embedder's English stemmer ran out of memory."));
+        ws.canon.assign(reinterpret_cast<const char *>(stem), size_t(sb_stemmer_length(ws.stemmer.get())));
+        return ws.canon;
+    }
+    if (w.front() >= '0' && w.front() <= '9') {
+        // Digits with ',' / '.' separators, or digits and an ordinal suffix.
+        size_t digitsEnd = 0;
+        while (digitsEnd < w.size() && ((w[digitsEnd] >= '0' && w[digitsEnd] <= '9') || w[digitsEnd] == ','
+                                         || w[digitsEnd] == '.'))
+            ++digitsEnd;
+        const std::string_view suffix = w.substr(digitsEnd);
+        const bool ordinal = suffix == "st" || suffix == "nd" || suffix == "rd" || suffix == "th";
+        if (digitsEnd < w.size() && !ordinal)
+            return w; // "mp3"-like or "10am": keep as written
+        const std::string_view number = w.substr(0, digitsEnd);
+        if (number.find(',') == std::string_view::npos || !isThousandsGrouped(number))
+            return number;
+        ws.canon.clear();
+        for (const char c : number)
+            if (c != ',')
+                ws.canon.push_back(c);
+        return ws.canon;
+    }
+    return w;
+}
+
+Embedding embedTextV2(Workspace &ws, const QString &text, int dimension)
+{
+    if (!normalizeFast(text, ws.text)) {
+        const QString n = normalizeSlow(text);
+        ws.text.assign(reinterpret_cast<const char16_t *>(n.utf16()), size_t(n.size()));
+    }
+    decode(ws.text, ws.cps);
+    tokenize(ws);
+    if (ws.tokens.empty())
+        return {};
+
+    const WordTable &table = wordTable();
+    auto infoOf = [&](size_t begin, size_t end) -> const WordInfo * {
+        return table.find(std::string_view(ws.utf8.data() + begin, end - begin));
+    };
+
+    // A text of nothing but stop words ("is it?") keeps them as ordinary words, so that it still
+    // gets a vector and matches itself.
+    bool anyContent = false;
+    for (const Token &tok : ws.tokens) {
+        const WordInfo *info = tok.single ? nullptr : infoOf(tok.begin, tok.end);
+        if (!info || !(info->flags & Stop)) {
+            anyContent = true;
+            break;
+        }
+    }
+    if (!anyContent)
+        for (const Span &c : ws.compounds) {
+            const WordInfo *info = infoOf(c.begin, c.end);
+            if (!info || !(info->flags & Stop)) {
+                anyContent = true;
+                break;
+            }
+        }
+
+    const uint64_t timeFeature = finish64(kSeedTime2);
+    // A content word's features; returns the hash of its canonical form.
+    auto addWord = [&](size_t begin, size_t end, const WordInfo *info, float scale) -> uint64_t {
+        const std::string_view surface(ws.utf8.data() + begin, end - begin);
+        const std::string_view canon = canonicalForm(ws, surface, info);
+        const uint64_t h = hashBytes(canon.data(), canon.size(), kSeedWord2);
+        ws.add(FamWord, h, scale);
+        // N-grams of the word as written, not of its stem: they are there for what stemming does not
+        // join (typos, derived forms such as "counselor" / "counseling"). None for numbers: "2023"
+        // is not a misspelt "2022".
+        if (surface.size() >= kGramMinBytes2 && !isNumber(canon))
+            addGramsOf(ws, surface.data(), surface.size(), kSeedGram3v2, kSeedGram4v2, scale);
+        if (info && (info->flags & Temporal))
+            ws.add(FamWord, timeFeature, scale * kTimeWeight2);
+        return h;
+    };
+
+    uint64_t previous = 0;
+    bool havePrevious = false; // a content word earlier in the sentence to pair with
+    for (size_t t = 0; t < ws.tokens.size(); ++t) {
+        const Token &tok = ws.tokens[t];
+        if (tok.breakBefore)
+            havePrevious = false;
+        uint64_t h = 0;
+        if (tok.single) {
+            h = hashBytes(ws.utf8.data() + tok.begin, tok.end - tok.begin, kSeedWord2);
+            ws.add(FamWord, h, 1.0f);
+        } else {
+            const WordInfo *info = infoOf(tok.begin, tok.end);
+            if (anyContent && info && (info->flags & Stop)) {
+                // No features of its own, and pairs join the content words around it
+                // ("support for the group" pairs "support" with "group"). "when" still marks a time.
+                if (info->flags & Temporal)
+                    ws.add(FamWord, timeFeature, kTimeWeight2);
+                continue;
+            }
+            h = addWord(tok.begin, tok.end, info, 1.0f);
+        }
+        if (havePrevious)
+            ws.add(FamPair, hashPair2(previous, h), 1.0f);
+        previous = h;
+        havePrevious = true;
+    }
+    for (const Span &c : ws.compounds) {
+        const WordInfo *info = infoOf(c.begin, c.end);
+        if (anyContent && info && (info->flags & Stop))
+            continue;
+        addWord(c.begin, c.end, info, kCompoundScale);
+    }
+    return finishVector(ws, dimension, kFamilyWeight2);
 }
 
 } // namespace
 
-QString HashEmbedder::modelName()
+QString HashEmbedder::modelName(Model model)
 {
-    return QStringLiteral("hash-v1");
+    return model == Model::HashV1 ? QStringLiteral("hash-v1") : QStringLiteral("hash-v2");
 }
 
-HashEmbedder::HashEmbedder(int dimension)
+QStringList HashEmbedder::modelNames()
+{
+    return {modelName(Model::HashV2), modelName(Model::HashV1)};
+}
+
+bool HashEmbedder::modelFromName(const QString &name, Model *model)
+{
+    for (const Model m : {Model::HashV2, Model::HashV1}) {
+        if (name == modelName(m)) {
+            if (model)
+                *model = m;
+            return true;
+        }
+    }
+    return false;
+}
+
+HashEmbedder::HashEmbedder(int dimension, Model model)
     : m_dimension(dimension)
+    , m_model(model)
 {
     if (dimension < MinDimension || dimension > MaxDimension)
         throw Error(ErrorKind::InvalidArgument,
@@ -733,9 +1145,14 @@ HashEmbedder::HashEmbedder(int dimension)
                         .arg(dimension));
 }
 
+HashEmbedder::Model HashEmbedder::model() const
+{
+    return m_model;
+}
+
 QString HashEmbedder::id() const
 {
-    return QStringLiteral("builtin/") + modelName();
+    return QStringLiteral("builtin/") + modelName(m_model);
 }
 
 int HashEmbedder::dimension() const
@@ -749,14 +1166,14 @@ std::vector<Embedding> HashEmbedder::embed(const QStringList &texts)
     out.reserve(size_t(texts.size()));
     Workspace ws;
     for (const QString &t : texts)
-        out.push_back(embedText(ws, t, m_dimension));
+        out.push_back(m_model == Model::HashV1 ? embedText(ws, t, m_dimension) : embedTextV2(ws, t, m_dimension));
     return out;
 }
 
 Embedding HashEmbedder::embedOne(const QString &text) const
 {
     Workspace ws;
-    return embedText(ws, text, m_dimension);
+    return m_model == Model::HashV1 ? embedText(ws, text, m_dimension) : embedTextV2(ws, text, m_dimension);
 }
 
 QString HashEmbedder::normalize(const QString &text)

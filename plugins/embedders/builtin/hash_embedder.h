@@ -8,10 +8,13 @@
 
 namespace mneme {
 
-// The default embedder: deterministic, offline, no model weights. Feature hashing of
-// normalised words, adjacent word pairs and character 3- and 4-grams into `dimension` signed
-// buckets, L2-normalised. See plugins/embedders/builtin/README.md for what it does and does not
-// capture.
+// The default embedder: deterministic, offline, no model weights. Feature hashing of normalised
+// words, adjacent word pairs and character 3- and 4-grams into `dimension` signed buckets,
+// L2-normalised. Two models, each a frozen format:
+//   hash-v2 (the default)  stop words dropped, English words stemmed (Snowball), number words and
+//                          number forms unified, pairs of content words;
+//   hash-v1                every word as written.
+// See plugins/embedders/builtin/README.md for what they do and do not capture.
 //
 // The hashing is fixed (its own 64-bit hash over UTF-8 bytes), so a vector computed today equals
 // the vector computed by any later build on any platform for the same text, id and dimension.
@@ -23,17 +26,26 @@ public:
     static constexpr int MinDimension = 16;
     static constexpr int MaxDimension = 4096;
 
-    // "hash-v1"
-    static QString modelName();
+    enum class Model { HashV1, HashV2 };
+    static constexpr Model DefaultModel = Model::HashV2;
+
+    // "hash-v1", "hash-v2"
+    static QString modelName(Model model);
+    // Every model's name, the default first.
+    static QStringList modelNames();
+    // The model called `name`; false when there is none.
+    static bool modelFromName(const QString &name, Model *model);
 
     // Throws Error(InvalidArgument) when dimension is outside MinDimension..MaxDimension.
-    explicit HashEmbedder(int dimension = DefaultDimension);
+    explicit HashEmbedder(int dimension = DefaultDimension, Model model = DefaultModel);
 
-    QString id() const override;   // "builtin/hash-v1"
+    Model model() const;
+    QString id() const override;   // "builtin/hash-v2" or "builtin/hash-v1"
     int dimension() const override;
     std::vector<Embedding> embed(const QStringList &texts) override;
 
-    // One text; a blank text (or one with nothing but punctuation) gives an empty vector.
+    // One text; a blank text (or one with nothing but punctuation) gives an empty vector. Under
+    // hash-v2 a text of nothing but stop words ("is it?") is embedded from those words.
     Embedding embedOne(const QString &text) const;
 
     // The normalisation the features are computed from: compatibility decomposition, case
@@ -44,6 +56,7 @@ public:
 
 private:
     int m_dimension;
+    Model m_model;
 };
 
 } // namespace mneme
