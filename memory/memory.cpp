@@ -485,6 +485,7 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
                 if (m.signalValues.semantic > 0 || m.signalValues.keyword > 0)
                     matches << std::move(m);
             }
+            Scoring::weighByRelevance(matches, config);
             std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
                 if (a.score != b.score)
                     return a.score > b.score;
@@ -645,12 +646,14 @@ QFuture<SaveResult> Memory::rememberMany(const QList<MemoryInput> &inputs)
 QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &turns, const ConversationOptions &options)
 {
     d->checkWritable("rememberConversation");
-    if (options.contextWindow < 0 || !(options.contextWeight >= 0 && options.contextWeight <= 1))
+    const int window = options.contextWindow.value_or(d->config.conversationContextWindow);
+    const double weight = options.contextWeight.value_or(d->config.conversationContextWeight);
+    if (window < 0 || !(weight >= 0 && weight <= 1))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the context window must be 0 or more and the context weight between 0 and 1 "
                                    "(got %1 and %2)")
-                        .arg(options.contextWindow)
-                        .arg(options.contextWeight));
+                        .arg(window)
+                        .arg(weight));
     std::vector<MemoryPrivate::Item> items;
     items.reserve(size_t(turns.size()));
     for (const ConversationTurn &t : turns) {
@@ -674,7 +677,7 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
         }
         items.push_back(d->resolve(in));
     }
-    const TurnContext context{options.contextWindow, options.contextWeight};
+    const TurnContext context{window, weight};
     const qsizetype n = turns.size();
     return d->submit<SaveResult>([this, items = std::move(items), context, n]() mutable {
         QElapsedTimer timer;

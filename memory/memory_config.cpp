@@ -141,6 +141,8 @@ MemoryConfig MemoryConfig::fromJson(const Json &json)
         {"default_importance", [&](const Json &v, const std::string &k) { c.defaultImportance = number(v, k); }},
         {"batch_dedup_threshold", [&](const Json &v, const std::string &k) { c.batchDedupThreshold = number(v, k); }},
         {"max_content_chars", [&](const Json &v, const std::string &k) { c.maxContentChars = integer(v, k); }},
+        {"conversation_context_window", [&](const Json &v, const std::string &k) { c.conversationContextWindow = integer(v, k); }},
+        {"conversation_context_weight", [&](const Json &v, const std::string &k) { c.conversationContextWeight = number(v, k); }},
         {"confidence_threshold_high", [&](const Json &v, const std::string &k) { c.confidenceThresholdHigh = number(v, k); }},
         {"confidence_threshold_low", [&](const Json &v, const std::string &k) { c.confidenceThresholdLow = number(v, k); }},
         {"complex_query_threshold", [&](const Json &v, const std::string &k) { c.complexQueryThreshold = number(v, k); }},
@@ -192,6 +194,9 @@ void MemoryConfig::validate() const
     checkRange(batchDedupThreshold, 0, 1, "batch_dedup_threshold");
     if (maxContentChars < 1)
         bad("max_content_chars", QStringLiteral("must be at least 1"));
+    if (conversationContextWindow < 0)
+        bad("conversation_context_window", QStringLiteral("must be 0 or more"));
+    checkRange(conversationContextWeight, 0, 1, "conversation_context_weight");
     checkRange(confidenceThresholdHigh, 0, 1, "confidence_threshold_high");
     checkRange(confidenceThresholdLow, 0, 1, "confidence_threshold_low");
     checkRange(complexQueryThreshold, 0, 1, "complex_query_threshold");
@@ -221,6 +226,8 @@ Json MemoryConfig::toJson() const
         {"default_importance", defaultImportance},
         {"batch_dedup_threshold", batchDedupThreshold},
         {"max_content_chars", maxContentChars},
+        {"conversation_context_window", conversationContextWindow},
+        {"conversation_context_weight", conversationContextWeight},
         {"confidence_threshold_high", confidenceThresholdHigh},
         {"confidence_threshold_low", confidenceThresholdLow},
         {"complex_query_threshold", complexQueryThreshold},

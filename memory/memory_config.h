@@ -18,7 +18,7 @@ struct MemoryConfig
     double semanticWeight = 0.5;
     double recencyWeight = 0.3;
     double importanceWeight = 0.2;
-    double keywordWeight = 0.0;
+    double keywordWeight = 0.5;
     double recencyHalfLifeDays = 30;
     QString decayFunction = QStringLiteral("exponential");  // or "linear"
     double accessBoost = 0.0;                                // importance bonus per log2(1+access_count)
@@ -29,6 +29,11 @@ struct MemoryConfig
     double defaultImportance = 0.5;
     double batchDedupThreshold = 0.98;
     int maxContentChars = 65536;    // longer content is refused with a clear error
+
+    // Conversation ingestion (rememberConversation): each turn's vector blends in the turns this many
+    // places before and after it, each at this weight.
+    int conversationContextWindow = 1;
+    double conversationContextWeight = 0.5;
 
     // Deep recall.
     double confidenceThresholdHigh = 0.8;

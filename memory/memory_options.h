@@ -47,8 +47,8 @@ struct ConversationTurn
 struct ConversationOptions
 {
     RememberOptions defaults;               // scope, categories, importance, source, ... of every turn
-    int contextWindow = 1;                  // 0: each turn alone
-    double contextWeight = 0.5;             // 0..1
+    std::optional<int> contextWindow;       // unset: conversation_context_window; 0: each turn alone
+    std::optional<double> contextWeight;    // unset: conversation_context_weight; 0..1
 };
 
 enum class RecallDepth { Shallow, Deep };

@@ -61,6 +61,26 @@ MemoryMatch Scoring::match(const MemoryRecord &record, double cosine, double key
     return m;
 }
 
+double Scoring::relevance(const MatchSignals &s, const MemoryConfig &c)
+{
+    return c.semanticWeight * s.semantic + c.keywordWeight * s.keyword;
+}
+
+void Scoring::weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &config)
+{
+    double best = 0;
+    for (const MemoryMatch &m : std::as_const(matches))
+        best = std::max(best, relevance(m.signalValues, config));
+    if (best <= 0)
+        return;
+    for (MemoryMatch &m : matches) {
+        const double rel = relevance(m.signalValues, config);
+        const double share = rel / best;
+        m.score = rel + (config.recencyWeight * m.signalValues.recency + config.importanceWeight * m.signalValues.importance)
+                * share * share;
+    }
+}
+
 double Scoring::cosine(const Embedding &a, const Embedding &b)
 {
     return VectorMath::cosine(a, b);

@@ -24,6 +24,14 @@ public:
     static QStringList reasons(const MatchSignals &signals);
     static MemoryMatch match(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
                              const MemoryConfig &config);
+    // semantic_weight*semantic + keyword_weight*keyword.
+    static double relevance(const MatchSignals &signals, const MemoryConfig &config);
+    // Recall's final scores: each candidate's recency and importance terms are scaled by the square of
+    // its relevance relative to the most relevant candidate, so they order records that are about
+    // equally relevant but cannot lift a weakly related record over a clearly related one:
+    //   score = relevance + (recency_weight*decay + importance_weight*importance) * (relevance/best)^2
+    // With one candidate, or candidates equally relevant, this is the composite above.
+    static void weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &config);
     // Cosine similarity; 0 when the lengths differ or a vector is zero.
     static double cosine(const Embedding &a, const Embedding &b);
 };

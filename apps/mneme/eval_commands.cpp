@@ -193,8 +193,9 @@ void EvalCommands::locomo()
             {"metadata", {{"dia_id", "the turn id"}}},
             {"scope", "/"},
             {"importance", config.defaultImportance},
-            {"batch", "one rememberMany per conversation"},
-            {"neighbour_turns", 0},
+            {"batch", "one Memory::rememberConversation per session"},
+            {"neighbour_turns", config.conversationContextWindow},
+            {"neighbour_weight", config.conversationContextWeight},
         };
         options["counts"] = OrderedJson{
             {"conversations", result.conversationIds.size()},

@@ -48,12 +48,16 @@ LocomoEvaluator::LocomoEvaluator(const MemoryConfig &config, const QList<int> &k
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("eval locomo needs at least one k"));
 }
 
+QString LocomoEvaluator::recordText(const LocomoTurn &turn)
+{
+    if (turn.caption.isEmpty())
+        return turn.text;
+    return turn.text + QStringLiteral(" [image: ") + turn.caption + QLatin1Char(']');
+}
+
 QString LocomoEvaluator::recordContent(const LocomoTurn &turn)
 {
-    QString content = turn.speaker + QStringLiteral(": ") + turn.text;
-    if (!turn.caption.isEmpty())
-        content += QStringLiteral(" [image: ") + turn.caption + QLatin1Char(']');
-    return content;
+    return turn.speaker + QStringLiteral(": ") + recordText(turn);
 }
 
 QString LocomoEvaluator::recordContentFormat()
@@ -104,19 +108,31 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
     if (result.embedderId.isEmpty())
         result.embedderId = memory.embedder().id();
 
-    // 1. Every turn one record, in one batch.
-    QList<MemoryInput> items;
+    // 1. Every turn one record, stored session by session as the conversation it is
+    //    (Memory::rememberConversation: each turn indexed with its neighbours in the session).
+    QList<MemoryInput> items; // what each turn became, for the dedup bookkeeping below
     items.reserve(conversation.turns.size());
-    for (const LocomoTurn &turn : conversation.turns) {
-        MemoryInput item;
-        item.content = recordContent(turn);
-        item.options.scope = QStringLiteral("/");
-        item.options.importance = m_config.defaultImportance;
-        item.options.createdAt = turn.at;
-        item.options.metadata = Json{{"dia_id", turn.diaId.toStdString()}};
-        items << item;
+    SaveResult saved;
+    for (qsizetype start = 0; start < conversation.turns.size();) {
+        const int session = conversation.turns.at(start).session;
+        QList<ConversationTurn> turns;
+        qsizetype end = start;
+        for (; end < conversation.turns.size() && conversation.turns.at(end).session == session; ++end) {
+            const LocomoTurn &turn = conversation.turns.at(end);
+            turns << ConversationTurn{turn.speaker, recordText(turn), turn.at, Json{{"dia_id", turn.diaId.toStdString()}}};
+            MemoryInput item;
+            item.content = recordContent(turn);
+            items << item;
+        }
+        ConversationOptions options;
+        options.defaults.scope = QStringLiteral("/");
+        options.defaults.importance = m_config.defaultImportance;
+        const SaveResult part = memory.rememberConversation(turns, options).result();
+        saved.stored += part.stored;
+        saved.dropped += part.dropped;
+        saved.existing += part.existing;
+        start = end;
     }
-    const SaveResult saved = memory.rememberMany(items).result();
     result.turns += int(conversation.turns.size());
     result.turnsStored += saved.stored;
     const double storeMs = elapsedMs(timer);

@@ -66,6 +66,8 @@ public:
 
     // "<speaker>: <text>", plus " [image: <caption>]" when the turn shares an image.
     static QString recordContent(const LocomoTurn &turn);
+    // The turn's text with its caption, as given to Memory::rememberConversation with the speaker.
+    static QString recordText(const LocomoTurn &turn);
     // The format of recordContent() as the options of the output describe it.
     static QString recordContentFormat();
     // The configuration of one conversation's store: `config` with an in-memory SQLite storage.

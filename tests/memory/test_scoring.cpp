@@ -133,6 +133,35 @@ private Q_SLOTS:
         QCOMPARE(Scoring::signalsFor(r, 0.5, 0, now, c).importance, 0.5);
     }
 
+    void weighByRelevance()
+    {
+        MemoryConfig c; // 0.5 semantic, 0.5 keyword, 0.3 recency, 0.2 importance
+        const QDateTime now = nowUtc();
+        // One candidate: the plain composite.
+        QList<MemoryMatch> one{Scoring::match(aged(0.7, 0, now), 0.8, 0, now, c)};
+        const double composite = one.first().score;
+        Scoring::weighByRelevance(one, c);
+        QVERIFY(qAbs(one.first().score - composite) < 1e-12);
+        // Equally relevant candidates: the composite orders them (recency decides).
+        QList<MemoryMatch> tie{Scoring::match(aged(0.5, 90, now), 0.6, 0, now, c), Scoring::match(aged(0.5, 0, now), 0.6, 0, now, c)};
+        const double oldComposite = tie[0].score, newComposite = tie[1].score;
+        Scoring::weighByRelevance(tie, c);
+        QVERIFY(qAbs(tie[0].score - oldComposite) < 1e-12);
+        QVERIFY(qAbs(tie[1].score - newComposite) < 1e-12);
+        QVERIFY(tie[1].score > tie[0].score);
+        // A clearly relevant old record and a weakly related new one: the composite would put the new
+        // one first; weighed by relevance, the relevant one stays first.
+        QList<MemoryMatch> drown{Scoring::match(aged(0.5, 300, now), 0.6, 0.8, now, c), Scoring::match(aged(0.5, 0, now), 0.2, 0, now, c)};
+        QVERIFY(drown[1].score > drown[0].score - 0.5); // sanity of the setup below
+        const double before0 = drown[0].score, before1 = drown[1].score;
+        Scoring::weighByRelevance(drown, c);
+        QVERIFY(drown[0].score > drown[1].score);
+        QVERIFY(drown[0].score <= before0 + 1e-12);
+        QVERIFY(drown[1].score < before1);
+        const double rel1 = 0.5 * 0.2, best = 0.5 * 0.6 + 0.5 * 0.8;
+        QVERIFY(qAbs(drown[1].score - (rel1 + (0.3 * 1.0 + 0.2 * 0.5) * (rel1 / best) * (rel1 / best))) < 1e-9);
+    }
+
     void cosine()
     {
         QCOMPARE(Scoring::cosine({1, 0}, {1, 0}), 1.0);
