@@ -10,8 +10,8 @@ namespace mneme {
 class VectorMath
 {
 public:
-    // Sum of a[i]*b[i]. Eight independent accumulators keep the additions off one dependency chain
-    // and let the compiler use vector registers without reassociating floating point itself.
+    // Sum of a[i]*b[i]: an AVX2/FMA kernel chosen at run time when the CPU has it, else a portable
+    // kernel with eight independent accumulators. Results may differ in the last bits between the two.
     static float dot(const float *a, const float *b, size_t n);
     static float norm(const float *a, size_t n);
     // Cosine similarity; 0 when the lengths differ or either vector is zero.

@@ -3,10 +3,12 @@
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "core/scope_path.h"
+#include "plugins/storage/sqlite/sqlite_storage.h"
 #include "tests/support/temp_store.h"
 
 #include <QElapsedTimer>
 #include <QFile>
+#include <QFileInfo>
 #include <QProcess>
 #include <QRandomGenerator>
 #include <QSet>
@@ -154,6 +156,60 @@ Embedding randomUnitish(QRandomGenerator &rng, int dim)
     return e;
 }
 
+// Also in sqlite_writer.cpp: the helper's "ann" vectors for the same arguments.
+Embedding annVector(const QString &tag, int i, int salt)
+{
+    quint32 h = 2166136261u; // FNV-1a: qHash is seeded per process
+    for (char c : tag.toUtf8())
+        h = (h ^ quint8(c)) * 16777619u;
+    const quint32 seeds[] = {h, quint32(i), quint32(salt)};
+    QRandomGenerator rng(seeds, 3);
+    Embedding e(16);
+    for (float &x : e)
+        x = float(rng.generateDouble() * 2.0 - 1.0);
+    return e;
+}
+
+// The storage class itself (not through the plugin), for its index statistics and bare searches.
+std::unique_ptr<SqliteStorage> openDirect(const QString &path, Json extra = Json::object())
+{
+    Json config = extra;
+    config["path"] = path.toStdString();
+    return std::make_unique<SqliteStorage>(SqliteStorage::Options::fromJson(config));
+}
+
+QSet<qint64> rowidSet(const std::vector<VectorIndex::Hit> &hits)
+{
+    QSet<qint64> out;
+    for (const auto &h : hits)
+        out.insert(h.rowid);
+    return out;
+}
+
+// Fraction of the exact top-k the approximate top-k found; a tie at the k-th score counts as found.
+double recallAgainst(const std::vector<VectorIndex::Hit> &approx, const std::vector<VectorIndex::Hit> &exact)
+{
+    if (exact.empty())
+        return approx.empty() ? 1.0 : 0.0;
+    const double last = exact.back().score;
+    int found = 0;
+    for (const auto &h : approx)
+        if (h.score >= last - 1e-6)
+            ++found;
+    return double(std::min<std::size_t>(std::size_t(found), exact.size())) / double(exact.size());
+}
+
+QHash<QString, qint64> rowidsById(const QString &path)
+{
+    QHash<QString, qint64> out;
+    for (const QString &line : rawQuery(path, QStringLiteral("SELECT id || ' ' || rid FROM records"))) {
+        const QStringList parts = line.split(QLatin1Char(' '));
+        if (parts.size() == 2)
+            out.insert(parts[0], parts[1].toLongLong());
+    }
+    return out;
+}
+
 } // namespace
 
 class TestSqliteStorage : public QObject
@@ -195,6 +251,15 @@ private Q_SLOTS:
     void concurrentProcessesLoseNothing();
     void killedWriterLeavesIntactStore();
     void searchSpeed();
+    void annConfigKeys();
+    void annMatchesExactScan();
+    void annFiltersNeverLeak_data();
+    void annFiltersNeverLeak();
+    void annRandomFiltersNeverLeak();
+    void annFollowsWritesAndSurvivesReopen();
+    void annSeesOtherProcesses();
+    void annKilledWriterNeverGivesWrongResults();
+    void annDamagedOrForeignFileIsRebuilt();
 };
 
 void TestSqliteStorage::pluginIsRegistered()
@@ -1232,7 +1297,8 @@ void TestSqliteStorage::killedWriterLeavesIntactStore()
 void TestSqliteStorage::searchSpeed()
 {
     test::TempStore tmp;
-    auto store = openStore(tmp.path());
+    // The exact scan (the approximate index has its own tests, which never time anything).
+    auto store = openStore(tmp.path(), Json{{"ann_threshold", 1000000}});
     const int n = 10000, dim = 384;
     QRandomGenerator rng(42);
     std::vector<Embedding> vectors;
@@ -1289,6 +1355,474 @@ void TestSqliteStorage::searchSpeed()
     // The goal is well under 5 ms of work; CPU time keeps the bound meaningful on a busy machine.
     QVERIFY2(allCpu < 5.0, qPrintable(QString::number(allCpu)));
     QVERIFY2(filteredCpu < allCpu, qPrintable(QString::number(filteredCpu)));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The approximate (HNSW) index: correctness only, never timing.
+
+void TestSqliteStorage::annConfigKeys()
+{
+    for (const char *bad : {R"({"path": ":memory:", "ann_threshold": -1})", R"({"path": ":memory:", "ann_m": 2})",
+                            R"({"path": ":memory:", "ann_ef_search": "many"})", R"({"path": ":memory:", "ann_ef_construction": 5})"}) {
+        const Caught c = catchError([&] { SqliteStorage::Options::fromJson(Json::parse(bad)); });
+        VERIFY_ERROR(c, ErrorKind::InvalidArgument);
+        QVERIFY2(c.message.contains(QLatin1String("ann_")), qPrintable(c.message));
+    }
+    const auto o = SqliteStorage::Options::fromJson(
+        Json::parse(R"({"path": "x.db", "ann_threshold": 0, "ann_m": 24, "ann_ef_construction": 150, "ann_ef_search": 300})"));
+    QCOMPARE(o.annThreshold, 0);
+    QCOMPARE(o.annM, 24);
+    QCOMPARE(o.annEfConstruction, 150);
+    QCOMPARE(o.annEfSearch, 300);
+    // The plugin takes the same keys.
+    test::TempStore tmp;
+    QVERIFY(openStore(tmp.path(), Json{{"ann_threshold", 10}, {"ann_ef_search", 50}}) != nullptr);
+}
+
+void TestSqliteStorage::annMatchesExactScan()
+{
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path(), Json{{"ann_threshold", 100}, {"ann_ef_search", 200}});
+    const int n = 3000, dim = 32;
+    QRandomGenerator rng(1234);
+    std::vector<Embedding> vectors;
+    for (int start = 0; start < n; start += 500) {
+        std::vector<MemoryRecord> batch;
+        for (int i = start; i < start + 500; ++i) {
+            batch.push_back(makeRecord(QStringLiteral("v%1").arg(i), QStringLiteral("/r/%1").arg(i % 5), randomUnitish(rng, dim)));
+            vectors.push_back(batch.back().embedding);
+        }
+        store->save(batch);
+    }
+    double recall = 0;
+    int identical = 0;
+    const int queries = 60;
+    for (int q = 0; q < queries; ++q) {
+        const Embedding query = randomUnitish(rng, dim);
+        const auto exact = store->nearest(query, {}, 10, VectorIndex::Mode::Exact);
+        const auto approx = store->nearest(query, {}, 10, VectorIndex::Mode::Auto);
+        QCOMPARE(exact.size(), std::size_t(10));
+        QCOMPARE(approx.size(), std::size_t(10));
+        recall += recallAgainst(approx, exact);
+        identical += rowidSet(approx) == rowidSet(exact) ? 1 : 0;
+        // The public search returns the records of the approximate hits, best first.
+        const auto records = store->search(query, {}, 10);
+        QCOMPARE(records.size(), std::size_t(10));
+        QVERIFY(std::abs(records.front().score - approx.front().score) < 1e-9);
+        for (std::size_t k = 1; k < records.size(); ++k)
+            QVERIFY(records[k - 1].score >= records[k].score);
+    }
+    const auto stats = store->indexStats();
+    QVERIFY(stats.approximate);
+    QCOMPARE(stats.builds, qint64(1));
+    QCOMPARE(stats.vectors, std::size_t(n));
+    recall /= queries;
+    qInfo("approximate top-10 against exact on %d x %d: recall %.4f, %d of %d identical", n, dim, recall, identical, queries);
+    QVERIFY2(recall >= 0.95, qPrintable(QString::number(recall)));
+    // A stored vector finds itself first.
+    for (int i = 0; i < n; i += 97) {
+        const auto hits = store->nearest(vectors[std::size_t(i)], {}, 1);
+        QCOMPARE(hits.size(), std::size_t(1));
+        QVERIFY(hits[0].score > 0.9999);
+    }
+}
+
+void TestSqliteStorage::annFiltersNeverLeak_data()
+{
+    filtersNeverLeak_data();
+}
+
+// The filter fixture with the approximate index on from the first record: every filter gives exactly
+// what the exact scan gives, through search() and through a forced graph walk.
+void TestSqliteStorage::annFiltersNeverLeak()
+{
+    QFETCH(QStringList, scopes);
+    QFETCH(QStringList, categories);
+    QFETCH(QStringList, ids);
+    QFETCH(int, beforeHours);
+    QFETCH(int, afterHours);
+    QFETCH(int, privacy);
+    QFETCH(QString, viewer);
+    QFETCH(QString, onlySource);
+    QFETCH(QString, metadata);
+    QFETCH(QStringList, expected);
+
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path(), Json{{"ann_threshold", 1}});
+    std::vector<MemoryRecord> records;
+    QHash<QString, QString> idOf;
+    int i = 0;
+    for (const FixtureRecord &f : filterFixture()) {
+        MemoryRecord r = makeRecord(QStringLiteral("shared token %1").arg(QLatin1String(f.name)), QLatin1String(f.scope),
+                                    {1.0f, float(i) * 0.1f, 0.5f, 0}, f.hours);
+        r.categories = f.categories;
+        r.source = QLatin1String(f.source);
+        r.isPrivate = f.isPrivate;
+        r.metadata = f.metadata;
+        idOf.insert(QLatin1String(f.name), r.id);
+        records.push_back(r);
+        ++i;
+    }
+    store->save(records);
+
+    RecordFilter filter;
+    filter.scopes = scopes;
+    filter.categories = categories;
+    for (const QString &n : ids)
+        filter.ids << idOf.value(n);
+    if (beforeHours >= 0)
+        filter.createdBefore = kBase.addSecs(3600LL * beforeHours);
+    if (afterHours >= 0)
+        filter.createdAfter = kBase.addSecs(3600LL * afterHours);
+    filter.applyPrivacy = privacy > 0;
+    filter.includePrivate = privacy > 1;
+    filter.source = viewer;
+    filter.onlySource = onlySource;
+    if (!metadata.isEmpty())
+        filter.metadata = Json::parse(metadata.toStdString());
+
+    QSet<QString> want;
+    for (const QString &n : expected)
+        want.insert(QStringLiteral("shared token ") + n);
+
+    auto verify = [&](const QSet<QString> &wanted) {
+        const QSet<QString> bySearch = contentsOf(store->search({1, 0, 0, 0}, filter, 100));
+        QVERIFY(store->indexStats().approximate);
+        QVERIFY2(bySearch == wanted, qPrintable(QStringLiteral("search: ") + describe(bySearch) + QStringLiteral(" != ") + describe(wanted)));
+        if (!filter.metadata.empty())
+            return; // the index does not look at metadata; search() above does
+        const QHash<QString, qint64> rowid = rowidsById(tmp.path());
+        QSet<qint64> wantedRows;
+        for (const MemoryRecord &r : records)
+            if (wanted.contains(r.content))
+                wantedRows.insert(rowid.value(r.id));
+        for (VectorIndex::Mode mode : {VectorIndex::Mode::Graph, VectorIndex::Mode::Auto, VectorIndex::Mode::Exact}) {
+            const QSet<qint64> got = rowidSet(store->nearest({1, 0, 0, 0}, filter, 100, mode));
+            QVERIFY2(got == wantedRows, qPrintable(QStringLiteral("mode %1: %2 rows, %3 wanted").arg(int(mode)).arg(got.size()).arg(wantedRows.size())));
+        }
+    };
+    verify(want);
+    if (QTest::currentTestFailed())
+        return;
+    // A write updates the loaded graph in place.
+    MemoryRecord outsider = makeRecord(QStringLiteral("shared token outsider"), QStringLiteral("/zzz"), {1, 0, 0, 0}, 100);
+    outsider.isPrivate = true;
+    outsider.source = QStringLiteral("carol");
+    outsider.categories = {QStringLiteral("fact")};
+    outsider.metadata = Json{{"topic", "z"}};
+    store->save({outsider});
+    records.push_back(outsider);
+    if (filter.matches(outsider))
+        want.insert(outsider.content);
+    verify(want);
+}
+
+void TestSqliteStorage::annRandomFiltersNeverLeak()
+{
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path(), Json{{"ann_threshold", 100}});
+    const QStringList scopes = {"/a", "/a/x", "/ab", "/b", "/b/c/d"};
+    const QStringList cats = {"c0", "c1", "c2", "c3"};
+    const QStringList sources = {"", "alice", "bob"};
+    QRandomGenerator rng(99);
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 3000; ++i) {
+        MemoryRecord r = makeRecord(QStringLiteral("r%1").arg(i), scopes[int(rng.bounded(5))], randomUnitish(rng, 16), int(rng.bounded(1000)));
+        for (const QString &c : cats)
+            if (rng.bounded(3) == 0)
+                r.categories << c;
+        r.source = sources[int(rng.bounded(3))];
+        r.isPrivate = !r.source.isEmpty() && rng.bounded(4) == 0;
+        records.push_back(r);
+    }
+    store->save(records);
+    QHash<QString, const MemoryRecord *> byId;
+    for (const MemoryRecord &r : records)
+        byId.insert(r.id, &r);
+    QHash<qint64, const MemoryRecord *> byRow;
+    const QHash<QString, qint64> rowid = rowidsById(tmp.path());
+    for (auto it = rowid.cbegin(); it != rowid.cend(); ++it)
+        byRow.insert(it.value(), byId.value(it.key()));
+
+    double recall = 0;
+    int measured = 0;
+    for (int t = 0; t < 60; ++t) {
+        RecordFilter f;
+        if (rng.bounded(2))
+            f.scopes = {scopes[int(rng.bounded(5))]};
+        if (rng.bounded(2))
+            f.categories = {cats[int(rng.bounded(4))]};
+        f.applyPrivacy = rng.bounded(3) != 0;
+        f.includePrivate = rng.bounded(4) == 0;
+        f.source = sources[int(rng.bounded(3))];
+        if (rng.bounded(4) == 0)
+            f.onlySource = sources[1 + int(rng.bounded(2))];
+        if (rng.bounded(3) == 0)
+            f.createdAfter = kBase.addSecs(3600LL * rng.bounded(500));
+        if (rng.bounded(3) == 0)
+            f.createdBefore = kBase.addSecs(3600LL * (500 + rng.bounded(500)));
+        const Embedding q = randomUnitish(rng, 16);
+        const auto exact = store->nearest(q, f, 20, VectorIndex::Mode::Exact);
+        for (VectorIndex::Mode mode : {VectorIndex::Mode::Graph, VectorIndex::Mode::Auto}) {
+            const auto hits = store->nearest(q, f, 20, mode);
+            for (const auto &h : hits) {
+                const MemoryRecord *r = byRow.value(h.rowid);
+                QVERIFY(r);
+                QVERIFY2(f.matches(*r), qPrintable(QStringLiteral("filter %1 leaked %2 (mode %3)").arg(t).arg(r->content).arg(int(mode))));
+            }
+            if (mode == VectorIndex::Mode::Auto && !exact.empty()) {
+                recall += recallAgainst(hits, exact);
+                ++measured;
+            }
+        }
+        for (const ScoredRecord &s : store->search(q, f, 20))
+            QVERIFY(f.matches(s.record));
+    }
+    QVERIFY(store->indexStats().approximate);
+    QVERIFY(measured > 0);
+    qInfo("filtered approximate top-20 against exact: recall %.4f over %d filters", recall / measured, measured);
+    QVERIFY2(recall / measured >= 0.9, qPrintable(QString::number(recall / measured)));
+}
+
+void TestSqliteStorage::annFollowsWritesAndSurvivesReopen()
+{
+    test::TempStore tmp;
+    const QString path = tmp.path();
+    const Json config{{"ann_threshold", 100}, {"ann_ef_search", 200}};
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 600; ++i)
+        records.push_back(makeRecord(QStringLiteral("reopen %1").arg(i), QStringLiteral("/r"), annVector(QStringLiteral("reopen"), i, 0)));
+    QString file;
+    {
+        auto s1 = openDirect(path, config);
+        file = s1->indexFilePath();
+        QCOMPARE(file, path + QStringLiteral(".hnsw"));
+        s1->save(records);
+        QCOMPARE(s1->search(records[5].embedding, {}, 1).at(0).record.id, records[5].id);
+        QVERIFY(s1->indexStats().approximate);
+        QCOMPARE(s1->indexStats().builds, qint64(1));
+        QVERIFY(QFile::exists(file)); // written right after the build
+
+        // Updates, deletes and inserts reach the loaded graph.
+        MemoryRecord moved = records[0];
+        moved.embedding = annVector(QStringLiteral("reopen"), 0, 1);
+        moved.scope = QStringLiteral("/moved");
+        s1->update(moved);
+        RecordFilter gone;
+        gone.ids = {records[1].id};
+        QCOMPARE(s1->remove(gone), 1);
+        std::vector<MemoryRecord> more;
+        for (int i = 600; i < 605; ++i)
+            more.push_back(makeRecord(QStringLiteral("reopen %1").arg(i), QStringLiteral("/r"), annVector(QStringLiteral("reopen"), i, 0)));
+        s1->save(more);
+        QCOMPARE(s1->search(moved.embedding, {}, 1).at(0).record.scope, QStringLiteral("/moved"));
+        for (const ScoredRecord &h : s1->search(records[1].embedding, {}, 50))
+            QVERIFY(h.record.id != records[1].id);
+        QCOMPARE(s1->search(more[3].embedding, {}, 1).at(0).record.id, more[3].id);
+        QCOMPARE(s1->indexStats().builds, qint64(1));
+        s1->close(); // writes the file with the changes
+    }
+    QVERIFY(QFile::exists(file));
+    const QDateTime written = QFileInfo(file).lastModified();
+    const qint64 size = QFileInfo(file).size();
+    QTest::qWait(20);
+    {
+        auto s2 = openDirect(path, config);
+        QCOMPARE(s2->search(annVector(QStringLiteral("reopen"), 0, 1), {}, 1).at(0).record.id, records[0].id);
+        const auto stats = s2->indexStats();
+        QVERIFY(stats.approximate);
+        QVERIFY(stats.fromFile);
+        QCOMPARE(stats.fileLoads, qint64(1));
+        QCOMPARE(stats.builds, qint64(0));
+        QCOMPARE(stats.replayed, qint64(0));
+        QCOMPARE(stats.vectors, std::size_t(604));
+        s2->close(); // nothing changed: nothing written
+    }
+    QCOMPARE(QFileInfo(file).lastModified(), written);
+    QCOMPARE(QFileInfo(file).size(), size);
+
+    // Changes by a connection that never loads the index are caught up from the history on open.
+    std::vector<MemoryRecord> later;
+    {
+        auto s3 = openDirect(path, config);
+        for (int i = 1000; i < 1050; ++i)
+            later.push_back(makeRecord(QStringLiteral("later %1").arg(i), QStringLiteral("/later"), annVector(QStringLiteral("reopen"), i, 0)));
+        s3->save(later);
+        MemoryRecord changed = records[10];
+        changed.embedding = annVector(QStringLiteral("reopen"), 10, 1);
+        s3->update(changed);
+        RecordFilter gone;
+        gone.ids = {records[20].id};
+        QCOMPARE(s3->remove(gone), 1);
+        QVERIFY(!s3->indexStats().loaded);
+        s3->close();
+    }
+    QCOMPARE(QFileInfo(file).lastModified(), written);
+    auto s4 = openDirect(path, config);
+    QCOMPARE(s4->search(later[7].embedding, {}, 1).at(0).record.id, later[7].id);
+    auto stats = s4->indexStats();
+    QVERIFY(stats.fromFile);
+    QCOMPARE(stats.builds, qint64(0));
+    QCOMPARE(stats.replayed, qint64(52));
+    QCOMPARE(stats.vectors, std::size_t(604 + 50 - 1));
+    QCOMPARE(s4->search(annVector(QStringLiteral("reopen"), 10, 1), {}, 1).at(0).record.id, records[10].id);
+    for (const ScoredRecord &h : s4->search(records[20].embedding, {}, 100))
+        QVERIFY(h.record.id != records[20].id);
+    QRandomGenerator rng(5);
+    double recall = 0;
+    for (int q = 0; q < 20; ++q) {
+        const Embedding query = randomUnitish(rng, 16);
+        recall += recallAgainst(s4->nearest(query, {}, 10), s4->nearest(query, {}, 10, VectorIndex::Mode::Exact));
+    }
+    QVERIFY2(recall / 20 >= 0.95, qPrintable(QString::number(recall / 20)));
+    // A reset of everything drops the file with the records.
+    s4->reset(QStringLiteral("/"));
+    QVERIFY(!QFile::exists(file));
+    QVERIFY(s4->search(later[7].embedding, {}, 10).empty());
+}
+
+void TestSqliteStorage::annSeesOtherProcesses()
+{
+    test::TempStore tmp;
+    const QString path = tmp.path();
+    auto a = openDirect(path, Json{{"ann_threshold", 50}, {"ann_ef_search", 200}});
+    a->bindEmbedder({QStringLiteral("test/ann"), 16});
+    std::vector<MemoryRecord> base;
+    for (int i = 0; i < 300; ++i) {
+        MemoryRecord r = makeRecord(QStringLiteral("base %1").arg(i), QStringLiteral("/writers/base"), annVector(QStringLiteral("base"), i, 0));
+        r.metadata = Json{{"tag", "base"}, {"i", i}};
+        base.push_back(r);
+    }
+    a->save(base);
+    QCOMPARE(a->search(base[42].embedding, {}, 1).at(0).record.id, base[42].id);
+    QVERIFY(a->indexStats().approximate);
+    const qint64 builds = a->indexStats().builds;
+
+    QProcess p;
+    p.setProcessChannelMode(QProcess::ForwardedErrorChannel);
+    p.start(QStringLiteral(SQLITE_WRITER_PATH), {path, QStringLiteral("new"), QStringLiteral("100"), QStringLiteral("10"), QStringLiteral("mutate")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 0);
+    QVERIFY(p.readAllStandardOutput().contains("mutated"));
+
+    QCOMPARE(a->count({}), 300);
+    for (int i = 0; i < 300; ++i) {
+        if (i % 3 == 0) { // updated elsewhere: found by its new vector, in its new scope
+            const auto hits = a->search(annVector(QStringLiteral("base"), i, 1), {}, 1);
+            QCOMPARE(hits.at(0).record.id, base[std::size_t(i)].id);
+            QCOMPARE(hits.at(0).record.scope, QStringLiteral("/moved"));
+        } else if (i % 3 == 1) { // deleted elsewhere: never returned
+            for (const ScoredRecord &h : a->search(base[std::size_t(i)].embedding, {}, 20))
+                QVERIFY(h.record.id != base[std::size_t(i)].id);
+        }
+    }
+    for (int i = 0; i < 100; i += 7)
+        QCOMPARE(a->search(annVector(QStringLiteral("new"), i, 0), {}, 1).at(0).record.content, QStringLiteral("writer new record %1").arg(i));
+    RecordFilter moved;
+    moved.scopes = {QStringLiteral("/moved")};
+    QCOMPARE(a->search(annVector(QStringLiteral("base"), 3, 1), moved, 1000).size(), std::size_t(100));
+    const auto stats = a->indexStats();
+    QCOMPARE(stats.builds, builds); // caught up, not rebuilt
+    QVERIFY(stats.replayed >= 300);
+    QCOMPARE(stats.vectors, std::size_t(300));
+}
+
+void TestSqliteStorage::annKilledWriterNeverGivesWrongResults()
+{
+    test::TempStore tmp;
+    const QString path = tmp.path();
+    QProcess p;
+    p.setProcessChannelMode(QProcess::SeparateChannels);
+    p.start(QStringLiteral(SQLITE_WRITER_PATH), {path, QStringLiteral("k"), QStringLiteral("1000000"), QStringLiteral("20"), QStringLiteral("ann")});
+    QVERIFY(p.waitForStarted(10000));
+    QByteArray out;
+    QElapsedTimer timer;
+    timer.start();
+    // Past 1000 records the writer has written its index file at least once; keep it going a while.
+    while (out.count("committed") < 130 && timer.elapsed() < 40000) {
+        p.waitForReadyRead(1000);
+        out += p.readAllStandardOutput();
+    }
+    QVERIFY2(out.count("committed") >= 130, out.right(200).constData());
+    p.kill(); // SIGKILL: in a transaction, between two, or while writing the index file
+    QVERIFY(p.waitForFinished(10000));
+    QCOMPARE(p.exitStatus(), QProcess::CrashExit);
+    QVERIFY(QFile::exists(path + QStringLiteral(".hnsw")));
+
+    auto store = openDirect(path, Json{{"ann_threshold", 50}, {"ann_ef_search", 300}});
+    const std::vector<MemoryRecord> all = store->list({}, -1, 0);
+    const int n = int(all.size());
+    QVERIFY(n >= 130 * 20);
+    const QHash<QString, qint64> rowid = rowidsById(path);
+    int selfFound = 0;
+    for (const MemoryRecord &r : all) {
+        const Embedding v = annVector(QStringLiteral("k"), r.metadata["i"].get<int>(), 0);
+        // The index holds exactly the table's vectors: the exact scan finds every record itself.
+        const auto exact = store->nearest(v, {}, 1, VectorIndex::Mode::Exact);
+        QCOMPARE(exact.at(0).rowid, rowid.value(r.id));
+        QVERIFY(exact.at(0).score > 0.9999);
+        const auto approx = store->nearest(v, {}, 1);
+        selfFound += approx.at(0).rowid == rowid.value(r.id) ? 1 : 0;
+    }
+    const auto stats = store->indexStats();
+    QVERIFY(stats.approximate);
+    QCOMPARE(stats.vectors, std::size_t(n));
+    qInfo("after the kill: %d records, index %s (replayed %lld, built %lld), self found %d", n,
+          stats.fromFile ? "read from its file" : "rebuilt", static_cast<long long>(stats.replayed),
+          static_cast<long long>(stats.builds), selfFound);
+    QVERIFY2(selfFound >= n * 99 / 100, qPrintable(QString::number(selfFound)));
+    // Nothing returned that is not in the table.
+    QRandomGenerator rng(3);
+    for (int q = 0; q < 20; ++q)
+        for (const auto &h : store->nearest(randomUnitish(rng, 16), {}, 50))
+            QVERIFY(std::find(rowid.cbegin(), rowid.cend(), h.rowid) != rowid.cend());
+}
+
+void TestSqliteStorage::annDamagedOrForeignFileIsRebuilt()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 50}, {"ann_ef_search", 200}};
+    auto fill = [&](const QString &path, const QString &tag) {
+        auto s = openDirect(path, config);
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 300; ++i)
+            records.push_back(makeRecord(QStringLiteral("%1 %2").arg(tag).arg(i), QStringLiteral("/"), annVector(tag, i, 0)));
+        s->save(records);
+        s->search(records[0].embedding, {}, 1);
+        s->close();
+    };
+    const QString a = tmp.path(QStringLiteral("a.db")), b = tmp.path(QStringLiteral("b.db"));
+    fill(a, QStringLiteral("a"));
+    fill(b, QStringLiteral("b"));
+    int wrong = 0;
+    auto check = [&](const QString &path, const QString &tag) -> SqliteStorage::IndexStats {
+        auto s = openDirect(path, config);
+        for (int i = 0; i < 300; i += 11)
+            if (s->search(annVector(tag, i, 0), {}, 1).at(0).record.content != QStringLiteral("%1 %2").arg(tag).arg(i))
+                ++wrong;
+        return s->indexStats();
+    };
+    QVERIFY(check(a, QStringLiteral("a")).fromFile);
+
+    // Cut short: refused, rebuilt and written again.
+    {
+        QFile f(a + QStringLiteral(".hnsw"));
+        QVERIFY(f.resize(f.size() / 2));
+    }
+    auto stats = check(a, QStringLiteral("a"));
+    QVERIFY(!stats.fromFile);
+    QCOMPARE(stats.builds, qint64(1));
+    QVERIFY(check(a, QStringLiteral("a")).fromFile);
+
+    // Another store's file: never applied.
+    QVERIFY(QFile::remove(a + QStringLiteral(".hnsw")));
+    QVERIFY(QFile::copy(b + QStringLiteral(".hnsw"), a + QStringLiteral(".hnsw")));
+    stats = check(a, QStringLiteral("a"));
+    QVERIFY(!stats.fromFile);
+    QCOMPARE(stats.fileLoads, qint64(0));
+    QCOMPARE(stats.builds, qint64(1));
+    QCOMPARE(wrong, 0);
 }
 
 QTEST_GUILESS_MAIN(TestSqliteStorage)

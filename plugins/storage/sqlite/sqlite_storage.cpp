@@ -11,10 +11,12 @@
 #include <QSet>
 #include <QThread>
 #include <QUrl>
+#include <QUuid>
 #include <QtEndian>
 #include <algorithm>
 #include <cstring>
 #include <sqlite3.h>
+#include <thread>
 
 #ifndef MNEME_VERSION
 #define MNEME_VERSION "unknown"
@@ -340,6 +342,33 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
+// One read transaction, so that several statements see the same state; a no-op inside a transaction.
+
+class SqliteStorage::ReadSnapshot
+{
+public:
+    explicit ReadSnapshot(SqliteStorage &storage)
+        : m_storage(storage)
+    {
+        if (sqlite3_get_autocommit(storage.m_db)) {
+            storage.exec("BEGIN", QStringLiteral("starting a read"));
+            m_active = true;
+        }
+    }
+    ~ReadSnapshot()
+    {
+        if (m_active)
+            sqlite3_exec(m_storage.m_db, "COMMIT", nullptr, nullptr, nullptr);
+    }
+    ReadSnapshot(const ReadSnapshot &) = delete;
+    ReadSnapshot &operator=(const ReadSnapshot &) = delete;
+
+private:
+    SqliteStorage &m_storage;
+    bool m_active = false;
+};
+
+// ---------------------------------------------------------------------------------------------
 // Configuration
 
 SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
@@ -371,9 +400,29 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("sqlite storage: \"busy_timeout_ms\" must be a whole number of milliseconds between 0 and 86400000"));
             o.busyTimeoutMs = int(v.get<long long>());
+        } else if (key == QLatin1String("ann_threshold") || key == QLatin1String("ann_m")
+                   || key == QLatin1String("ann_ef_construction") || key == QLatin1String("ann_ef_search")) {
+            struct Range
+            {
+                long long low, high;
+                int *target;
+                const char *meaning;
+            };
+            const Range range = key == QLatin1String("ann_threshold") ? Range{0, 2000000000, &o.annThreshold, "records (0: always approximate)"}
+                : key == QLatin1String("ann_m")                       ? Range{4, 64, &o.annM, "links per node"}
+                : key == QLatin1String("ann_ef_construction")         ? Range{10, 2000, &o.annEfConstruction, "candidates"}
+                                                                      : Range{10, 5000, &o.annEfSearch, "candidates"};
+            if (!v.is_number_integer() || v.get<long long>() < range.low || v.get<long long>() > range.high)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("sqlite storage: \"%1\" must be a whole number of %2 between %3 and %4")
+                                .arg(key, QLatin1String(range.meaning))
+                                .arg(range.low)
+                                .arg(range.high));
+            *range.target = int(v.get<long long>());
         } else {
             throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("sqlite storage: unknown configuration key \"%1\"; the known keys are path, read_only and busy_timeout_ms")
+                        QStringLiteral("sqlite storage: unknown configuration key \"%1\"; the known keys are path, read_only, "
+                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction and ann_ef_search")
                             .arg(key));
         }
     }
@@ -406,6 +455,8 @@ SqliteStorage::SqliteStorage(const Options &options)
 SqliteStorage::~SqliteStorage()
 {
     QMutexLocker lock(&m_mutex);
+    if (!m_closed)
+        saveIndexFile(true);
     closeConnection();
 }
 
@@ -482,10 +533,58 @@ void SqliteStorage::open()
     } else {
         exec("PRAGMA query_only = 1", QStringLiteral("opening the store read-only"));
     }
+    ensureStoreId();
     Statement dv(*this, "PRAGMA data_version");
     dv.step(QStringLiteral("reading the data version"));
     m_dataVersion = dv.int64(0);
     loadBinding();
+}
+
+QString SqliteStorage::metaValue(const char *key)
+{
+    Statement st(*this, "SELECT value FROM meta WHERE key = ?");
+    st.bindBytes(1, QByteArray(key));
+    return st.step(QStringLiteral("reading the store's settings")) ? st.text(0) : QString();
+}
+
+// A random name for the store, recorded once, so that an index file is never applied to another store.
+void SqliteStorage::ensureStoreId()
+{
+    if (m_version < 1)
+        return;
+    m_storeId = metaValue("store_id");
+    if (!m_storeId.isEmpty() || m_readOnly || m_location == QLatin1String(":memory:"))
+        return;
+    exec("BEGIN IMMEDIATE", QStringLiteral("naming the store"));
+    try {
+        Statement st(*this, "INSERT INTO meta(key, value) VALUES ('store_id', ?) ON CONFLICT(key) DO NOTHING");
+        st.bindText(1, QUuid::createUuid().toString(QUuid::WithoutBraces)).run(QStringLiteral("naming the store"));
+        exec("COMMIT", QStringLiteral("naming the store"));
+    } catch (...) {
+        sqlite3_exec(m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        throw;
+    }
+    m_storeId = metaValue("store_id");
+}
+
+// The last history seq ever assigned (AUTOINCREMENT keeps it across deletions of the history).
+qint64 SqliteStorage::currentSeq()
+{
+    Statement st(*this, "SELECT seq FROM sqlite_sequence WHERE name = 'history'");
+    return st.step(QStringLiteral("reading the change sequence")) ? st.int64(0) : 0;
+}
+
+// Bumped by a reset of everything, which clears the history an index would catch up from.
+qint64 SqliteStorage::currentGeneration()
+{
+    return metaValue("reset_generation").toLongLong();
+}
+
+qint64 SqliteStorage::recordCount()
+{
+    Statement st(*this, "SELECT count(*) FROM records");
+    st.step(QStringLiteral("counting records"));
+    return st.int64(0);
 }
 
 void SqliteStorage::openConnection(bool immutable)
@@ -750,8 +849,19 @@ void SqliteStorage::refreshIfChanged()
     if (v == m_dataVersion)
         return;
     m_dataVersion = v;
-    m_index.invalidate();
     loadBinding();
+    if (!m_index.isLoaded())
+        return;
+    // Another connection committed: apply its changes (from the history) instead of reloading.
+    bool current = false;
+    try {
+        current = catchUp();
+    } catch (...) {
+        m_index.invalidate();
+        throw;
+    }
+    if (!current)
+        m_index.invalidate(); // reloaded (or rebuilt) on the next search
 }
 
 void SqliteStorage::loadBinding()
@@ -946,13 +1056,24 @@ std::optional<SqliteStorage::Row> SqliteStorage::rowById(const QString &id, bool
     return readRow(st.get(), withEmbedding);
 }
 
-std::optional<SqliteStorage::Row> SqliteStorage::rowByRowid(qint64 rowid)
+std::optional<SqliteStorage::Row> SqliteStorage::rowByRowid(qint64 rowid, bool withEmbedding)
 {
-    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.rid = ?");
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + (withEmbedding ? ", r.embedding" : "")
+                            + " FROM records r WHERE r.rid = ?");
     st.bind(1, rowid);
     if (!st.step(QStringLiteral("reading a record")))
         return std::nullopt;
-    return readRow(st.get(), false);
+    return readRow(st.get(), withEmbedding);
+}
+
+std::vector<qint64> SqliteStorage::rowidsForIds(const QStringList &ids)
+{
+    Statement st(*this, "SELECT rid FROM records WHERE id IN (SELECT value FROM json_each(?))");
+    st.bindBytes(1, jsonBytes(Json(ids)));
+    std::vector<qint64> out;
+    while (st.step(QStringLiteral("looking up records by id")))
+        out.push_back(st.int64(0));
+    return out;
 }
 
 // Binds the thirteen stored fields of a record, content to embedding in table order, from `first`.
@@ -1012,7 +1133,6 @@ VectorIndex::Item SqliteStorage::indexItem(qint64 rowid, const MemoryRecord &r)
 {
     VectorIndex::Item item;
     item.rowid = rowid;
-    item.id = r.id;
     item.scope = r.scope;
     item.categories = r.categories;
     item.source = r.source;
@@ -1027,55 +1147,234 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
     if (!m_index.isLoaded())
         return;
     if (r.embedding.empty()) {
+        // An update that keeps the stored vector (a record without one stays unvectored).
         m_index.updateAttributes(indexItem(rowid, r));
         return;
     }
-    if (m_index.size() == 0 && m_index.dimension() != int(r.embedding.size()))
-        m_index.reset(int(r.embedding.size()));
     if (m_index.dimension() != int(r.embedding.size())) {
-        m_index.invalidate(); // cannot happen after checkDimension(); reload to be safe
-        return;
+        if (m_index.trackedCount() == 0 && !m_index.isAnn()) {
+            m_index.reset(int(r.embedding.size())); // the first vector of an empty store
+        } else {
+            m_index.invalidate(); // cannot happen after checkDimension(); reload to be safe
+            return;
+        }
     }
     m_index.upsert(indexItem(rowid, r), r.embedding.data());
 }
 
+void SqliteStorage::indexRemove(qint64 rowid)
+{
+    if (m_index.isLoaded())
+        m_index.remove(rowid);
+}
+
+// After this connection's own committed write of `changes` records, ending at history seq lastSeq.
+void SqliteStorage::afterWrite(qint64 lastSeq, qint64 changes)
+{
+    if (!m_index.isLoaded())
+        return;
+    m_indexSeq = lastSeq;
+    m_unsaved += changes;
+    try {
+        promoteIfLarge();
+    } catch (...) {
+        m_index.invalidate();
+        return;
+    }
+    saveIndexFile(false);
+}
+
+// A flat index that grew past the threshold becomes a graph (and is written, so no one builds it again).
+void SqliteStorage::promoteIfLarge()
+{
+    if (!m_index.isLoaded() || m_index.isAnn() || m_index.dimension() <= 0
+        || m_index.size() < std::size_t(std::max(1, m_options.annThreshold)))
+        return;
+    m_index.buildAnn(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+    ++m_stats.builds;
+    m_stats.fromFile = false;
+    m_unsaved = std::max<qint64>(m_unsaved, 1);
+    saveIndexFile(true);
+}
+
+bool SqliteStorage::indexFileUsable() const
+{
+    return !m_storeId.isEmpty() && !indexFilePath().isEmpty();
+}
+
+// The index file is a cache of the records table: written after a build, after many changes (force:
+// whenever it lacks any) and on close; a failure to write it is not an error of the write that asked.
+void SqliteStorage::saveIndexFile(bool force) noexcept
+{
+    if (!m_index.isLoaded() || !m_index.isAnn() || m_readOnly || !indexFileUsable() || m_unsaved <= 0)
+        return;
+    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / 8)))
+        return;
+    VectorIndex::Stamp stamp;
+    stamp.storeId = m_storeId;
+    stamp.generation = m_indexGeneration;
+    stamp.seq = m_indexSeq;
+    QString error;
+    try {
+        if (m_index.save(indexFilePath(), stamp, &error)) {
+            m_unsaved = 0;
+            ++m_stats.saves;
+        }
+    } catch (...) {
+        // out of memory or disk: the database stays the truth; the next open catches up
+    }
+}
+
+// Reads (rid, scope, categories, source, private, created_at, embedding) into the index.
+void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
+{
+    const int dimension = m_index.dimension();
+    VectorIndex::Item item;
+    item.rowid = sqlite3_column_int64(stmt, 0);
+    const int bytes = sqlite3_column_type(stmt, 6) == SQLITE_BLOB ? sqlite3_column_bytes(stmt, 6) : 0;
+    if (dimension <= 0 || bytes != int(dimension * sizeof(float))) {
+        m_index.markUnvectored(item.rowid); // not of this embedder; never searched
+        return;
+    }
+    item.scope = Statement::columnText(stmt, 1);
+    const char *catsText = reinterpret_cast<const char *>(sqlite3_column_text(stmt, 2));
+    if (catsText && std::strcmp(catsText, "[]") != 0) {
+        const Json cats = Json::parse(catsText, nullptr, false);
+        if (cats.is_array())
+            for (const auto &c : cats)
+                if (c.is_string())
+                    item.categories << QString::fromStdString(c.get<std::string>());
+    }
+    item.source = Statement::columnText(stmt, 3);
+    item.isPrivate = sqlite3_column_int64(stmt, 4) != 0;
+    item.hasCreated = sqlite3_column_type(stmt, 5) != SQLITE_NULL;
+    item.createdMs = sqlite3_column_int64(stmt, 5);
+    const auto *blob = static_cast<const float *>(sqlite3_column_blob(stmt, 6));
+    if (reinterpret_cast<quintptr>(blob) % alignof(float) == 0) {
+        m_index.upsert(item, blob);
+    } else {
+        std::vector<float> aligned(static_cast<std::size_t>(dimension));
+        std::memcpy(aligned.data(), blob, std::size_t(bytes));
+        m_index.upsert(item, aligned.data());
+    }
+}
+
 void SqliteStorage::loadIndex()
 {
+    ReadSnapshot snapshot(*this);
+    m_index.invalidate();
+    VectorIndex::AnnParams params;
+    params.m = m_options.annM;
+    params.efConstruction = m_options.annEfConstruction;
+    params.efSearch = m_options.annEfSearch;
     const int dimension = m_binding ? m_binding->dimension : 0;
-    m_index.reset(dimension);
-    if (dimension <= 0)
+    // The state the index will reflect, read before the rows (replaying a change twice is harmless).
+    m_indexGeneration = currentGeneration();
+    m_indexSeq = currentSeq();
+    m_unsaved = 0;
+    m_stats.fromFile = false;
+    if (dimension <= 0) {
+        m_index.reset(0);
+        m_index.setParams(params);
         return;
-    Statement st(*this, "SELECT rid, id, scope, categories, source, private, created_at, embedding "
-                        "FROM records WHERE embedding IS NOT NULL");
-    while (st.step(QStringLiteral("loading the vectors"))) {
-        const int bytes = sqlite3_column_bytes(st.get(), 7);
-        if (bytes != int(dimension * sizeof(float)))
-            continue; // not of this embedder; never searched
-        VectorIndex::Item item;
-        item.rowid = st.int64(0);
-        item.id = st.text(1);
-        item.scope = st.text(2);
-        const char *catsText = reinterpret_cast<const char *>(sqlite3_column_text(st.get(), 3));
-        if (catsText && std::strcmp(catsText, "[]") != 0) {
-            const Json cats = Json::parse(catsText, nullptr, false);
-            if (cats.is_array())
-                for (const auto &c : cats)
-                    if (c.is_string())
-                        item.categories << QString::fromStdString(c.get<std::string>());
-        }
-        item.source = st.text(4);
-        item.isPrivate = st.int64(5) != 0;
-        item.hasCreated = !st.isNull(6);
-        item.createdMs = st.int64(6);
-        const auto *blob = static_cast<const float *>(sqlite3_column_blob(st.get(), 7));
-        if (reinterpret_cast<quintptr>(blob) % alignof(float) == 0) {
-            m_index.upsert(item, blob);
-        } else {
-            std::vector<float> aligned(static_cast<std::size_t>(dimension));
-            std::memcpy(aligned.data(), blob, std::size_t(bytes));
-            m_index.upsert(item, aligned.data());
+    }
+    const qint64 total = recordCount();
+    const QString file = indexFilePath();
+    if (total >= std::max(1, m_options.annThreshold) && indexFileUsable() && QFileInfo::exists(file)) {
+        VectorIndex::Stamp stamp;
+        QString error;
+        if (m_index.load(file, dimension, &stamp, &error)) {
+            m_index.setParams(params);
+            // A file of this store and generation, not from its future, with few dead nodes: catch up.
+            const bool usable = stamp.storeId == m_storeId && stamp.generation == m_indexGeneration
+                && stamp.seq <= m_indexSeq && m_index.deletedNodes() * 3 <= m_index.graphNodes();
+            if (usable) {
+                const qint64 target = m_indexSeq;
+                m_indexSeq = stamp.seq;
+                ++m_stats.fileLoads;
+                if (catchUp()) {
+                    m_stats.fromFile = true;
+                    saveIndexFile(false);
+                    return;
+                }
+                m_indexSeq = target;
+            }
+            m_index.invalidate();
         }
     }
+    m_index.reset(dimension);
+    m_index.setParams(params);
+    Statement st(*this, "SELECT rid, scope, categories, source, private, created_at, embedding FROM records");
+    while (st.step(QStringLiteral("loading the vectors")))
+        applyIndexRow(st.get());
+    promoteIfLarge();
+}
+
+// Applies what other connections committed since the index's seq; false when the index cannot be
+// brought up to date that way (a reset, a file from elsewhere, too many changes, counts that differ).
+bool SqliteStorage::catchUp()
+{
+    ReadSnapshot snapshot(*this);
+    if (currentGeneration() != m_indexGeneration)
+        return false;
+    const int dimension = m_binding ? m_binding->dimension : 0;
+    if (dimension != m_index.dimension() && !(m_index.trackedCount() == 0 && !m_index.isAnn()))
+        return false;
+    if (dimension != m_index.dimension())
+        m_index.reset(dimension);
+    const qint64 seq = currentSeq();
+    if (seq == m_indexSeq)
+        return true;
+    if (seq < m_indexSeq)
+        return false;
+    QStringList ids;
+    QSet<QString> seen;
+    bool deletes = false;
+    qint64 changes = 0;
+    {
+        Statement st(*this, "SELECT record_id, event FROM history WHERE seq > ? ORDER BY seq");
+        st.bind(1, m_indexSeq);
+        while (st.step(QStringLiteral("reading the changes of other connections"))) {
+            const QString id = st.text(0);
+            if (!seen.contains(id)) {
+                seen.insert(id);
+                ids.append(id);
+            }
+            if (st.text(1) == QLatin1String("DELETE"))
+                deletes = true;
+            ++changes;
+        }
+    }
+    if (changes > qint64(m_index.trackedCount()) + 1000)
+        return false; // rebuilding costs less than replaying
+    {
+        Statement st(*this, "SELECT rid, scope, categories, source, private, created_at, embedding FROM records WHERE id = ?");
+        for (const QString &id : std::as_const(ids)) {
+            st.bindText(1, id);
+            if (st.step(QStringLiteral("reading a changed record")))
+                applyIndexRow(st.get());
+            sqlite3_reset(st.get());
+        }
+    }
+    if (deletes) {
+        // A deleted record's rowid is not in the history: compare the rowids the index holds with the table's.
+        std::vector<qint64> present;
+        {
+            Statement st(*this, "SELECT rid FROM records");
+            while (st.step(QStringLiteral("listing records")))
+                present.push_back(st.int64(0));
+        }
+        std::sort(present.begin(), present.end());
+        for (qint64 rowid : m_index.trackedRowids())
+            if (!std::binary_search(present.begin(), present.end(), rowid))
+                m_index.remove(rowid);
+    }
+    if (recordCount() != qint64(m_index.trackedCount()))
+        return false;
+    m_indexSeq = seq;
+    m_unsaved += changes;
+    m_stats.replayed += changes;
+    return true;
 }
 
 std::vector<QString> SqliteStorage::distinctScopesBelow(const QString &prefix)
@@ -1205,10 +1504,22 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
         rowids.push_back(insertRecord(r));
         insertHistory(r.id, HistoryEntry::Event::Add, nullptr, &r, at);
     }
+    const qint64 lastSeq = currentSeq();
     t.commit();
-    for (std::size_t i = 0; i < records.size(); ++i)
-        if (!records[i].embedding.empty())
-            indexPut(rowids[i], records[i]);
+    if (!m_index.isLoaded())
+        return;
+    try {
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            if (records[i].embedding.empty())
+                indexRemove(rowids[i]);
+            else
+                indexPut(rowids[i], records[i]);
+        }
+    } catch (...) {
+        m_index.invalidate(); // committed: the next search reloads
+        return;
+    }
+    afterWrite(lastSeq, qint64(records.size()));
 }
 
 void SqliteStorage::update(const MemoryRecord &record)
@@ -1235,8 +1546,17 @@ void SqliteStorage::update(const MemoryRecord &record)
         fts.bindText(1, record.content).bind(2, old->rowid).run(QStringLiteral("indexing record %1").arg(record.id));
     }
     insertHistory(record.id, HistoryEntry::Event::Update, &old->record, &record, nowUtc().toMSecsSinceEpoch());
+    const qint64 lastSeq = currentSeq();
     t.commit();
-    indexPut(old->rowid, record);
+    if (!m_index.isLoaded())
+        return;
+    try {
+        indexPut(old->rowid, record);
+    } catch (...) {
+        m_index.invalidate();
+        return;
+    }
+    afterWrite(lastSeq, 1);
 }
 
 int SqliteStorage::deleteRows(const std::vector<Row> &rows)
@@ -1261,10 +1581,13 @@ int SqliteStorage::remove(const RecordFilter &requested)
     Transaction t(*this);
     const std::vector<Row> rows = selectRows(filter, false, false);
     const int n = deleteRows(rows);
+    const qint64 lastSeq = currentSeq();
     t.commit();
-    if (m_index.isLoaded())
+    if (m_index.isLoaded() && n > 0) {
         for (const Row &row : rows)
-            m_index.remove(row.rowid);
+            indexRemove(row.rowid);
+        afterWrite(lastSeq, n);
+    }
     return n;
 }
 
@@ -1280,10 +1603,13 @@ int SqliteStorage::reset(const QString &scopePrefix)
         f.scopes = {prefix};
         const std::vector<Row> rows = selectRows(f, false, false);
         const int n = deleteRows(rows);
+        const qint64 lastSeq = currentSeq();
         t.commit();
-        if (m_index.isLoaded())
+        if (m_index.isLoaded() && n > 0) {
             for (const Row &row : rows)
-                m_index.remove(row.rowid);
+                indexRemove(row.rowid);
+            afterWrite(lastSeq, n);
+        }
         return n;
     }
     int n = 0;
@@ -1296,10 +1622,23 @@ int SqliteStorage::reset(const QString &scopePrefix)
     exec("DELETE FROM records_fts", QStringLiteral("clearing the keyword index"));
     exec("DELETE FROM history", QStringLiteral("deleting the history"));
     exec("DELETE FROM meta WHERE key IN ('embedder_id', 'dimension')", QStringLiteral("clearing the embedder binding"));
+    // The history an index file would catch up from is gone: a new generation makes such files stale.
+    const qint64 generation = currentGeneration() + 1;
+    {
+        Statement st(*this, "INSERT INTO meta(key, value) VALUES ('reset_generation', ?) "
+                            "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+        st.bindText(1, QString::number(generation)).run(QStringLiteral("recording the reset"));
+    }
+    const qint64 seq = currentSeq();
     t.commit();
     m_binding.reset();
     m_sessionBinding.reset();
     m_index.reset(0);
+    m_indexGeneration = generation;
+    m_indexSeq = seq;
+    m_unsaved = 0;
+    if (!indexFilePath().isEmpty())
+        QFile::remove(indexFilePath());
     return n;
 }
 
@@ -1319,28 +1658,83 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
     if (limit <= 0)
         return {};
     refreshIfChanged();
-    const auto b = effectiveBinding();
-    if (!b)
-        return {}; // nothing was ever embedded into this store
-    checkDimension(int(query.size()), QStringLiteral("the query embedding"));
-    if (!m_index.isLoaded())
-        loadIndex();
-    if (m_index.dimension() != int(query.size()))
-        return {}; // a read-only session binding on a store without vectors
+    if (!prepareIndex(query))
+        return {};
     const bool post = needsPostFilter(filter);
-    const std::vector<VectorIndex::Hit> hits = m_index.search(query.data(), filter, post ? -1 : limit);
+    std::vector<qint64> rows;
+    if (!filter.ids.isEmpty())
+        rows = rowidsForIds(filter.ids);
+    const std::vector<VectorIndex::Hit> hits =
+        m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
     for (const VectorIndex::Hit &hit : hits) {
-        std::optional<Row> row = rowByRowid(hit.rowid);
+        std::optional<Row> row = rowByRowid(hit.rowid, true);
+        // The record itself is the final judge: the index never widens what the filter selects.
         if (!row || !filter.matches(row->record))
             continue;
-        if (const float *v = m_index.vector(hit.rowid))
-            row->record.embedding.assign(v, v + m_index.dimension());
         out.push_back({std::move(row->record), hit.score});
         if (int(out.size()) >= limit)
             break;
     }
     return out;
+}
+
+// Loads or brings up to date the index for a search with `query`; false when there is nothing to search.
+bool SqliteStorage::prepareIndex(const Embedding &query)
+{
+    const auto b = effectiveBinding();
+    if (!b)
+        return false; // nothing was ever embedded into this store
+    checkDimension(int(query.size()), QStringLiteral("the query embedding"));
+    if (!m_index.isLoaded())
+        loadIndex();
+    promoteIfLarge();
+    return m_index.dimension() == int(query.size()); // else a read-only session binding on a store without vectors
+}
+
+std::vector<VectorIndex::Hit> SqliteStorage::nearest(const Embedding &query, const RecordFilter &requested, int limit,
+                                                     VectorIndex::Mode mode)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (query.empty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+    if (limit == 0)
+        return {};
+    refreshIfChanged();
+    if (!prepareIndex(query))
+        return {};
+    std::vector<qint64> rows;
+    if (!filter.ids.isEmpty())
+        rows = rowidsForIds(filter.ids);
+    return m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &rows, mode);
+}
+
+SqliteStorage::IndexStats SqliteStorage::indexStats()
+{
+    QMutexLocker lock(&m_mutex);
+    IndexStats s = m_stats;
+    s.loaded = m_index.isLoaded();
+    s.approximate = m_index.isAnn();
+    s.vectors = m_index.isLoaded() ? m_index.size() : 0;
+    s.deletedNodes = m_index.deletedNodes();
+    s.seq = m_indexSeq;
+    return s;
+}
+
+QString SqliteStorage::indexFilePath() const
+{
+    if (m_location == QLatin1String(":memory:"))
+        return QString();
+    return m_location + QStringLiteral(".hnsw");
+}
+
+void SqliteStorage::flushIndex()
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    saveIndexFile(true);
 }
 
 std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit)
@@ -1539,12 +1933,22 @@ void SqliteStorage::touch(const QStringList &ids, const QDateTime &at)
     if (ids.isEmpty())
         return;
     const qint64 ms = (at.isValid() ? at : nowUtc()).toMSecsSinceEpoch();
-    Transaction t(*this);
-    for (const QString &id : ids) {
-        Statement st(*this, "UPDATE records SET last_accessed = ?, access_count = access_count + 1 WHERE id = ?");
-        st.bind(1, ms).bindText(2, id).run(QStringLiteral("recording an access"));
+    // Access statistics are a convenience: their commit is not synced (WAL with synchronous=NORMAL
+    // stays consistent; a power loss may only forget the last accesses), so a recall that records
+    // them does not wait for the disk.
+    exec("PRAGMA synchronous = NORMAL", QStringLiteral("recording an access"));
+    try {
+        Transaction t(*this);
+        for (const QString &id : ids) {
+            Statement st(*this, "UPDATE records SET last_accessed = ?, access_count = access_count + 1 WHERE id = ?");
+            st.bind(1, ms).bindText(2, id).run(QStringLiteral("recording an access"));
+        }
+        t.commit();
+    } catch (...) {
+        sqlite3_exec(m_db, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
+        throw;
     }
-    t.commit();
+    exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
 }
 
 std::vector<HistoryEntry> SqliteStorage::history(const QString &recordId)
@@ -1582,6 +1986,7 @@ void SqliteStorage::close()
     QMutexLocker lock(&m_mutex);
     if (m_closed)
         return;
+    saveIndexFile(true);
     for (sqlite3_stmt *st : std::as_const(m_statements))
         sqlite3_finalize(st);
     m_statements.clear();

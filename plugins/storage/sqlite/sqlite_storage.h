@@ -29,10 +29,32 @@ public:
         QString path;               // a file, or ":memory:"
         bool readOnly = false;
         int busyTimeoutMs = 10000;
+        // From this many records with vectors on, searches use the approximate (HNSW) index, kept in
+        // "<path>.hnsw"; below it, an exact scan. 0: always approximate.
+        int annThreshold = 10000;
+        int annM = 16;
+        int annEfConstruction = 100;
+        int annEfSearch = 96;
 
-        // Reads {"path", "read_only", "busy_timeout_ms"}; throws Error(InvalidArgument) naming the key
-        // for a missing path, an unknown key or a value of the wrong type.
+        // Reads {"path", "read_only", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
+        // "ann_ef_search"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
+        // key or a value of the wrong type or out of range.
         static Options fromJson(const Json &config);
+    };
+
+    // What the vector index is and where it came from (for tests, benchmarks and diagnostics).
+    struct IndexStats
+    {
+        bool loaded = false;
+        bool approximate = false;   // an HNSW graph (else a flat exact scan)
+        bool fromFile = false;      // the graph was read from the index file, not built
+        qint64 fileLoads = 0;       // index files read and accepted
+        qint64 builds = 0;          // graphs built from the records table
+        qint64 saves = 0;           // index files written
+        qint64 replayed = 0;        // history entries applied by catching up (file or other processes)
+        std::size_t vectors = 0;    // records with a vector in the index
+        std::size_t deletedNodes = 0;
+        qint64 seq = 0;             // the last history seq the index reflects
     };
 
     // The schema version this build writes and the newest it can read.
@@ -79,6 +101,17 @@ public:
 
     void close() override;
 
+    // Extensions beyond StorageBackend, for tests, benchmarks and tools that load this class directly.
+    IndexStats indexStats();
+    // "<path>.hnsw", or empty for an in-memory store.
+    QString indexFilePath() const;
+    // The bare index search: rowids and cosine scores, no rows read. `mode` forces the exact scan or
+    // the graph walk; Auto is what search() uses. Metadata conditions are not applied.
+    std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit,
+                                          VectorIndex::Mode mode = VectorIndex::Mode::Auto);
+    // Writes the index file now when the approximate index has changes it does not hold.
+    void flushIndex();
+
 private:
     class Statement;
     class Transaction;
@@ -111,6 +144,7 @@ private:
     void exec(const char *sql, const QString &doing);
     void exec(const QByteArray &sql, const QString &doing);
     void refreshIfChanged();
+    class ReadSnapshot;
     void loadBinding();
     std::optional<EmbedderBinding> effectiveBinding() const;
     void checkDimension(int dimension, const QString &what);
@@ -123,7 +157,8 @@ private:
     Where where(const RecordFilter &filter, bool withPrivacy) const;
     std::vector<Row> selectRows(const RecordFilter &filter, bool withPrivacy, bool withEmbedding);
     std::optional<Row> rowById(const QString &id, bool withEmbedding);
-    std::optional<Row> rowByRowid(qint64 rowid);
+    std::optional<Row> rowByRowid(qint64 rowid, bool withEmbedding);
+    std::vector<qint64> rowidsForIds(const QStringList &ids);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
     static Statement &bindFields(Statement &st, int first, const MemoryRecord &r);
     qint64 insertRecord(const MemoryRecord &r);
@@ -136,7 +171,20 @@ private:
     // The vector index.
     static VectorIndex::Item indexItem(qint64 rowid, const MemoryRecord &r);
     void indexPut(qint64 rowid, const MemoryRecord &r);
+    void indexRemove(qint64 rowid);
     void loadIndex();
+    bool prepareIndex(const Embedding &query);
+    bool catchUp();
+    void applyIndexRow(sqlite3_stmt *st);
+    void afterWrite(qint64 lastSeq, qint64 changes);
+    void promoteIfLarge();
+    void saveIndexFile(bool force) noexcept;
+    bool indexFileUsable() const;
+    QString metaValue(const char *key);
+    qint64 currentSeq();
+    qint64 currentGeneration();
+    qint64 recordCount();
+    void ensureStoreId();
 
     Options m_options;
     QString m_location;
@@ -151,6 +199,11 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    QString m_storeId;          // meta store_id: names the store in the index file
+    qint64 m_indexGeneration = 0; // meta reset_generation the index reflects
+    qint64 m_indexSeq = 0;      // last history seq the index reflects
+    qint64 m_unsaved = 0;       // changes the index file does not hold
+    IndexStats m_stats;
     mutable QMutex m_mutex;
 };
 

@@ -1,18 +1,31 @@
 #include "vector_index.h"
 
+#include "core/scope_path.h"
 #include "core/vector_math.h"
 
-#include "core/scope_path.h"
+#include <hnswlib/hnswlib.h>
 
+#include <QFile>
+#include <QSaveFile>
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
+#include <exception>
 #include <limits>
+#include <mutex>
+#include <queue>
+#include <thread>
 
 namespace mneme {
 
 namespace {
 
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
+constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
+constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
+constexpr quint32 kFormat = 1;
+constexpr quint32 kByteOrder = 0x01020304;
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
 {
@@ -21,7 +34,204 @@ bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
     return a.rowid < b.rowid;
 }
 
+// Inner-product "distance" (1 - dot) on normalised vectors, with the project's SIMD kernel.
+class DotSpace : public hnswlib::SpaceInterface<float>
+{
+public:
+    explicit DotSpace(std::size_t dim)
+        : m_dim(dim)
+    {
+    }
+    std::size_t get_data_size() override { return m_dim * sizeof(float); }
+    hnswlib::DISTFUNC<float> get_dist_func() override { return &distance; }
+    void *get_dist_func_param() override { return &m_dim; }
+
+private:
+    static float distance(const void *a, const void *b, const void *param)
+    {
+        return 1.0f - VectorMath::dot(static_cast<const float *>(a), static_cast<const float *>(b),
+                                      *static_cast<const std::size_t *>(param));
+    }
+    std::size_t m_dim;
+};
+
+using Graph = hnswlib::HierarchicalNSW<float>;
+
+void normalise(const float *in, float *out, int dim)
+{
+    const float n = VectorMath::norm(in, std::size_t(dim));
+    if (n > 0 && std::isfinite(n)) {
+        const float inv = 1.0f / n;
+        for (int i = 0; i < dim; ++i)
+            out[i] = in[i] * inv;
+    } else {
+        std::fill(out, out + dim, 0.0f);
+    }
+}
+
+// Sequential binary writer over a QSaveFile that remembers the first failure.
+class Writer
+{
+public:
+    explicit Writer(QSaveFile &f)
+        : m_f(f)
+    {
+    }
+    void raw(const void *p, qint64 n)
+    {
+        if (m_ok && n > 0 && m_f.write(static_cast<const char *>(p), n) != n)
+            m_ok = false;
+        m_total += quint64(n);
+    }
+    template<typename T>
+    void pod(T v)
+    {
+        raw(&v, sizeof(T));
+    }
+    void string(const QString &s)
+    {
+        const QByteArray b = s.toUtf8();
+        pod<quint32>(quint32(b.size()));
+        raw(b.constData(), b.size());
+    }
+    void strings(const QStringList &l)
+    {
+        pod<quint32>(quint32(l.size()));
+        for (const QString &s : l)
+            string(s);
+    }
+    template<typename T>
+    void array(const std::vector<T> &v, std::size_t n)
+    {
+        raw(v.data(), qint64(n * sizeof(T)));
+    }
+    bool ok() const { return m_ok; }
+    quint64 total() const { return m_total; }
+
+private:
+    QSaveFile &m_f;
+    bool m_ok = true;
+    quint64 m_total = 0;
+};
+
+class Reader
+{
+public:
+    explicit Reader(QFile &f, quint64 end)
+        : m_f(f), m_end(end)
+    {
+    }
+    bool raw(void *p, quint64 n)
+    {
+        if (!m_ok || quint64(m_f.pos()) + n > m_end) {
+            m_ok = false;
+            return false;
+        }
+        char *out = static_cast<char *>(p);
+        while (n > 0) {
+            const qint64 chunk = qint64(std::min<quint64>(n, quint64(1) << 30));
+            if (m_f.read(out, chunk) != chunk) {
+                m_ok = false;
+                return false;
+            }
+            out += chunk;
+            n -= quint64(chunk);
+        }
+        return true;
+    }
+    template<typename T>
+    T pod()
+    {
+        T v{};
+        raw(&v, sizeof(T));
+        return v;
+    }
+    QString string()
+    {
+        const quint32 n = pod<quint32>();
+        if (!m_ok || n > (1u << 24)) {
+            m_ok = false;
+            return QString();
+        }
+        QByteArray b(qsizetype(n), Qt::Uninitialized);
+        raw(b.data(), n);
+        return QString::fromUtf8(b);
+    }
+    QStringList strings()
+    {
+        const quint32 n = pod<quint32>();
+        QStringList l;
+        if (!m_ok || n > (1u << 26)) {
+            m_ok = false;
+            return l;
+        }
+        l.reserve(qsizetype(n));
+        for (quint32 i = 0; i < n && m_ok; ++i)
+            l.append(string());
+        return l;
+    }
+    template<typename T>
+    bool array(std::vector<T> &v, std::size_t n)
+    {
+        if (!m_ok || quint64(n) * sizeof(T) > m_end) {
+            m_ok = false;
+            return false;
+        }
+        v.resize(n);
+        return raw(v.data(), quint64(n) * sizeof(T));
+    }
+    bool ok() const { return m_ok; }
+    void fail() { m_ok = false; }
+
+private:
+    QFile &m_f;
+    quint64 m_end;
+    bool m_ok = true;
+};
+
 } // namespace
+
+struct VectorIndex::Ann
+{
+    std::unique_ptr<DotSpace> space;
+    std::unique_ptr<Graph> graph; // destroyed before the space it points to
+};
+
+// A RecordFilter's conditions resolved against the interned attribute tables.
+struct VectorIndex::Filter
+{
+    bool nothing = false;       // selects no record at all
+    bool trivial = true;        // selects every record
+    std::vector<std::uint8_t> scopeOk;
+    std::vector<std::uint8_t> catSetOk;
+    int onlySource = -1;
+    bool hidePrivate = false;
+    int visibleSource = -2;     // matches no record
+    bool hasBefore = false, hasAfter = false;
+    qint64 before = 0, after = 0;
+
+    bool selects(const VectorIndex &ix, std::size_t s) const
+    {
+        if (trivial)
+            return true;
+        if (!scopeOk.empty() && !scopeOk[std::size_t(ix.m_scope[s])])
+            return false;
+        if (!catSetOk.empty() && !catSetOk[std::size_t(ix.m_catSet[s])])
+            return false;
+        if (onlySource >= 0 && ix.m_source[s] != onlySource)
+            return false;
+        if (hidePrivate && ix.m_private[s] && ix.m_source[s] != visibleSource)
+            return false;
+        if (hasBefore && !(ix.m_created[s] < before))
+            return false;
+        if (hasAfter && ix.m_created[s] < after)
+            return false;
+        return true;
+    }
+};
+
+VectorIndex::VectorIndex() = default;
+VectorIndex::~VectorIndex() = default;
 
 void VectorIndex::reset(int dimension)
 {
@@ -34,23 +244,58 @@ void VectorIndex::invalidate()
 {
     m_loaded = false;
     m_dimension = 0;
-    m_vectors.clear();
-    m_norms.clear();
-    m_rowids.clear();
-    m_ids.clear();
-    m_scope.clear();
-    m_cats.clear();
-    m_source.clear();
-    m_private.clear();
-    m_created.clear();
-    m_slotOfRow.clear();
-    m_slotOfId.clear();
+    m_rowids = {};
+    m_scope = {};
+    m_catSet = {};
+    m_source = {};
+    m_private = {};
+    m_created = {};
+    m_vectors = {};
+    m_slotOfRow = {};
+    m_ann.reset();
+    m_unvectored.clear();
     m_scopeIds.clear();
     m_scopeNames.clear();
-    m_categoryIds.clear();
-    m_categoryNames.clear();
     m_sourceIds.clear();
     m_sourceNames.clear();
+    m_categoryIds.clear();
+    m_categoryNames.clear();
+    m_catSetIds.clear();
+    m_catSets.clear();
+}
+
+std::size_t VectorIndex::size() const
+{
+    if (m_ann)
+        return m_ann->graph->cur_element_count - m_ann->graph->num_deleted_;
+    return m_rowids.size();
+}
+
+std::size_t VectorIndex::deletedNodes() const
+{
+    return m_ann ? m_ann->graph->num_deleted_ : 0;
+}
+
+std::size_t VectorIndex::graphNodes() const
+{
+    return m_ann ? m_ann->graph->cur_element_count : 0;
+}
+
+std::size_t VectorIndex::slotCount() const
+{
+    return m_ann ? m_ann->graph->cur_element_count : m_rowids.size();
+}
+
+bool VectorIndex::live(std::size_t slot) const
+{
+    return !m_ann || !m_ann->graph->isMarkedDeleted(hnswlib::tableint(slot));
+}
+
+const float *VectorIndex::vectorAt(std::size_t slot) const
+{
+    if (m_ann)
+        return reinterpret_cast<const float *>(m_ann->graph->getDataByInternalId(hnswlib::tableint(slot)));
+    return m_vectors.data() + slot * std::size_t(m_dimension);
 }
 
 int VectorIndex::intern(QHash<QString, int> &table, QStringList &names, const QString &value)
@@ -64,19 +309,43 @@ int VectorIndex::intern(QHash<QString, int> &table, QStringList &names, const QS
     return id;
 }
 
+int VectorIndex::internCategories(const QStringList &categories)
+{
+    std::vector<std::int32_t> ids;
+    ids.reserve(std::size_t(categories.size()));
+    for (const QString &c : categories)
+        ids.push_back(intern(m_categoryIds, m_categoryNames, c));
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    QString key;
+    for (std::int32_t id : ids)
+        key += QString::number(id) + QLatin1Char(',');
+    auto it = m_catSetIds.constFind(key);
+    if (it != m_catSetIds.constEnd())
+        return it.value();
+    const int id = int(m_catSets.size());
+    m_catSets.push_back(std::move(ids));
+    m_catSetIds.insert(key, id);
+    return id;
+}
+
+void VectorIndex::growSlots(std::size_t slots)
+{
+    if (m_rowids.size() >= slots)
+        return;
+    m_rowids.resize(slots, 0);
+    m_scope.resize(slots, 0);
+    m_catSet.resize(slots, 0);
+    m_source.resize(slots, 0);
+    m_private.resize(slots, 0);
+    m_created.resize(slots, kUnknownTime);
+}
+
 void VectorIndex::fill(std::size_t slot, const Item &item)
 {
-    if (m_ids[slot] != item.id) {
-        m_slotOfId.remove(m_ids[slot]);
-        m_ids[slot] = item.id;
-        m_slotOfId.insert(item.id, slot);
-    }
+    m_rowids[slot] = item.rowid;
     m_scope[slot] = intern(m_scopeIds, m_scopeNames, item.scope);
-    std::vector<int> cats;
-    cats.reserve(std::size_t(item.categories.size()));
-    for (const QString &c : item.categories)
-        cats.push_back(intern(m_categoryIds, m_categoryNames, c));
-    m_cats[slot] = std::move(cats);
+    m_catSet[slot] = internCategories(item.categories);
     m_source[slot] = intern(m_sourceIds, m_sourceNames, item.source);
     m_private[slot] = item.isPrivate ? 1 : 0;
     m_created[slot] = item.hasCreated ? item.createdMs : kUnknownTime;
@@ -85,37 +354,63 @@ void VectorIndex::fill(std::size_t slot, const Item &item)
 void VectorIndex::upsert(const Item &item, const float *vector)
 {
     const std::size_t dim = std::size_t(m_dimension);
+    m_unvectored.remove(item.rowid);
+    if (m_ann) {
+        Graph &g = *m_ann->graph;
+        std::vector<float> unit(dim);
+        normalise(vector, unit.data(), m_dimension);
+        if (g.label_lookup_.find(hnswlib::labeltype(item.rowid)) == g.label_lookup_.end()
+            && g.cur_element_count >= g.max_elements_)
+            g.resizeIndex(std::max<std::size_t>(1024, g.max_elements_ + g.max_elements_ / 2));
+        const hnswlib::tableint slot = g.addPoint(unit.data(), hnswlib::labeltype(item.rowid), -1);
+        growSlots(std::size_t(slot) + 1);
+        fill(slot, item);
+        return;
+    }
     std::size_t slot;
     auto it = m_slotOfRow.constFind(item.rowid);
     if (it != m_slotOfRow.constEnd()) {
         slot = it.value();
     } else {
         slot = m_rowids.size();
-        m_rowids.push_back(item.rowid);
-        m_ids.emplace_back();
-        m_scope.push_back(0);
-        m_cats.emplace_back();
-        m_source.push_back(0);
-        m_private.push_back(0);
-        m_created.push_back(kUnknownTime);
-        m_norms.push_back(0);
+        growSlots(slot + 1);
         m_vectors.resize(m_vectors.size() + dim);
-        m_slotOfRow.insert(item.rowid, slot);
+        m_slotOfRow.insert(item.rowid, std::uint32_t(slot));
     }
-    std::copy(vector, vector + dim, m_vectors.begin() + std::ptrdiff_t(slot * dim));
-    m_norms[slot] = std::sqrt(VectorMath::dot(vector, vector, m_dimension));
+    normalise(vector, m_vectors.data() + slot * dim, m_dimension);
     fill(slot, item);
 }
 
 void VectorIndex::updateAttributes(const Item &item)
 {
+    if (m_ann) {
+        const Graph &g = *m_ann->graph;
+        auto it = g.label_lookup_.find(hnswlib::labeltype(item.rowid));
+        if (it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second))
+            fill(it->second, item);
+        return;
+    }
     auto it = m_slotOfRow.constFind(item.rowid);
     if (it != m_slotOfRow.constEnd())
         fill(it.value(), item);
 }
 
+void VectorIndex::markUnvectored(qint64 rowid)
+{
+    remove(rowid);
+    m_unvectored.insert(rowid);
+}
+
 void VectorIndex::remove(qint64 rowid)
 {
+    m_unvectored.remove(rowid);
+    if (m_ann) {
+        Graph &g = *m_ann->graph;
+        auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
+        if (it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second))
+            g.markDeletedInternal(it->second);
+        return;
+    }
     auto it = m_slotOfRow.constFind(rowid);
     if (it == m_slotOfRow.constEnd())
         return;
@@ -123,152 +418,612 @@ void VectorIndex::remove(qint64 rowid)
     const std::size_t last = m_rowids.size() - 1;
     const std::size_t dim = std::size_t(m_dimension);
     m_slotOfRow.remove(rowid);
-    m_slotOfId.remove(m_ids[slot]);
     if (slot != last) {
         std::copy(m_vectors.begin() + std::ptrdiff_t(last * dim), m_vectors.begin() + std::ptrdiff_t((last + 1) * dim),
                   m_vectors.begin() + std::ptrdiff_t(slot * dim));
-        m_norms[slot] = m_norms[last];
         m_rowids[slot] = m_rowids[last];
-        m_ids[slot] = std::move(m_ids[last]);
         m_scope[slot] = m_scope[last];
-        m_cats[slot] = std::move(m_cats[last]);
+        m_catSet[slot] = m_catSet[last];
         m_source[slot] = m_source[last];
         m_private[slot] = m_private[last];
         m_created[slot] = m_created[last];
-        m_slotOfRow.insert(m_rowids[slot], slot);
-        m_slotOfId.insert(m_ids[slot], slot);
+        m_slotOfRow.insert(m_rowids[slot], std::uint32_t(slot));
     }
     m_vectors.resize(last * dim);
-    m_norms.pop_back();
     m_rowids.pop_back();
-    m_ids.pop_back();
     m_scope.pop_back();
-    m_cats.pop_back();
+    m_catSet.pop_back();
     m_source.pop_back();
     m_private.pop_back();
     m_created.pop_back();
 }
 
-const float *VectorIndex::vector(qint64 rowid) const
+bool VectorIndex::contains(qint64 rowid) const
 {
-    auto it = m_slotOfRow.constFind(rowid);
-    if (it == m_slotOfRow.constEnd())
-        return nullptr;
-    return m_vectors.data() + it.value() * std::size_t(m_dimension);
+    if (m_ann) {
+        const Graph &g = *m_ann->graph;
+        auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
+        return it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second);
+    }
+    return m_slotOfRow.contains(rowid);
 }
 
-std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit) const
+std::vector<qint64> VectorIndex::trackedRowids() const
 {
-    std::vector<Hit> hits;
-    if (limit == 0 || m_rowids.empty())
-        return hits;
-    const int dim = m_dimension;
+    std::vector<qint64> out;
+    out.reserve(trackedCount());
+    for (std::size_t s = 0, n = slotCount(); s < n; ++s)
+        if (live(s))
+            out.push_back(m_rowids[s]);
+    for (qint64 r : m_unvectored)
+        out.push_back(r);
+    return out;
+}
 
-    // Scope conditions, decided once per distinct scope.
-    std::vector<std::uint8_t> scopeOk;
+void VectorIndex::buildAnn(int threads)
+{
+    if (m_ann || !m_loaded || m_dimension <= 0)
+        return;
+    const std::size_t n = m_rowids.size();
+    auto ann = std::make_unique<Ann>();
+    ann->space = std::make_unique<DotSpace>(std::size_t(m_dimension));
+    const std::size_t capacity = std::max<std::size_t>(1024, n + n / 4);
+    ann->graph = std::make_unique<Graph>(ann->space.get(), capacity, std::size_t(m_params.m),
+                                         std::size_t(m_params.efConstruction), 100);
+    Graph &g = *ann->graph;
+    std::vector<hnswlib::tableint> nodeOf(n);
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failureLock;
+    auto work = [&] {
+        try {
+            for (std::size_t i = next++; i < n; i = next++)
+                nodeOf[i] = g.addPoint(m_vectors.data() + i * std::size_t(m_dimension), hnswlib::labeltype(m_rowids[i]), -1);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(failureLock);
+            failure = std::current_exception();
+            next = n;
+        }
+    };
+    // Small graphs are built on one thread, so that they come out the same on every run.
+    const int workers = n < 10000 ? 1 : std::max(1, threads);
+    std::vector<std::thread> pool;
+    for (int t = 1; t < workers; ++t)
+        pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool)
+        t.join();
+    if (failure)
+        std::rethrow_exception(failure);
+
+    // Attributes move to the slots the graph gave their vectors.
+    auto permute = [&](auto &v) {
+        std::remove_reference_t<decltype(v)> out(v.size());
+        for (std::size_t i = 0; i < n; ++i)
+            out[nodeOf[i]] = v[i];
+        v = std::move(out);
+    };
+    permute(m_rowids);
+    permute(m_scope);
+    permute(m_catSet);
+    permute(m_source);
+    permute(m_private);
+    permute(m_created);
+    m_vectors = {};
+    m_slotOfRow = {};
+    m_ann = std::move(ann);
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
+                                                  const std::vector<qint64> *onlyRows, Mode mode) const
+{
+    if (limit == 0 || size() == 0 || m_dimension <= 0)
+        return {};
+
+    Filter f;
     if (!filter.scopes.isEmpty()) {
-        scopeOk.assign(std::size_t(m_scopeNames.size()), 0);
+        f.scopeOk.assign(std::size_t(m_scopeNames.size()), 0);
         for (qsizetype i = 0; i < m_scopeNames.size(); ++i) {
             for (const QString &prefix : filter.scopes) {
                 if (ScopePath::contains(prefix, m_scopeNames.at(i))) {
-                    scopeOk[std::size_t(i)] = 1;
+                    f.scopeOk[std::size_t(i)] = 1;
                     break;
                 }
             }
         }
+        f.trivial = false;
     }
-    // Categories: any of them.
-    std::vector<std::uint8_t> categoryWanted;
     if (!filter.categories.isEmpty()) {
-        categoryWanted.assign(std::size_t(m_categoryNames.size()), 0);
+        std::vector<std::uint8_t> wanted(std::size_t(m_categoryNames.size()), 0);
         bool any = false;
         for (const QString &c : filter.categories) {
             auto it = m_categoryIds.constFind(c);
             if (it != m_categoryIds.constEnd()) {
-                categoryWanted[std::size_t(it.value())] = 1;
+                wanted[std::size_t(it.value())] = 1;
                 any = true;
             }
         }
         if (!any)
-            return hits;
+            return {};
+        f.catSetOk.assign(m_catSets.size(), 0);
+        for (std::size_t i = 0; i < m_catSets.size(); ++i)
+            for (std::int32_t c : m_catSets[i])
+                if (wanted[std::size_t(c)])
+                    f.catSetOk[i] = 1;
+        f.trivial = false;
     }
-    int onlySource = -1;
     if (!filter.onlySource.isEmpty()) {
         auto it = m_sourceIds.constFind(filter.onlySource);
         if (it == m_sourceIds.constEnd())
-            return hits;
-        onlySource = it.value();
+            return {};
+        f.onlySource = it.value();
+        f.trivial = false;
     }
-    const bool hidePrivate = filter.applyPrivacy && !filter.includePrivate;
-    int visibleSource = -2; // matches no record
-    if (hidePrivate && !filter.source.isEmpty()) {
-        auto it = m_sourceIds.constFind(filter.source);
-        if (it != m_sourceIds.constEnd())
-            visibleSource = it.value();
-    }
-    const bool hasBefore = filter.createdBefore.isValid();
-    const bool hasAfter = filter.createdAfter.isValid();
-    const qint64 before = hasBefore ? filter.createdBefore.toMSecsSinceEpoch() : 0;
-    const qint64 after = hasAfter ? filter.createdAfter.toMSecsSinceEpoch() : 0;
-
-    auto selected = [&](std::size_t s) {
-        if (!scopeOk.empty() && !scopeOk[std::size_t(m_scope[s])])
-            return false;
-        if (!categoryWanted.empty()) {
-            bool any = false;
-            for (int c : m_cats[s]) {
-                if (categoryWanted[std::size_t(c)]) {
-                    any = true;
-                    break;
-                }
-            }
-            if (!any)
-                return false;
+    f.hidePrivate = filter.applyPrivacy && !filter.includePrivate;
+    if (f.hidePrivate) {
+        f.trivial = false;
+        if (!filter.source.isEmpty()) {
+            auto it = m_sourceIds.constFind(filter.source);
+            if (it != m_sourceIds.constEnd())
+                f.visibleSource = it.value();
         }
-        if (onlySource >= 0 && m_source[s] != onlySource)
-            return false;
-        if (hidePrivate && m_private[s] && m_source[s] != visibleSource)
-            return false;
-        if (hasBefore && !(m_created[s] < before))
-            return false;
-        if (hasAfter && m_created[s] < after)
-            return false;
-        return true;
-    };
+    }
+    f.hasBefore = filter.createdBefore.isValid();
+    f.hasAfter = filter.createdAfter.isValid();
+    f.before = f.hasBefore ? filter.createdBefore.toMSecsSinceEpoch() : 0;
+    f.after = f.hasAfter ? filter.createdAfter.toMSecsSinceEpoch() : 0;
+    if (f.hasBefore || f.hasAfter)
+        f.trivial = false;
 
-    const float queryNorm = std::sqrt(VectorMath::dot(query, query, dim));
-    auto score = [&](std::size_t s) {
-        const float denominator = queryNorm * m_norms[s];
-        if (denominator <= 0)
-            return 0.0;
-        return double(VectorMath::dot(query, m_vectors.data() + s * std::size_t(dim), dim) / denominator);
-    };
+    std::vector<float> unit(static_cast<std::size_t>(m_dimension));
+    normalise(query, unit.data(), m_dimension);
+    const float *q = unit.data();
 
-    if (!filter.ids.isEmpty()) {
+    if (!m_ann || onlyRows || limit < 0 || mode == Mode::Exact)
+        return exact(q, f, limit, onlyRows);
+    if (f.trivial)
+        return graph(q, f, limit, 1.0);
+
+    // Selectivity, from an evenly spread sample of the graph's nodes.
+    const std::size_t nodes = slotCount();
+    const std::size_t samples = std::min<std::size_t>(nodes, 2048);
+    std::size_t seen = 0, chosen = 0;
+    for (std::size_t k = 0; k < samples; ++k) {
+        const std::size_t s = k * nodes / samples;
+        if (!live(s))
+            continue;
+        ++seen;
+        if (f.selects(*this, s))
+            ++chosen;
+    }
+    const double p = seen ? double(chosen) / double(seen) : 0.0;
+    if (mode == Mode::Graph)
+        return graph(q, f, limit, std::max(p, 1.0 / 64));
+    // A small subset costs less to scan exactly than to find in the graph, and is exact.
+    if (p < 0.05 || p * double(size()) < 4000)
+        return exact(q, f, limit, nullptr);
+    std::vector<Hit> hits = graph(q, f, limit, p);
+    if (int(hits.size()) < limit)
+        return exact(q, f, limit, nullptr); // the walk found too few: never return less than exists
+    return hits;
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f, int limit,
+                                                 const std::vector<qint64> *onlyRows) const
+{
+    const std::size_t dim = std::size_t(m_dimension);
+    std::vector<Hit> hits;
+    // A bounded heap with the worst kept hit on top when there is a limit.
+    auto worseOnTop = [](const Hit &a, const Hit &b) { return better(a, b); };
+    auto offer = [&](std::size_t s) {
+        const Hit h{m_rowids[s], double(VectorMath::dot(q, vectorAt(s), dim))};
+        if (limit < 0) {
+            hits.push_back(h);
+        } else if (hits.size() < std::size_t(limit)) {
+            hits.push_back(h);
+            std::push_heap(hits.begin(), hits.end(), worseOnTop);
+        } else if (better(h, hits.front())) {
+            std::pop_heap(hits.begin(), hits.end(), worseOnTop);
+            hits.back() = h;
+            std::push_heap(hits.begin(), hits.end(), worseOnTop);
+        }
+    };
+    if (onlyRows) {
         std::vector<std::size_t> slots;
-        for (const QString &id : filter.ids) {
-            auto it = m_slotOfId.constFind(id);
-            if (it != m_slotOfId.constEnd())
-                slots.push_back(it.value());
+        for (qint64 rowid : *onlyRows) {
+            if (m_ann) {
+                const Graph &g = *m_ann->graph;
+                auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
+                if (it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second))
+                    slots.push_back(it->second);
+            } else {
+                auto it = m_slotOfRow.constFind(rowid);
+                if (it != m_slotOfRow.constEnd())
+                    slots.push_back(it.value());
+            }
         }
         std::sort(slots.begin(), slots.end());
         slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
         for (std::size_t s : slots)
-            if (selected(s))
-                hits.push_back({m_rowids[s], score(s)});
+            if (f.selects(*this, s))
+                offer(s);
     } else {
-        hits.reserve(m_rowids.size());
-        for (std::size_t s = 0, n = m_rowids.size(); s < n; ++s)
-            if (selected(s))
-                hits.push_back({m_rowids[s], score(s)});
-    }
-
-    if (limit > 0 && std::size_t(limit) < hits.size()) {
-        std::nth_element(hits.begin(), hits.begin() + limit, hits.end(), better);
-        hits.resize(std::size_t(limit));
+        for (std::size_t s = 0, n = slotCount(); s < n; ++s)
+            if (live(s) && f.selects(*this, s))
+                offer(s);
     }
     std::sort(hits.begin(), hits.end(), better);
     return hits;
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f, int limit, double selectivity) const
+{
+    const Graph &g = *m_ann->graph;
+    if (g.cur_element_count == 0)
+        return {};
+    using Pair = std::pair<float, hnswlib::tableint>;
+    auto dist = [&](hnswlib::tableint id) { return 1.0f - VectorMath::dot(q, reinterpret_cast<const float *>(g.getDataByInternalId(id)), std::size_t(m_dimension)); };
+
+    // Greedy descent through the upper layers (filters do not apply there: they only route).
+    hnswlib::tableint current = g.enterpoint_node_;
+    float currentDist = dist(current);
+    for (int level = g.maxlevel_; level > 0; --level) {
+        bool changed = true;
+        while (changed) {
+            changed = false;
+            const unsigned int *links = g.get_linklist(current, level);
+            const int count = g.getListCount(const_cast<unsigned int *>(links));
+            const hnswlib::tableint *ids = links + 1;
+            for (int i = 0; i < count; ++i) {
+                const float d = dist(ids[i]);
+                if (d < currentDist) {
+                    currentDist = d;
+                    current = ids[i];
+                    changed = true;
+                }
+            }
+        }
+    }
+
+    // The base layer: every node routes, only selected live nodes enter the results. A selective
+    // filter widens the candidate list so that enough selected nodes are met.
+    std::size_t ef = std::size_t(std::max(m_params.efSearch, limit));
+    if (!f.trivial && selectivity < 1.0)
+        ef = std::size_t(double(ef) * std::min(4.0, 1.0 / std::sqrt(std::max(selectivity, 1e-6))));
+    auto allowed = [&](hnswlib::tableint id) { return !g.isMarkedDeleted(id) && f.selects(*this, id); };
+
+    hnswlib::VisitedList *visitedList = g.visited_list_pool_->getFreeVisitedList();
+    hnswlib::vl_type *visited = visitedList->mass;
+    const hnswlib::vl_type tag = visitedList->curV;
+    std::priority_queue<Pair> top;            // the best allowed so far, worst on top
+    std::priority_queue<Pair> candidates;     // negated distances: nearest on top
+    float lowerBound;
+    if (allowed(current)) {
+        lowerBound = currentDist;
+        top.emplace(currentDist, current);
+    } else {
+        lowerBound = std::numeric_limits<float>::max();
+    }
+    candidates.emplace(-currentDist, current);
+    visited[current] = tag;
+    while (!candidates.empty()) {
+        const Pair c = candidates.top();
+        if (-c.first > lowerBound && top.size() >= ef)
+            break;
+        candidates.pop();
+        const unsigned int *links = g.get_linklist0(c.second);
+        const int count = g.getListCount(const_cast<unsigned int *>(links));
+        const hnswlib::tableint *ids = links + 1;
+        for (int i = 0; i < count; ++i) {
+            const hnswlib::tableint id = ids[i];
+            if (visited[id] == tag)
+                continue;
+            visited[id] = tag;
+            const float d = dist(id);
+            if (top.size() < ef || d < lowerBound) {
+                candidates.emplace(-d, id);
+                if (allowed(id)) {
+                    top.emplace(d, id);
+                    if (top.size() > ef)
+                        top.pop();
+                    lowerBound = top.top().first;
+                }
+            }
+        }
+    }
+    g.visited_list_pool_->releaseVisitedList(visitedList);
+
+    // Scores are recomputed as in the exact scan, so both paths rank ties alike.
+    std::vector<Hit> hits;
+    hits.reserve(top.size());
+    for (; !top.empty(); top.pop())
+        hits.push_back({m_rowids[top.top().second],
+                        double(VectorMath::dot(q, vectorAt(top.top().second), std::size_t(m_dimension)))});
+    std::sort(hits.begin(), hits.end(), better);
+    if (hits.size() > std::size_t(limit))
+        hits.resize(std::size_t(limit));
+    return hits;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The file: header, attribute tables, per-node attributes, unvectored rowids, the graph (hnswlib's
+// own fields, level-0 block and upper-layer link lists), and a trailer with the length before it.
+
+bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) const
+{
+    if (!m_ann) {
+        *error = QStringLiteral("only an approximate index is written to a file");
+        return false;
+    }
+    const Graph &g = *m_ann->graph;
+    const std::size_t nodes = g.cur_element_count;
+    QSaveFile file(path);
+    if (!file.open(QIODevice::WriteOnly)) {
+        *error = file.errorString();
+        return false;
+    }
+    Writer w(file);
+    w.raw(kMagic, sizeof(kMagic));
+    w.pod<quint32>(kFormat);
+    w.pod<quint32>(kByteOrder);
+    w.pod<qint32>(m_dimension);
+    w.pod<qint64>(stamp.generation);
+    w.pod<qint64>(stamp.seq);
+    w.string(stamp.storeId);
+    w.strings(m_scopeNames);
+    w.strings(m_sourceNames);
+    w.strings(m_categoryNames);
+    w.pod<quint32>(quint32(m_catSets.size()));
+    for (const auto &set : m_catSets) {
+        w.pod<quint32>(quint32(set.size()));
+        w.array(set, set.size());
+    }
+    w.pod<quint64>(nodes);
+    w.array(m_rowids, nodes);
+    w.array(m_scope, nodes);
+    w.array(m_catSet, nodes);
+    w.array(m_source, nodes);
+    w.array(m_private, nodes);
+    w.array(m_created, nodes);
+    w.pod<quint64>(quint64(m_unvectored.size()));
+    for (qint64 r : m_unvectored)
+        w.pod<qint64>(r);
+    w.pod<quint64>(g.size_data_per_element_);
+    w.pod<quint64>(g.label_offset_);
+    w.pod<quint64>(g.offsetData_);
+    w.pod<qint32>(g.maxlevel_);
+    w.pod<quint32>(g.enterpoint_node_);
+    w.pod<quint64>(g.maxM_);
+    w.pod<quint64>(g.maxM0_);
+    w.pod<quint64>(g.M_);
+    w.pod<double>(g.mult_);
+    w.pod<quint64>(g.ef_construction_);
+    w.raw(g.data_level0_memory_, qint64(nodes * g.size_data_per_element_));
+    for (std::size_t i = 0; i < nodes; ++i) {
+        const quint32 bytes = g.element_levels_[i] > 0 ? quint32(g.size_links_per_element_ * std::size_t(g.element_levels_[i])) : 0;
+        w.pod<quint32>(bytes);
+        if (bytes)
+            w.raw(g.linkLists_[i], bytes);
+    }
+    const quint64 length = w.total();
+    w.raw(kTrailer, sizeof(kTrailer));
+    w.pod<quint64>(length);
+    if (!w.ok()) {
+        *error = file.errorString();
+        file.cancelWriting();
+        return false;
+    }
+    if (!file.commit()) { // flushes, syncs and renames over the old file
+        *error = file.errorString();
+        return false;
+    }
+    return true;
+}
+
+bool VectorIndex::load(const QString &path, int dimension, Stamp *stamp, QString *error)
+{
+    invalidate();
+    bool ok = false;
+    try {
+        ok = readFile(path, dimension, stamp, error);
+    } catch (const std::exception &e) {
+        *error = QString::fromUtf8(e.what());
+        ok = false;
+    }
+    if (!ok) {
+        invalidate();
+        return false;
+    }
+    m_loaded = true;
+    return true;
+}
+
+bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QString *error)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        *error = file.errorString();
+        return false;
+    }
+    const qint64 fileSize = file.size();
+    const qint64 trailerSize = qint64(sizeof(kTrailer) + sizeof(quint64));
+    if (fileSize < qint64(sizeof(kMagic)) + trailerSize) {
+        *error = QStringLiteral("the file is too short");
+        return false;
+    }
+    // The trailer first: a file cut short is refused before anything is allocated.
+    char trailer[sizeof(kTrailer)];
+    quint64 length = 0;
+    if (!file.seek(fileSize - trailerSize) || file.read(trailer, sizeof(trailer)) != qint64(sizeof(trailer))
+        || file.read(reinterpret_cast<char *>(&length), sizeof(length)) != qint64(sizeof(length))
+        || std::memcmp(trailer, kTrailer, sizeof(kTrailer)) != 0 || length != quint64(fileSize - trailerSize)
+        || !file.seek(0)) {
+        *error = QStringLiteral("the file is incomplete");
+        return false;
+    }
+    Reader r(file, length);
+    char magic[sizeof(kMagic)];
+    r.raw(magic, sizeof(magic));
+    if (!r.ok() || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || r.pod<quint32>() != kFormat
+        || r.pod<quint32>() != kByteOrder) {
+        *error = QStringLiteral("not a Mneme vector index of this format");
+        return false;
+    }
+    if (r.pod<qint32>() != dimension || dimension <= 0) {
+        *error = QStringLiteral("the file holds vectors of another dimension");
+        return false;
+    }
+    stamp->generation = r.pod<qint64>();
+    stamp->seq = r.pod<qint64>();
+    stamp->storeId = r.string();
+    m_dimension = dimension;
+    m_scopeNames = r.strings();
+    m_sourceNames = r.strings();
+    m_categoryNames = r.strings();
+    for (qsizetype i = 0; i < m_scopeNames.size(); ++i)
+        m_scopeIds.insert(m_scopeNames.at(i), int(i));
+    for (qsizetype i = 0; i < m_sourceNames.size(); ++i)
+        m_sourceIds.insert(m_sourceNames.at(i), int(i));
+    for (qsizetype i = 0; i < m_categoryNames.size(); ++i)
+        m_categoryIds.insert(m_categoryNames.at(i), int(i));
+    const quint32 sets = r.pod<quint32>();
+    if (!r.ok() || sets > (1u << 26))
+        r.fail();
+    for (quint32 i = 0; i < sets && r.ok(); ++i) {
+        std::vector<std::int32_t> set;
+        const quint32 n = r.pod<quint32>();
+        r.array(set, n);
+        QString key;
+        for (std::int32_t c : set) {
+            if (c < 0 || c >= m_categoryNames.size())
+                r.fail();
+            key += QString::number(c) + QLatin1Char(',');
+        }
+        m_catSetIds.insert(key, int(m_catSets.size()));
+        m_catSets.push_back(std::move(set));
+    }
+    const quint64 nodes = r.pod<quint64>();
+    if (!r.ok() || nodes > length / std::max<quint64>(1, quint64(dimension) * sizeof(float))) {
+        *error = QStringLiteral("the file is damaged (attribute tables)");
+        return false;
+    }
+    r.array(m_rowids, nodes);
+    r.array(m_scope, nodes);
+    r.array(m_catSet, nodes);
+    r.array(m_source, nodes);
+    r.array(m_private, nodes);
+    r.array(m_created, nodes);
+    const quint64 unvectored = r.pod<quint64>();
+    if (!r.ok() || unvectored > length / sizeof(qint64)) {
+        *error = QStringLiteral("the file is damaged (attributes)");
+        return false;
+    }
+    m_unvectored.reserve(qsizetype(unvectored));
+    for (quint64 i = 0; i < unvectored && r.ok(); ++i)
+        m_unvectored.insert(r.pod<qint64>());
+    for (std::size_t s = 0; s < nodes; ++s) {
+        if (m_scope[s] < 0 || m_scope[s] >= m_scopeNames.size() || m_source[s] < 0 || m_source[s] >= m_sourceNames.size()
+            || m_catSet[s] < 0 || std::size_t(m_catSet[s]) >= m_catSets.size()) {
+            *error = QStringLiteral("the file is damaged (attribute indexes)");
+            return false;
+        }
+    }
+
+    auto ann = std::make_unique<Ann>();
+    ann->space = std::make_unique<DotSpace>(std::size_t(dimension));
+    ann->graph = std::make_unique<Graph>(ann->space.get());
+    Graph &g = *ann->graph;
+    // The bare constructor initialises nothing; what the destructor frees must be valid first.
+    g.data_level0_memory_ = nullptr;
+    g.linkLists_ = nullptr;
+    g.visited_list_pool_ = nullptr;
+    g.cur_element_count = 0;
+    g.num_deleted_ = 0;
+    g.metric_distance_computations = 0;
+    g.metric_hops = 0;
+
+    g.offsetLevel0_ = 0;
+    g.size_data_per_element_ = r.pod<quint64>();
+    g.label_offset_ = r.pod<quint64>();
+    g.offsetData_ = r.pod<quint64>();
+    g.maxlevel_ = r.pod<qint32>();
+    g.enterpoint_node_ = r.pod<quint32>();
+    g.maxM_ = r.pod<quint64>();
+    g.maxM0_ = r.pod<quint64>();
+    g.M_ = r.pod<quint64>();
+    g.mult_ = r.pod<double>();
+    g.ef_construction_ = r.pod<quint64>();
+    g.data_size_ = ann->space->get_data_size();
+    g.fstdistfunc_ = ann->space->get_dist_func();
+    g.dist_func_param_ = ann->space->get_dist_func_param();
+    g.size_links_per_element_ = g.maxM_ * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint);
+    g.size_links_level0_ = g.maxM0_ * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint);
+    if (!r.ok() || g.maxM_ == 0 || g.maxM_ > 10000 || g.maxM0_ < g.maxM_ || g.maxM0_ > 20000 || g.offsetData_ != g.size_links_level0_
+        || g.label_offset_ != g.offsetData_ + g.data_size_ || g.size_data_per_element_ != g.label_offset_ + sizeof(hnswlib::labeltype)
+        || g.maxlevel_ < (nodes ? 0 : -1) || g.maxlevel_ > 64 || (nodes && g.enterpoint_node_ >= nodes) || !(g.mult_ > 0)) {
+        *error = QStringLiteral("the file is damaged (graph parameters)");
+        return false;
+    }
+    g.revSize_ = 1.0 / g.mult_;
+    g.ef_ = 10;
+    const std::size_t capacity = std::size_t(nodes) + std::max<std::size_t>(1024, std::size_t(nodes) / 8);
+    g.max_elements_ = capacity;
+    g.data_level0_memory_ = static_cast<char *>(std::malloc(capacity * g.size_data_per_element_));
+    g.linkLists_ = static_cast<char **>(std::calloc(capacity, sizeof(char *)));
+    if (!g.data_level0_memory_ || !g.linkLists_)
+        throw std::bad_alloc();
+    g.element_levels_ = std::vector<int>(capacity, 0);
+    std::vector<std::mutex>(capacity).swap(g.link_list_locks_);
+    std::vector<std::mutex>(Graph::max_update_element_locks).swap(g.link_list_update_locks_);
+    g.visited_list_pool_ = new hnswlib::VisitedListPool(1, int(capacity));
+    r.raw(g.data_level0_memory_, nodes * g.size_data_per_element_);
+    g.cur_element_count = nodes;
+    for (std::size_t i = 0; i < nodes && r.ok(); ++i) {
+        const quint32 bytes = r.pod<quint32>();
+        if (bytes == 0)
+            continue;
+        if (bytes % g.size_links_per_element_ != 0 || bytes / g.size_links_per_element_ > std::size_t(g.maxlevel_)) {
+            r.fail();
+            break;
+        }
+        g.linkLists_[i] = static_cast<char *>(std::malloc(bytes));
+        if (!g.linkLists_[i])
+            throw std::bad_alloc();
+        g.element_levels_[i] = int(bytes / g.size_links_per_element_);
+        r.raw(g.linkLists_[i], bytes);
+    }
+    if (!r.ok() || quint64(file.pos()) != length) {
+        *error = QStringLiteral("the file is damaged (graph)");
+        return false;
+    }
+    // Every link must name a node, and every label must be the rowid recorded for its node.
+    g.label_lookup_.reserve(nodes);
+    for (std::size_t i = 0; i < nodes; ++i) {
+        for (int level = 0; level <= g.element_levels_[i]; ++level) {
+            const unsigned int *links = g.get_linklist_at_level(hnswlib::tableint(i), level);
+            const std::size_t count = g.getListCount(const_cast<unsigned int *>(links));
+            if (count > (level == 0 ? g.maxM0_ : g.maxM_)) {
+                *error = QStringLiteral("the file is damaged (links)");
+                return false;
+            }
+            for (std::size_t k = 1; k <= count; ++k) {
+                if (links[k] >= nodes) {
+                    *error = QStringLiteral("the file is damaged (links)");
+                    return false;
+                }
+            }
+        }
+        const hnswlib::labeltype label = g.getExternalLabel(hnswlib::tableint(i));
+        if (label != hnswlib::labeltype(m_rowids[i])) {
+            *error = QStringLiteral("the file is damaged (labels)");
+            return false;
+        }
+        g.label_lookup_[label] = hnswlib::tableint(i);
+        if (g.isMarkedDeleted(hnswlib::tableint(i)))
+            ++g.num_deleted_;
+    }
+    m_ann = std::move(ann);
+    return true;
 }
 
 } // namespace mneme

@@ -3,17 +3,32 @@
 #include "core/record_filter.h"
 
 #include <QHash>
+#include <QSet>
 #include <QString>
 #include <QStringList>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace mneme {
 
 // The in-process copy of every stored embedding of one SQLite store, with the record attributes that
-// RecordFilter tests (scope, categories, source, privacy, creation time, id), so a search scores and
-// filters without touching the database. Vectors live in one contiguous float array; a removal moves
-// the last slot into the hole. Not thread-safe: SqliteStorage guards it with its own mutex.
+// RecordFilter tests (scope, categories, source, privacy, creation time), so a search scores and
+// filters without touching the database. Vectors are stored L2-normalised, so a score is one dot
+// product. Not thread-safe: SqliteStorage guards it with its own mutex.
+//
+// Two layouts:
+// - flat (small stores): vectors in one contiguous array, searched by an exact scan; a removal moves
+//   the last slot into the hole.
+// - approximate (large stores, after buildAnn() or load()): vectors live in an HNSW graph (hnswlib,
+//   inner product on the normalised vectors) whose labels are the rowids; slot = the graph's internal
+//   id, a removal marks the node deleted. Searches without filters walk the graph; filtered ones walk
+//   it with the filter applied to every candidate (a filtered-out record never enters the results),
+//   or scan the filtered subset exactly when it is small. The graph, the attributes and the vectors
+//   can be written to a file (save()) and read back (load()) without rebuilding.
+//
+// Records whose embedding is missing or of another length are tracked as "unvectored", so that the
+// number of records the index accounts for can be checked against the table.
 class VectorIndex
 {
 public:
@@ -21,7 +36,6 @@ public:
     struct Item
     {
         qint64 rowid = 0;
-        QString id;
         QString scope;
         QStringList categories;
         QString source;
@@ -36,53 +50,116 @@ public:
         double score = 0;         // cosine similarity
     };
 
-    // Empties the index and fixes the vector length of what it will hold; marks it loaded.
+    struct AnnParams
+    {
+        int m = 16;               // graph degree (HNSW M)
+        int efConstruction = 100; // candidate list while inserting
+        int efSearch = 96;        // candidate list while searching (at least the limit)
+    };
+
+    // How search() finds neighbours: Auto picks by layout and filter selectivity; Exact always scans;
+    // Graph walks the HNSW graph (filter applied during the walk) whenever there is one.
+    enum class Mode { Auto, Exact, Graph };
+
+    // What the file written by save() says about the store it reflects.
+    struct Stamp
+    {
+        QString storeId;
+        qint64 generation = 0;
+        qint64 seq = 0;
+    };
+
+    VectorIndex();
+    ~VectorIndex();
+    VectorIndex(const VectorIndex &) = delete;
+    VectorIndex &operator=(const VectorIndex &) = delete;
+
+    // Empties the index (flat layout) and fixes the vector length of what it will hold; marks it loaded.
     void reset(int dimension);
     // Forgets everything and marks it not loaded (the next search reloads it).
     void invalidate();
     bool isLoaded() const { return m_loaded; }
     int dimension() const { return m_dimension; }
-    std::size_t size() const { return m_rowids.size(); }
+    bool isAnn() const { return m_ann != nullptr; }
+    void setParams(const AnnParams &params) { m_params = params; }
+    const AnnParams &params() const { return m_params; }
+
+    // Records with a vector.
+    std::size_t size() const;
+    // Records with a vector plus unvectored records: what `SELECT count(*) FROM records` should say.
+    std::size_t trackedCount() const { return size() + std::size_t(m_unvectored.size()); }
+    // Removed nodes still in the graph (approximate layout), and all nodes.
+    std::size_t deletedNodes() const;
+    std::size_t graphNodes() const;
 
     // Adds the item or replaces the one with the same rowid. `vector` has dimension() floats.
     void upsert(const Item &item, const float *vector);
     // Replaces the attributes of an indexed record, keeping its vector; no-op when it is not indexed.
     void updateAttributes(const Item &item);
+    // Records a row without a usable vector (removing any vector it had).
+    void markUnvectored(qint64 rowid);
     void remove(qint64 rowid);
-    bool contains(qint64 rowid) const { return m_slotOfRow.contains(rowid); }
-    // The stored vector of a record (dimension() floats), or nullptr.
-    const float *vector(qint64 rowid) const;
+    bool contains(qint64 rowid) const;
+    // Every rowid the index accounts for (with or without a vector), in no particular order.
+    std::vector<qint64> trackedRowids() const;
 
-    // The records the filter's scope, category, id, time, source and privacy conditions select,
-    // by descending cosine similarity to `query` (ties: lower rowid first). Metadata conditions are
-    // not looked at. At most `limit` hits; limit < 0 returns every selected record, ranked.
-    std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit) const;
+    // Converts the flat layout into the approximate one, inserting with `threads` threads.
+    void buildAnn(int threads);
+
+    // The records the filter's scope, category, time, source and privacy conditions select, by
+    // descending cosine similarity to `query` (ties: lower rowid first). Id and metadata conditions
+    // are not looked at: pass the rowids the ids select as `onlyRows` (nullptr: no id condition).
+    // At most `limit` hits; limit < 0 returns every selected record, ranked (exactly).
+    std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit,
+                            const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto) const;
+
+    // Writes the approximate layout to `path` (a temporary file renamed over it, synced). False with
+    // *error when it cannot; the flat layout is never written.
+    bool save(const QString &path, const Stamp &stamp, QString *error) const;
+    // Replaces the content with the file's (approximate layout). False with *error, leaving the index
+    // not loaded, when the file is missing, damaged or for another dimension.
+    bool load(const QString &path, int dimension, Stamp *stamp, QString *error);
 
 private:
+    struct Ann;
+    struct Filter;
+
     int intern(QHash<QString, int> &table, QStringList &names, const QString &value);
+    int internCategories(const QStringList &categories);
     void fill(std::size_t slot, const Item &item);
+    void growSlots(std::size_t slots);
+    std::size_t slotCount() const;
+    bool live(std::size_t slot) const;
+    const float *vectorAt(std::size_t slot) const;
+    std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
+    std::vector<Hit> graph(const float *query, const Filter &f, int limit, double selectivity) const;
+    bool readFile(const QString &path, int dimension, Stamp *stamp, QString *error);
 
     bool m_loaded = false;
     int m_dimension = 0;
+    AnnParams m_params;
 
-    std::vector<float> m_vectors;           // size() * dimension()
-    std::vector<float> m_norms;
+    // Per slot. Flat layout: slots 0..size()-1 are all live. Approximate: slot = graph node.
     std::vector<qint64> m_rowids;
-    std::vector<QString> m_ids;
-    std::vector<int> m_scope;               // index into m_scopeNames
-    std::vector<std::vector<int>> m_cats;   // indexes into m_categoryNames
-    std::vector<int> m_source;              // index into m_sourceNames
+    std::vector<std::int32_t> m_scope;      // index into m_scopeNames
+    std::vector<std::int32_t> m_catSet;     // index into m_catSets
+    std::vector<std::int32_t> m_source;     // index into m_sourceNames
     std::vector<std::uint8_t> m_private;
     std::vector<qint64> m_created;          // INT64_MIN when unknown
-    QHash<qint64, std::size_t> m_slotOfRow;
-    QHash<QString, std::size_t> m_slotOfId;
+
+    std::vector<float> m_vectors;           // flat layout only: size() * dimension(), normalised
+    QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
+    std::unique_ptr<Ann> m_ann;
+    QSet<qint64> m_unvectored;
 
     QHash<QString, int> m_scopeIds;
     QStringList m_scopeNames;
-    QHash<QString, int> m_categoryIds;
-    QStringList m_categoryNames;
     QHash<QString, int> m_sourceIds;
     QStringList m_sourceNames;
+    QHash<QString, int> m_categoryIds;
+    QStringList m_categoryNames;
+    QHash<QString, int> m_catSetIds;        // sorted category ids joined by ','
+    std::vector<std::vector<std::int32_t>> m_catSets;
 };
 
 } // namespace mneme
