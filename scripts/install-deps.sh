@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev
   libsqlite3-dev
   libstemmer-dev
+  libhnswlib-dev
 )
 
 missing=()

@@ -124,7 +124,14 @@ QString describe(const std::optional<EmbedderBinding> &b)
 
 // The FTS5 query for a user text: every word quoted (so no text is ever FTS syntax) and OR-ed.
 // Word characters are letters, digits and combining marks, as unicode61 tokenizes.
-QByteArray matchExpression(const QString &text)
+// Bounds of the number of records a keyword-search term may be found in (10% of the store, within
+// these bounds); more common terms are left out of the query.
+constexpr qint64 kKeywordMinCap = 50;
+constexpr qint64 kKeywordMaxCap = 2000;
+
+// The distinct words of a text (letters, digits and marks; at most 64), each quoted as an FTS5
+// phrase so that no user text can form query syntax.
+QList<QByteArray> matchTerms(const QString &text)
 {
     QStringList words;
     QString word;
@@ -150,10 +157,10 @@ QByteArray matchExpression(const QString &text)
             break;
     }
     flush();
-    QStringList quoted;
+    QList<QByteArray> quoted;
     for (const QString &w : std::as_const(words))
-        quoted.append(QLatin1Char('"') + w + QLatin1Char('"'));
-    return quoted.join(QStringLiteral(" OR ")).toUtf8();
+        quoted.append((QLatin1Char('"') + w + QLatin1Char('"')).toUtf8());
+    return quoted;
 }
 
 // Scope prefixes normalised ("/crew/a/" -> "/crew/a"), so that the SQL, the vector index and
@@ -1737,6 +1744,27 @@ void SqliteStorage::flushIndex()
     saveIndexFile(true);
 }
 
+QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
+{
+    // A term found in more than `cap` records tells little (its BM25 weight is low) and would make the
+    // query score and sort a large part of the store, so it is left out. Counting stops at cap + 1.
+    qint64 records = 0;
+    {
+        Statement st(*this, "SELECT coalesce(max(rid), 0) FROM records");
+        if (st.step(QStringLiteral("estimating the store's size")))
+            records = st.int64(0);
+    }
+    const qint64 cap = std::clamp<qint64>(records / 10, kKeywordMinCap, kKeywordMaxCap);
+    QList<QByteArray> kept;
+    for (const QByteArray &term : terms) {
+        Statement st(*this, "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)");
+        st.bindBytes(1, term).bind(2, cap + 1);
+        if (st.step(QStringLiteral("weighing a search term")) && st.int64(0) <= cap && st.int64(0) > 0)
+            kept.append(term);
+    }
+    return kept.join(" OR ");
+}
+
 std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit)
 {
     const RecordFilter filter = normalized(requested);
@@ -1744,10 +1772,10 @@ std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, cons
     ensureOpen();
     if (limit <= 0)
         return {};
-    const QByteArray match = matchExpression(text);
+    refreshIfChanged();
+    const QByteArray match = selectiveMatch(matchTerms(text));
     if (match.isEmpty())
         return {};
-    refreshIfChanged();
     const Where w = where(filter, true);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", bm25(records_fts) AS relevance "
