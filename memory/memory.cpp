@@ -237,6 +237,16 @@ MemoryPrivate::Item MemoryPrivate::resolve(const MemoryInput &input) const
     return item;
 }
 
+MemoryPrivate::Item MemoryPrivate::batchItem(const MemoryInput &input) const
+{
+    if (!input.content.trimmed().isEmpty())
+        return resolve(input);
+    Item blank; // a blank item of a batch is dropped, not refused
+    blank.input = input;
+    blank.dropped = true;
+    return blank;
+}
+
 template<typename T, typename F>
 QFuture<T> MemoryPrivate::submit(F &&work)
 {
@@ -262,15 +272,8 @@ struct EncodeOutcome
 
 namespace {
 
-// How a conversation's turns borrow meaning from their neighbours (window 0: not at all).
-struct TurnContext
-{
-    int window = 0;
-    double weight = 0;
-};
-
 // The save pipeline. Runs on the writer thread.
-EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items, TurnContext context = {})
+EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items, MemoryPrivate::TurnContext context)
 {
     EncodeOutcome out;
     out.records.resize(items.size());
@@ -392,6 +395,24 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 }
 
 } // namespace
+
+QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context)
+{
+    return submit<SaveResult>([this, items = std::move(items), startedValue, context]() mutable {
+        QElapsedTimer timer;
+        timer.start();
+        Q_EMIT q->saveStarted(startedValue, QJsonObject());
+        try {
+            EncodeOutcome out = runEncode(*this, items, context);
+            Q_EMIT q->saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
+                                    elapsedMs(timer));
+            return out.result;
+        } catch (const std::exception &e) {
+            Q_EMIT q->saveFailed(QLatin1String(kBackgroundSave), QString::fromUtf8(e.what()));
+            throw;
+        }
+    });
+}
 
 RecordFilter MemoryPrivate::readFilter(const QStringList &scopes) const
 {
@@ -589,7 +610,7 @@ QFuture<MemoryRecord> Memory::rememberAsync(const QString &content, const Rememb
         timer.start();
         Q_EMIT saveStarted(value, meta);
         try {
-            EncodeOutcome out = runEncode(*d, items);
+            EncodeOutcome out = runEncode(*d, items, MemoryPrivate::TurnContext());
             MemoryRecord r = out.records.front();
             if (r.id.isEmpty())
                 throw Error(ErrorKind::Internal, QStringLiteral("the memory was not stored"));
@@ -616,31 +637,10 @@ QFuture<SaveResult> Memory::rememberMany(const QList<MemoryInput> &inputs)
     d->checkWritable("rememberMany");
     std::vector<MemoryPrivate::Item> items;
     items.reserve(size_t(inputs.size()));
-    for (const MemoryInput &in : inputs) {
-        if (in.content.trimmed().isEmpty()) {
-            MemoryPrivate::Item blank;
-            blank.input = in;
-            blank.dropped = true;
-            items.push_back(std::move(blank));
-            continue;
-        }
-        items.push_back(d->resolve(in));
-    }
-    const qsizetype n = inputs.size();
-    return d->submit<SaveResult>([this, items = std::move(items), n]() mutable {
-        QElapsedTimer timer;
-        timer.start();
-        Q_EMIT saveStarted(QStringLiteral("%1 memories (background)").arg(n), QJsonObject());
-        try {
-            EncodeOutcome out = runEncode(*d, items);
-            Q_EMIT saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
-                                 elapsedMs(timer));
-            return out.result;
-        } catch (const std::exception &e) {
-            Q_EMIT saveFailed(QLatin1String(kBackgroundSave), QString::fromUtf8(e.what()));
-            throw;
-        }
-    });
+    for (const MemoryInput &in : inputs)
+        items.push_back(d->batchItem(in));
+    return d->submitBatch(std::move(items), QStringLiteral("%1 memories (background)").arg(inputs.size()),
+                          MemoryPrivate::TurnContext());
 }
 
 QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &turns, const ConversationOptions &options)
@@ -668,31 +668,10 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
             merged.update(t.metadata);
             in.options.metadata = merged;
         }
-        if (text.isEmpty()) {
-            MemoryPrivate::Item blank;
-            blank.input = in;
-            blank.dropped = true;
-            items.push_back(std::move(blank));
-            continue;
-        }
-        items.push_back(d->resolve(in));
+        items.push_back(d->batchItem(in));
     }
-    const TurnContext context{window, weight};
-    const qsizetype n = turns.size();
-    return d->submit<SaveResult>([this, items = std::move(items), context, n]() mutable {
-        QElapsedTimer timer;
-        timer.start();
-        Q_EMIT saveStarted(QStringLiteral("%1 conversation turns (background)").arg(n), QJsonObject());
-        try {
-            EncodeOutcome out = runEncode(*d, items, context);
-            Q_EMIT saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
-                                 elapsedMs(timer));
-            return out.result;
-        } catch (const std::exception &e) {
-            Q_EMIT saveFailed(QLatin1String(kBackgroundSave), QString::fromUtf8(e.what()));
-            throw;
-        }
-    });
+    return d->submitBatch(std::move(items), QStringLiteral("%1 conversation turns (background)").arg(turns.size()),
+                          MemoryPrivate::TurnContext{window, weight});
 }
 
 QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &options)

@@ -26,12 +26,23 @@ public:
         QString existingId;         // identical record already stored
     };
 
+    // How a conversation's turns borrow meaning from their neighbours (window 0: not at all).
+    struct TurnContext
+    {
+        int window = 0;
+        double weight = 0;
+    };
+
     void openParts(std::shared_ptr<StorageBackend> storage, std::shared_ptr<Embedder> embedder);
     void checkOpen() const;
     void checkWritable(const char *what) const;
 
     // Validates and resolves the fields of one item (throws Error for bad input).
     Item resolve(const MemoryInput &input) const;
+    // resolve(), except that a blank item is kept as dropped (a batch skips blanks, remember refuses them).
+    Item batchItem(const MemoryInput &input) const;
+    // Runs the save pipeline on a batch in the background, with the save signals.
+    QFuture<SaveResult> submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context);
     // Submits work to the writer and tracks it for drainWrites().
     template<typename T, typename F>
     QFuture<T> submit(F &&work);
