@@ -23,6 +23,7 @@ namespace mneme {
 namespace {
 
 const char *const kBackgroundSave = "background save";
+constexpr int kMaxRecallLimit = 10000;
 
 std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
 {
@@ -208,10 +209,17 @@ void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr
 
 void MemoryPrivate::ensureBound()
 {
-    if (bound)
-        return;
+    // Every time, not once: another process may have reset the store (and its binding) meanwhile.
     storage->bindEmbedder(EmbedderBinding{embedder->id(), embedder->dimension()});
-    bound = true;
+}
+
+void MemoryPrivate::checkNotOnWriter(const char *what) const
+{
+    if (writer.isCurrentThread())
+        throw Error(ErrorKind::Internal,
+                    QStringLiteral("%1 was called from a handler running on the memory's writer thread, where it would "
+                                   "wait for itself; connect to Memory's signals with Qt::QueuedConnection")
+                        .arg(QLatin1String(what)));
 }
 
 void MemoryPrivate::checkOpen() const
@@ -250,12 +258,9 @@ MemoryPrivate::Item MemoryPrivate::batchItem(const MemoryInput &input) const
 template<typename T, typename F>
 QFuture<T> MemoryPrivate::submit(F &&work)
 {
+    checkNotOnWriter("a save");
     QMutexLocker lock(&submitLock);
     checkOpen();
-    if (writer.isCurrentThread())
-        throw Error(ErrorKind::Internal,
-                    QStringLiteral("a save was started from a handler running on the memory's writer thread, where it "
-                                   "would wait for itself; connect to Memory's signals with Qt::QueuedConnection"));
     QFuture<T> future = writer.template submit<T>(std::forward<F>(work));
     QMutexLocker p(&pendingLock);
     pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
@@ -286,10 +291,13 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         if (it.dropped)
             continue;
         const MemoryRecord &r = it.record;
-        if (auto existing = d.storage->findExact(r.content, r.scope, r.source, r.isPrivate)) {
-            it.existingId = existing->id;
-            out.records[i] = *existing;
-            continue;
+        // A conversation is a log: a turn that repeats earlier words is still its own event.
+        if (!context.conversation) {
+            if (auto existing = d.storage->findExact(r.content, r.scope, r.source, r.isPrivate)) {
+                it.existingId = existing->id;
+                out.records[i] = *existing;
+                continue;
+            }
         }
         active.push_back(i);
     }
@@ -334,7 +342,8 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
             items[active[k]].record.embedding = std::move(vectors[k]);
     }
 
-    // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped.
+    // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped (not in a
+    //    conversation, whose turns are events even when their words repeat).
     std::vector<size_t> kept;
     std::vector<float> norms(items.size(), 0.0f);
     for (size_t i : active) {
@@ -344,7 +353,7 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     for (size_t i : active) {
         const Embedding &a = items[i].record.embedding;
         bool duplicate = false;
-        if (norms[i] > 0) {
+        if (norms[i] > 0 && !context.conversation) {
             for (size_t j : kept) {
                 const Embedding &b = items[j].record.embedding;
                 if (b.size() != a.size() || norms[j] <= 0)
@@ -435,8 +444,9 @@ QString MemoryPrivate::readScope(const QString &path) const
 QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOptions &o)
 {
     checkOpen();
-    if (o.limit < 1)
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("limit must be at least 1 (got %1)").arg(o.limit));
+    if (o.limit < 1 || o.limit > kMaxRecallLimit)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("limit must be between 1 and %1 (got %2)").arg(kMaxRecallLimit).arg(o.limit));
     QStringList scopes;
     for (const QString &s : o.scopes)
         scopes << q->resolveScope(s);
@@ -671,7 +681,7 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
         items.push_back(d->batchItem(in));
     }
     return d->submitBatch(std::move(items), QStringLiteral("%1 conversation turns (background)").arg(turns.size()),
-                          MemoryPrivate::TurnContext{window, weight});
+                          MemoryPrivate::TurnContext{window, weight, true});
 }
 
 QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &options)
@@ -682,7 +692,12 @@ QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &opt
 QFuture<QList<MemoryMatch>> Memory::recallAsync(const QString &query, const RecallOptions &options)
 {
     d->checkOpen();
-    return QtConcurrent::run([this, query, options]() { return d->recallNow(query, options); });
+    QFuture<QList<MemoryMatch>> f = QtConcurrent::run([this, query, options]() { return d->recallNow(query, options); });
+    QMutexLocker lock(&d->pendingLock);
+    d->reads.erase(std::remove_if(d->reads.begin(), d->reads.end(), [](const QFuture<void> &r) { return r.isFinished(); }),
+                   d->reads.end());
+    d->reads.append(QFuture<void>(f));
+    return f;
 }
 
 QStringList Memory::extractMemories(const QString &content)
@@ -696,6 +711,11 @@ QStringList Memory::extractMemories(const QString &content)
 int Memory::forget(const ForgetOptions &o)
 {
     d->checkWritable("forget");
+    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid()
+        && (o.metadata.is_null() || o.metadata.empty()))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("forget needs a scope, ids, categories, a time or a metadata filter; "
+                                   "to delete everything use reset() or resetAll()"));
     RecordFilter f;
     if (o.scope || !d->config.rootScope.isEmpty())
         f = d->readFilter({resolveScope(o.scope)});
@@ -705,6 +725,7 @@ int Memory::forget(const ForgetOptions &o)
     if (!o.metadata.is_null() && !o.metadata.is_object())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("the metadata filter must be a JSON object"));
     f.metadata = o.metadata.is_object() ? o.metadata : Json::object();
+    d->checkNotOnWriter("forget()");
     QMutexLocker lock(&d->submitLock);
     drainWrites();
     return d->storage->remove(f);
@@ -750,6 +771,7 @@ MemoryRecord Memory::update(const QString &id, const UpdateOptions &o)
     }
     r.updatedAt = nowUtc();
     r.lastAccessed = r.updatedAt;
+    d->checkNotOnWriter("update()");
     QMutexLocker lock(&d->submitLock);
     if (!r.embedding.empty())
         d->ensureBound();
@@ -762,6 +784,17 @@ QList<HistoryEntry> Memory::history(const QString &id)
     d->checkOpen();
     drainWrites();
     const std::vector<HistoryEntry> entries = d->storage->history(id.trimmed());
+    const auto outsideRoot = [&](const Json &record) {
+        return record.is_object() && record.contains("scope") && record["scope"].is_string()
+            && !ScopePath::contains(d->config.rootScope, QString::fromStdString(record["scope"].get<std::string>()));
+    };
+    if (!d->config.rootScope.isEmpty()) {
+        for (const HistoryEntry &e : entries) {
+            if (outsideRoot(e.oldRecord) || outsideRoot(e.newRecord))
+                throw Error(ErrorKind::NotFound,
+                            QStringLiteral("no memory has the id \"%1\" under %2").arg(id, d->config.rootScope));
+        }
+    }
     if (entries.empty() && !d->storage->get(id.trimmed()))
         throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id \"%1\"; list ids with `mneme list`").arg(id));
     return QList<HistoryEntry>(entries.begin(), entries.end());
@@ -851,6 +884,10 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
     std::vector<MemoryRecord> toSave;
     for (const MemoryRecord &in : records) {
         MemoryRecord r = importedRecord(in, d->config);
+        if (!d->config.rootScope.isEmpty() && !ScopePath::contains(d->config.rootScope, r.scope))
+            throw Error(ErrorKind::PermissionDenied,
+                        QStringLiteral("record %1 is in %2, outside this memory's root scope %3; nothing was imported")
+                            .arg(r.id, r.scope, d->config.rootScope));
         if (keepEmbeddings && int(r.embedding.size()) != d->embedder->dimension())
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("record %1 has a %2-dimensional embedding but the embedder %3 makes %4-dimensional "
@@ -902,23 +939,21 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
 int Memory::reset(const QString &scope)
 {
     d->checkWritable("reset");
+    d->checkNotOnWriter("reset()");
     QMutexLocker lock(&d->submitLock);
     drainWrites();
     const QString target = d->readScope(scope);
     const int n = d->storage->reset(target);
-    if (target == QLatin1String("/"))
-        d->bound = false;
     return n;
 }
 
 int Memory::resetAll()
 {
     d->checkWritable("reset");
+    d->checkNotOnWriter("reset()");
     QMutexLocker lock(&d->submitLock);
     drainWrites();
-    const int n = d->storage->reset(QStringLiteral("/"));
-    d->bound = false;
-    return n;
+    return d->storage->reset(QStringLiteral("/"));
 }
 
 void Memory::drainWrites()
@@ -947,6 +982,20 @@ void Memory::close()
 {
     if (d->closed)
         return;
+    d->checkNotOnWriter("close()");
+    // Recalls started with recallAsync() finish first: they use the store.
+    QList<QFuture<void>> reads;
+    {
+        QMutexLocker p(&d->pendingLock);
+        reads = d->reads;
+    }
+    for (QFuture<void> &r : reads) {
+        try {
+            r.waitForFinished();
+        } catch (...) {
+            // The caller's own future carries it.
+        }
+    }
     {
         QMutexLocker lock(&d->submitLock);
         drainWrites();

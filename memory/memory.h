@@ -78,7 +78,8 @@ public:
     // statement; an empty text gives none.
     QStringList extractMemories(const QString &content);
 
-    // Deletes what the options select (history keeps what was deleted) and returns how many.
+    // Deletes what the options select (history keeps what was deleted) and returns how many. At least
+    // one condition is required (Error(InvalidArgument) otherwise): use reset() to delete everything.
     int forget(const ForgetOptions &options);
     // Edits one record; new content is re-embedded. Throws Error(NotFound) for an unknown id.
     MemoryRecord update(const QString &id, const UpdateOptions &options);

@@ -22,7 +22,7 @@ struct MatchSignals
 struct MemoryMatch
 {
     MemoryRecord record;
-    double score = 0;           // composite
+    double score = 0;           // the composite, with recency and importance weighed by relative relevance (Scoring::weighByRelevance)
     MatchSignals signalValues;  // "signals" in JSON (the C++ name avoids Qt's `signals` keyword macro)
     QStringList matchReasons;   // "semantic", "keyword", "recency", "importance"
     QStringList evidenceGaps;

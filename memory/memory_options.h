@@ -41,7 +41,8 @@ struct ConversationTurn
     Json metadata = Json::object();         // merged over the defaults' metadata
 };
 
-// How rememberConversation() stores turns. Each turn is its own record; its vector blends the
+// How rememberConversation() stores turns. Each turn is its own record, even when its words repeat
+// an earlier turn (no duplicate lookup, no intra-batch dedup: a conversation is a log); its vector blends the
 // turn's own embedding with those of the `contextWindow` turns before and after it (each weighted
 // `contextWeight`), so a short reply ("Yes, last Tuesday!") is found by what it answers.
 struct ConversationOptions

@@ -31,10 +31,13 @@ public:
     {
         int window = 0;
         double weight = 0;
+        bool conversation = false;  // every item is stored: no exact-duplicate lookup, no intra-batch dedup
     };
 
     void openParts(std::shared_ptr<StorageBackend> storage, std::shared_ptr<Embedder> embedder);
     void checkOpen() const;
+    // Throws Error(Internal) on the writer thread, where a blocking call would wait for itself.
+    void checkNotOnWriter(const char *what) const;
     void checkWritable(const char *what) const;
 
     // Validates and resolves the fields of one item (throws Error for bad input).
@@ -61,8 +64,8 @@ public:
     QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
     QMutex pendingLock;
     QList<QFuture<void>> pending;
+    QList<QFuture<void>> reads;     // recallAsync() tasks, waited for by close()
     std::atomic<bool> closed{false};
-    std::atomic<bool> bound{false};
 };
 
 } // namespace mneme

@@ -201,7 +201,7 @@ void EvalCommands::locomo()
             {"conversations", result.conversationIds.size()},
             {"turns", result.turns},
             {"turns_stored", result.turnsStored},
-            {"turns_dropped_by_dedup", result.turnsDropped},
+            {"turns_not_stored", result.turnsDropped},
             {"evidence_ids_repaired", result.evidenceIdsRepaired},
             {"evidence_ids_dropped", result.evidenceIdsDropped},
             {"questions_skipped", result.questionsSkipped},
@@ -239,7 +239,7 @@ void EvalCommands::locomo()
     text += QStringLiteral("\n%1 ms per query (%2 recalls, shallow); %3 s in all\n")
                 .arg(QString::number(result.msPerQuery(), 'f', 2), QString::number(result.recalls),
                      QString::number(seconds, 'f', 1));
-    text += QStringLiteral("turns: %1 stored of %2 (%3 dropped as near-duplicates of an earlier turn)\n")
+    text += QStringLiteral("turns: %1 stored of %2 (%3 blank)\n")
                 .arg(QString::number(result.turnsStored), QString::number(result.turns),
                      QString::number(result.turnsDropped));
     text += QStringLiteral("evidence ids: %1 repaired, %2 dropped; %3 questions skipped (no usable evidence)\n")

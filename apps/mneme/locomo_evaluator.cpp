@@ -5,7 +5,6 @@
 #include "memory/memory.h"
 
 #include <QElapsedTimer>
-#include <QHash>
 
 #include <cmath>
 #include <limits>
@@ -14,7 +13,6 @@ namespace mneme::cli {
 
 namespace {
 
-constexpr int kExportBatch = 1000;
 
 double elapsedMs(const QElapsedTimer &timer)
 {
@@ -109,9 +107,8 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
         result.embedderId = memory.embedder().id();
 
     // 1. Every turn one record, stored session by session as the conversation it is
-    //    (Memory::rememberConversation: each turn indexed with its neighbours in the session).
-    QList<MemoryInput> items; // what each turn became, for the dedup bookkeeping below
-    items.reserve(conversation.turns.size());
+    //    (Memory::rememberConversation: each turn indexed with its neighbours in the session; a turn
+    //    repeating earlier words is still its own record). Only a blank turn is not stored.
     SaveResult saved;
     for (qsizetype start = 0; start < conversation.turns.size();) {
         const int session = conversation.turns.at(start).session;
@@ -120,9 +117,6 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
         for (; end < conversation.turns.size() && conversation.turns.at(end).session == session; ++end) {
             const LocomoTurn &turn = conversation.turns.at(end);
             turns << ConversationTurn{turn.speaker, recordText(turn), turn.at, Json{{"dia_id", turn.diaId.toStdString()}}};
-            MemoryInput item;
-            item.content = recordContent(turn);
-            items << item;
         }
         ConversationOptions options;
         options.defaults.scope = QStringLiteral("/");
@@ -130,68 +124,12 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
         const SaveResult part = memory.rememberConversation(turns, options).result();
         saved.stored += part.stored;
         saved.dropped += part.dropped;
-        saved.existing += part.existing;
         start = end;
     }
     result.turns += int(conversation.turns.size());
     result.turnsStored += saved.stored;
+    result.turnsDropped += saved.dropped;
     const double storeMs = elapsedMs(timer);
-
-    // 2. Which turns were stored. rememberMany drops a turn nearly identical to an earlier kept one
-    // (batch_dedup_threshold); such a turn is represented by that earlier turn, so that evidence
-    // naming it is found when its twin is recalled.
-    QHash<QString, Embedding> storedVectors;
-    for (int offset = 0;; offset += kExportBatch) {
-        const QList<MemoryRecord> batch = memory.exportRecords(offset, kExportBatch);
-        for (const MemoryRecord &r : batch) {
-            const QString id = diaIdOf(r);
-            if (!id.isEmpty())
-                storedVectors.insert(id, r.embedding);
-        }
-        if (batch.size() < kExportBatch)
-            break;
-    }
-    QHash<QString, QString> representative;     // turn id -> the stored turn id that stands for it
-    QList<qsizetype> droppedTurns;
-    for (qsizetype i = 0; i < conversation.turns.size(); ++i) {
-        const QString &id = conversation.turns.at(i).diaId;
-        if (storedVectors.contains(id))
-            representative.insert(id, id);
-        else
-            droppedTurns << i;
-    }
-    result.turnsDropped += int(droppedTurns.size());
-    if (!droppedTurns.isEmpty() && !storedVectors.isEmpty()) {
-        QStringList texts;
-        for (qsizetype i : std::as_const(droppedTurns))
-            texts << items.at(i).content;
-        const std::vector<Embedding> vectors = memory.embedder().embed(texts);
-        for (qsizetype n = 0; n < droppedTurns.size() && size_t(n) < vectors.size(); ++n) {
-            const qsizetype i = droppedTurns.at(n);
-            const Embedding &v = vectors.at(size_t(n));
-            // As the dedup does: the first earlier stored turn at or above the threshold; failing
-            // that (rounding at the threshold), the most similar stored turn.
-            QString twin;
-            QString best;
-            double bestCosine = -2;
-            for (qsizetype j = 0; j < conversation.turns.size(); ++j) {
-                const QString &other = conversation.turns.at(j).diaId;
-                const auto it = storedVectors.constFind(other);
-                if (it == storedVectors.constEnd())
-                    continue;
-                const double cosine = VectorMath::cosine(v, it.value());
-                if (j < i && cosine >= m_config.batchDedupThreshold) {
-                    twin = other;
-                    break;
-                }
-                if (cosine > bestCosine) {
-                    bestCosine = cosine;
-                    best = other;
-                }
-            }
-            representative.insert(conversation.turns.at(i).diaId, twin.isEmpty() ? best : twin);
-        }
-    }
 
     // 3. Every selected question, recalled shallow as of the last session.
     int maxK = 0;
@@ -231,7 +169,7 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
             const QStringList top = ranked.mid(0, k);
             int found = 0;
             for (const QString &evidence : q.evidence) {
-                if (top.contains(representative.value(evidence, evidence)))
+                if (top.contains(evidence))
                     ++found;
             }
             const double recall = double(found) / double(q.evidence.size());
@@ -244,9 +182,9 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
     memory.close();
 
     if (log) {
-        log(QStringLiteral("%1: %2 turns, %3 stored, %4 dropped as near-duplicates, in %5 ms; %6 questions, %7 ms per query")
+        log(QStringLiteral("%1: %2 turns, %3 stored, %4 blank, in %5 ms; %6 questions, %7 ms per query")
                 .arg(conversation.sampleId, QString::number(conversation.turns.size()), QString::number(saved.stored),
-                     QString::number(droppedTurns.size()), QString::number(storeMs, 'f', 1), QString::number(questions),
+                     QString::number(saved.dropped), QString::number(storeMs, 'f', 1), QString::number(questions),
                      QString::number(questions > 0 ? recallMs / questions : 0.0, 'f', 2)));
     }
 }

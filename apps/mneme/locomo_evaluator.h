@@ -32,7 +32,7 @@ struct LocomoEvalResult
 
     int turns = 0;                  // turns in the conversations evaluated
     int turnsStored = 0;            // records written
-    int turnsDropped = 0;           // turns rememberMany dropped as near-duplicates of an earlier turn
+    int turnsDropped = 0;           // turns not stored (blank text)
     int evidenceIdsRepaired = 0;    // over the questions of the selected categories
     int evidenceIdsDropped = 0;
     int questionsSkipped = 0;       // selected questions without any usable evidence id

@@ -114,7 +114,8 @@ void ScopeCommands::reset()
                              scope ? QStringLiteral("every record of %1").arg(*scope) : QStringLiteral("every record")));
     }
     Memory &memory = m_ctx.memory();
-    const int deleted = scope ? memory.reset(*scope) : memory.resetAll();
+    // Without --scope: everything, or everything under the configured root_scope (never beyond it).
+    const int deleted = scope ? memory.reset(*scope) : (memory.rootScope().isEmpty() ? memory.resetAll() : memory.reset());
     if (m_ctx.json())
         m_ctx.console().writeJson(Json{{"deleted", deleted}});
     else

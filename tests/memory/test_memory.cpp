@@ -744,6 +744,78 @@ private Q_SLOTS:
         QCOMPARE(reopened.recall(QStringLiteral("hash-v1 dimensions"), shallow()).size(), 1);
     }
 
+    void handlersOnTheWriterCannotDeadlock()
+    {
+        auto m = open();
+        std::atomic<int> refused{0};
+        connect(m.get(), &Memory::saveCompleted, m.get(), [&] {
+            try {
+                ForgetOptions f;
+                f.scope = QStringLiteral("/x");
+                m->forget(f); // on the writer thread: would wait for itself
+            } catch (const Error &e) {
+                if (e.kind() == ErrorKind::Internal)
+                    ++refused;
+            }
+        }, Qt::DirectConnection);
+        m->rememberMany({QStringLiteral("one"), QStringLiteral("two")}, fields(QStringLiteral("/")));
+        m->close(); // returns: the handler was refused instead of blocking the writer
+        QCOMPARE(refused.load(), 1);
+    }
+
+    void closeWaitsForAsyncRecalls()
+    {
+        auto m = open();
+        for (int i = 0; i < 50; ++i)
+            m->remember(QStringLiteral("fact number %1").arg(i), fields(QStringLiteral("/")));
+        QList<QFuture<QList<MemoryMatch>>> running;
+        for (int i = 0; i < 8; ++i)
+            running << m->recallAsync(QStringLiteral("fact number %1").arg(i), shallow());
+        m.reset(); // the destructor closes, after the recalls are done with the store
+        for (auto &f : running)
+            QCOMPARE(f.result().size(), 10);
+    }
+
+    void rootScopeConfinesHistoryAndImport()
+    {
+        QString outsideId;
+        QList<MemoryRecord> outside;
+        {
+            auto all = open();
+            outsideId = all->remember(QStringLiteral("tenant b secret"), fields(QStringLiteral("/tenant/b"))).id;
+            outside = all->exportRecords(0, 10);
+        }
+        auto a = open(nullptr, QStringLiteral("/tenant/a"));
+        QCOMPARE(errorOf([&] { a->history(outsideId); }).kind(), ErrorKind::NotFound);
+        outside.first().id = QStringLiteral("another-id");
+        QCOMPARE(errorOf([&] { a->importRecords(outside, true); }).kind(), ErrorKind::PermissionDenied);
+        QCOMPARE(a->info().recordCount, 0);
+    }
+
+    void forgetNeedsACondition()
+    {
+        auto m = open();
+        m->remember(QStringLiteral("kept"), fields(QStringLiteral("/")));
+        QCOMPARE(errorOf([&] { m->forget(ForgetOptions{}); }).kind(), ErrorKind::InvalidArgument);
+        QCOMPARE(count(*m), 1);
+        QCOMPARE(errorOf([&] { m->recall(QStringLiteral("kept"), shallow(2000000000)); }).kind(), ErrorKind::InvalidArgument);
+    }
+
+    void repeatedConversationTurnsAreKept()
+    {
+        auto m = open();
+        const QDateTime t0 = QDateTime(QDate(2023, 5, 8), QTime(13, 0), Qt::UTC);
+        QList<ConversationTurn> turns{
+            {QStringLiteral("Mel"), QStringLiteral("Thanks!"), t0, Json{{"dia_id", "D1:1"}}},
+            {QStringLiteral("Mel"), QStringLiteral("Thanks!"), t0.addDays(30), Json{{"dia_id", "D2:1"}}},
+        };
+        const SaveResult r = m->rememberConversation(turns).result();
+        QCOMPARE(r.stored, 2);
+        QCOMPARE(r.existing, 0);
+        QCOMPARE(m->rememberConversation(turns).result().stored, 2); // a log: replayed turns are new events
+        QCOMPARE(count(*m), 4);
+    }
+
     void keywordSignalFindsRareWords()
     {
         auto e = std::make_shared<FakeEmbedder>(4);

@@ -1544,8 +1544,9 @@ void SqliteStorage::update(const MemoryRecord &record)
         claimDimension(int(record.embedding.size()));
     }
     Statement st(*this, "UPDATE records SET content = ?, scope = ?, categories = ?, importance = ?, source = ?, private = ?, "
-                        "metadata = ?, created_at = ?, updated_at = ?, last_accessed = ?, access_count = ?, content_hash = ?, "
-                        "embedding = coalesce(?, embedding) WHERE rid = ?");
+                        "metadata = ?, created_at = ?, updated_at = ?, last_accessed = max(coalesce(last_accessed, 0), ?), "
+                        "access_count = max(access_count, ?), content_hash = ?, "
+                        "embedding = coalesce(?, embedding) WHERE rid = ?"); // a touch() in between is kept
     bindFields(st, 1, record).bind(14, old->rowid);
     st.run(QStringLiteral("updating record %1").arg(record.id));
     if (record.content != old->record.content) {
