@@ -996,7 +996,12 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
         *error = QStringLiteral("the file is damaged (graph)");
         return false;
     }
-    // Every link must name a node, and every label must be the rowid recorded for its node.
+    // The entry point sits on the top level; every link must name a node that has the link's level;
+    // every label must be the rowid recorded for its node.
+    if (nodes && g.element_levels_[g.enterpoint_node_] != g.maxlevel_) {
+        *error = QStringLiteral("the file is damaged (entry point)");
+        return false;
+    }
     g.label_lookup_.reserve(nodes);
     for (std::size_t i = 0; i < nodes; ++i) {
         for (int level = 0; level <= g.element_levels_[i]; ++level) {
@@ -1007,7 +1012,9 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
                 return false;
             }
             for (std::size_t k = 1; k <= count; ++k) {
-                if (links[k] >= nodes) {
+                // A neighbour at this level must exist at this level, or a search would follow a link
+                // list that is not there.
+                if (links[k] >= nodes || g.element_levels_[links[k]] < level) {
                     *error = QStringLiteral("the file is damaged (links)");
                     return false;
                 }
