@@ -1584,6 +1584,11 @@ int SqliteStorage::remove(const RecordFilter &requested)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
+    return removeLocked(filter);
+}
+
+int SqliteStorage::removeLocked(const RecordFilter &filter)
+{
     ensureOpen();
     ensureWritable();
     Transaction t(*this);
@@ -1603,23 +1608,14 @@ int SqliteStorage::reset(const QString &scopePrefix)
 {
     const QString prefix = ScopePath::normalize(scopePrefix);
     QMutexLocker lock(&m_mutex);
+    if (prefix != QLatin1String("/")) {
+        RecordFilter f; // a subtree: deleted like remove(), with history
+        f.scopes = {prefix};
+        return removeLocked(f);
+    }
     ensureOpen();
     ensureWritable();
     Transaction t(*this);
-    if (prefix != QLatin1String("/")) {
-        RecordFilter f;
-        f.scopes = {prefix};
-        const std::vector<Row> rows = selectRows(f, false, false);
-        const int n = deleteRows(rows);
-        const qint64 lastSeq = currentSeq();
-        t.commit();
-        if (m_index.isLoaded() && n > 0) {
-            for (const Row &row : rows)
-                indexRemove(row.rowid);
-            afterWrite(lastSeq, n);
-        }
-        return n;
-    }
     int n = 0;
     {
         Statement st(*this, "SELECT count(*) FROM records");

@@ -161,6 +161,7 @@ private:
     std::vector<qint64> rowidsForIds(const QStringList &ids);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
     static Statement &bindFields(Statement &st, int first, const MemoryRecord &r);
+    int removeLocked(const RecordFilter &filter);
     // The OR of those terms that are rare enough in the store to be worth a keyword search.
     QByteArray selectiveMatch(const QList<QByteArray> &terms);
     qint64 insertRecord(const MemoryRecord &r);
