@@ -13,9 +13,15 @@ MemorySlice::MemorySlice(Memory *memory, const QStringList &scopes, const QStrin
 {
     if (scopes.isEmpty())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a memory slice needs at least one scope"));
-    for (const QString &s : scopes) {
-        const QString n = ScopePath::normalize(s);
-        if (!m_scopes.contains(n))
+    QStringList normalized;
+    for (const QString &s : scopes)
+        normalized << ScopePath::normalize(s);
+    // A scope inside another of the slice adds nothing, and would count its records twice.
+    for (const QString &n : std::as_const(normalized)) {
+        const bool covered = std::any_of(normalized.begin(), normalized.end(), [&](const QString &other) {
+            return other != n && ScopePath::contains(other, n);
+        });
+        if (!covered && !m_scopes.contains(n))
             m_scopes << n;
     }
 }

@@ -13,7 +13,8 @@ namespace mneme {
 
 class Memory;
 
-// A view across several scopes. Recall searches all of them at once and ranks the union; writes
+// A view across several scopes (a scope inside another of them is folded into it). Recall searches
+// all of them at once and ranks the union; writes
 // need an explicit scope inside one of them and are refused (Error(PermissionDenied)) when the
 // slice is read-only.
 class MemorySlice

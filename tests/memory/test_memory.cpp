@@ -257,6 +257,9 @@ private Q_SLOTS:
         for (const auto &match : matches)
             QVERIFY(match.record.scope != QStringLiteral("/other"));
         QCOMPARE(view.info().recordCount, 2);
+        MemorySlice overlapping = m->slice({QStringLiteral("/agent"), QStringLiteral("/agent/researcher"), QStringLiteral("/agent/")});
+        QCOMPARE(overlapping.scopes(), QStringList{QStringLiteral("/agent")});
+        QCOMPARE(overlapping.info().recordCount, 1); // counted once
         MemorySlice writable = m->slice({QStringLiteral("/team/alpha"), QStringLiteral("/team/beta")}, {}, false);
         QCOMPARE(writable.remember(QStringLiteral("cross-team decision"), fields(QStringLiteral("/team/alpha"))).scope,
                  QStringLiteral("/team/alpha"));
