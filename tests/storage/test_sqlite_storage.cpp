@@ -268,7 +268,7 @@ private Q_SLOTS:
     }
 
     void killedWriterLeavesIntactStore();
-    void searchSpeed();
+    void exactScanOfTenThousand();
     void annConfigKeys();
     void annMatchesExactScan();
     void annFiltersNeverLeak_data();
@@ -1316,7 +1316,7 @@ void TestSqliteStorage::killedWriterLeavesIntactStore()
     QCOMPARE(rawScalar(path, QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
 }
 
-void TestSqliteStorage::searchSpeed()
+void TestSqliteStorage::exactScanOfTenThousand()
 {
     test::TempStore tmp;
     // The exact scan (the approximate index has its own tests, which never time anything).
@@ -1373,10 +1373,9 @@ void TestSqliteStorage::searchSpeed()
     qInfo("search of 10000 x 384 (top 10, records fetched), median: unfiltered %.3f ms (cpu %.3f ms), "
           "scope + categories %.3f ms (cpu %.3f ms); first search incl. loading the index %lld ms",
           allWall, allCpu, filteredWall, filteredCpu, loadMs);
+    // Correctness only (every query returned 10 records passing its filter); the times are
+    // information, and the speed goals are measured by mneme-bench, never asserted in a test.
     QVERIFY(allCpu >= 0 && filteredCpu >= 0);
-    // The goal is well under 5 ms of work; CPU time keeps the bound meaningful on a busy machine.
-    QVERIFY2(allCpu < 5.0, qPrintable(QString::number(allCpu)));
-    QVERIFY2(filteredCpu < allCpu, qPrintable(QString::number(filteredCpu)));
 }
 
 // ---------------------------------------------------------------------------------------------
