@@ -726,7 +726,9 @@ Embedding finishVector(Workspace &ws, int dimension, const double (&familyWeight
 }
 
 
-Embedding embedText(Workspace &ws, const QString &text, int dimension)
+// Steps 1 and 2, shared by both models: normalise the text and split it into tokens (in ws).
+// False when there is no token.
+bool tokenizeText(Workspace &ws, const QString &text)
 {
     if (!normalizeFast(text, ws.text)) {
         const QString n = normalizeSlow(text);
@@ -734,7 +736,12 @@ Embedding embedText(Workspace &ws, const QString &text, int dimension)
     }
     decode(ws.text, ws.cps);
     tokenize(ws);
-    if (ws.tokens.empty())
+    return !ws.tokens.empty();
+}
+
+Embedding embedText(Workspace &ws, const QString &text, int dimension)
+{
+    if (!tokenizeText(ws, text))
         return {};
 
     // Step 3: features.
@@ -1024,13 +1031,7 @@ std::string_view canonicalForm(Workspace &ws, std::string_view w, const WordInfo
 
 Embedding embedTextV2(Workspace &ws, const QString &text, int dimension)
 {
-    if (!normalizeFast(text, ws.text)) {
-        const QString n = normalizeSlow(text);
-        ws.text.assign(reinterpret_cast<const char16_t *>(n.utf16()), size_t(n.size()));
-    }
-    decode(ws.text, ws.cps);
-    tokenize(ws);
-    if (ws.tokens.empty())
+    if (!tokenizeText(ws, text))
         return {};
 
     const WordTable &table = wordTable();
