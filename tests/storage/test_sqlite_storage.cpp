@@ -466,6 +466,27 @@ static std::vector<FixtureRecord> filterFixture()
     };
 }
 
+// Saves the filter fixture ("shared token <name>" records) and returns each name's record id.
+static QHash<QString, QString> saveFilterFixture(StorageBackend &store)
+{
+    std::vector<MemoryRecord> records;
+    QHash<QString, QString> idOf;
+    int i = 0;
+    for (const FixtureRecord &f : filterFixture()) {
+        MemoryRecord r = makeRecord(QStringLiteral("shared token %1").arg(QLatin1String(f.name)), QLatin1String(f.scope),
+                                    {1.0f, float(i) * 0.1f, 0.5f, 0}, f.hours);
+        r.categories = f.categories;
+        r.source = QLatin1String(f.source);
+        r.isPrivate = f.isPrivate;
+        r.metadata = f.metadata;
+        idOf.insert(QLatin1String(f.name), r.id);
+        records.push_back(r);
+        ++i;
+    }
+    store.save(records);
+    return idOf;
+}
+
 void TestSqliteStorage::filtersNeverLeak_data()
 {
     QTest::addColumn<QStringList>("scopes");
@@ -528,21 +549,7 @@ void TestSqliteStorage::filtersNeverLeak()
 
     test::TempStore tmp;
     auto store = openStore(tmp.path());
-    std::vector<MemoryRecord> records;
-    QHash<QString, QString> idOf;
-    int i = 0;
-    for (const FixtureRecord &f : filterFixture()) {
-        MemoryRecord r = makeRecord(QStringLiteral("shared token %1").arg(QLatin1String(f.name)), QLatin1String(f.scope),
-                                    {1.0f, float(i) * 0.1f, 0.5f, 0}, f.hours);
-        r.categories = f.categories;
-        r.source = QLatin1String(f.source);
-        r.isPrivate = f.isPrivate;
-        r.metadata = f.metadata;
-        idOf.insert(QLatin1String(f.name), r.id);
-        records.push_back(r);
-        ++i;
-    }
-    store->save(records);
+    const QHash<QString, QString> idOf = saveFilterFixture(*store);
 
     RecordFilter filter;
     filter.scopes = scopes;
@@ -1470,21 +1477,7 @@ void TestSqliteStorage::annFiltersNeverLeak()
 
     test::TempStore tmp;
     auto store = openDirect(tmp.path(), Json{{"ann_threshold", 1}});
-    std::vector<MemoryRecord> records;
-    QHash<QString, QString> idOf;
-    int i = 0;
-    for (const FixtureRecord &f : filterFixture()) {
-        MemoryRecord r = makeRecord(QStringLiteral("shared token %1").arg(QLatin1String(f.name)), QLatin1String(f.scope),
-                                    {1.0f, float(i) * 0.1f, 0.5f, 0}, f.hours);
-        r.categories = f.categories;
-        r.source = QLatin1String(f.source);
-        r.isPrivate = f.isPrivate;
-        r.metadata = f.metadata;
-        idOf.insert(QLatin1String(f.name), r.id);
-        records.push_back(r);
-        ++i;
-    }
-    store->save(records);
+    QHash<QString, QString> idOf = saveFilterFixture(*store); // name -> id; content is "shared token <name>"
 
     RecordFilter filter;
     filter.scopes = scopes;
@@ -1514,9 +1507,9 @@ void TestSqliteStorage::annFiltersNeverLeak()
             return; // the index does not look at metadata; search() above does
         const QHash<QString, qint64> rowid = rowidsById(tmp.path());
         QSet<qint64> wantedRows;
-        for (const MemoryRecord &r : records)
-            if (wanted.contains(r.content))
-                wantedRows.insert(rowid.value(r.id));
+        for (auto it = idOf.cbegin(); it != idOf.cend(); ++it)
+            if (wanted.contains(QStringLiteral("shared token ") + it.key()))
+                wantedRows.insert(rowid.value(it.value()));
         for (VectorIndex::Mode mode : {VectorIndex::Mode::Graph, VectorIndex::Mode::Auto, VectorIndex::Mode::Exact}) {
             const QSet<qint64> got = rowidSet(store->nearest({1, 0, 0, 0}, filter, 100, mode));
             QVERIFY2(got == wantedRows, qPrintable(QStringLiteral("mode %1: %2 rows, %3 wanted").arg(int(mode)).arg(got.size()).arg(wantedRows.size())));
@@ -1532,7 +1525,7 @@ void TestSqliteStorage::annFiltersNeverLeak()
     outsider.categories = {QStringLiteral("fact")};
     outsider.metadata = Json{{"topic", "z"}};
     store->save({outsider});
-    records.push_back(outsider);
+    idOf.insert(QStringLiteral("outsider"), outsider.id);
     if (filter.matches(outsider))
         want.insert(outsider.content);
     verify(want);
