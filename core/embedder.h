@@ -23,7 +23,8 @@ public:
     virtual QString id() const = 0;
     // Length of every vector embed() returns.
     virtual int dimension() const = 0;
-    // One vector per text, in order. A blank text gets an empty vector. Throws Error(Embedder).
+    // One vector per text, in order. A blank text gets an empty vector. Throws Error(Embedder), or a
+    // network embedder's typed provider error (Authentication, RateLimited, Network, Timeout, ...).
     virtual std::vector<Embedding> embed(const QStringList &texts) = 0;
 };
 

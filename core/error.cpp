@@ -7,6 +7,29 @@ Error::Error(ErrorKind kind, const QString &message)
 {
 }
 
+Error::Error(ErrorKind kind, const QString &message, int httpStatus)
+    : m_kind(kind), m_message(message.toStdString()), m_httpStatus(httpStatus)
+{
+}
+
+bool Error::isProviderError() const noexcept
+{
+    switch (m_kind) {
+    case ErrorKind::Provider:
+    case ErrorKind::Authentication:
+    case ErrorKind::RateLimited:
+    case ErrorKind::ContextLength:
+    case ErrorKind::BadRequest:
+    case ErrorKind::ServerError:
+    case ErrorKind::Network:
+    case ErrorKind::Timeout:
+    case ErrorKind::MalformedReply:
+        return true;
+    default:
+        return false;
+    }
+}
+
 QString Error::kindName(ErrorKind kind)
 {
     switch (kind) {
@@ -21,6 +44,14 @@ QString Error::kindName(ErrorKind kind)
     case ErrorKind::Embedder: return QStringLiteral("embedder");
     case ErrorKind::Plugin: return QStringLiteral("plugin");
     case ErrorKind::Provider: return QStringLiteral("provider");
+    case ErrorKind::Authentication: return QStringLiteral("authentication");
+    case ErrorKind::RateLimited: return QStringLiteral("rate_limited");
+    case ErrorKind::ContextLength: return QStringLiteral("context_length_exceeded");
+    case ErrorKind::BadRequest: return QStringLiteral("bad_request");
+    case ErrorKind::ServerError: return QStringLiteral("server_error");
+    case ErrorKind::Network: return QStringLiteral("network");
+    case ErrorKind::Timeout: return QStringLiteral("timeout");
+    case ErrorKind::MalformedReply: return QStringLiteral("malformed_reply");
     case ErrorKind::Cancelled: return QStringLiteral("cancelled");
     case ErrorKind::Internal: return QStringLiteral("internal");
     }

@@ -19,7 +19,15 @@ enum class ErrorKind {
     Storage,            // any other storage failure
     Embedder,           // the embedder failed
     Plugin,             // a plugin could not be found, loaded or created
-    Provider,           // an LLM provider failed
+    Provider,           // a provider failed in a way none of the kinds below describes
+    Authentication,     // the provider refused the credentials (HTTP 401/403), or none are configured
+    RateLimited,        // HTTP 429 after every retry
+    ContextLength,      // the request does not fit the model's context window
+    BadRequest,         // the provider rejected the request (HTTP 4xx)
+    ServerError,        // HTTP 5xx after every retry
+    Network,            // connection refused, reset, dropped mid-stream, host not found
+    Timeout,            // no answer within the timeout
+    MalformedReply,     // the reply is not what the protocol promises (bad JSON, an HTML page, no JSON object)
     Cancelled,
     Internal,
 };
@@ -31,6 +39,8 @@ class Error : public QException
 {
 public:
     Error(ErrorKind kind, const QString &message);
+    // A provider error: the HTTP status (0 when there was no reply) travels with it.
+    Error(ErrorKind kind, const QString &message, int httpStatus);
 
     const char *what() const noexcept override { return m_message.c_str(); }
     void raise() const override { throw *this; }
@@ -38,6 +48,9 @@ public:
 
     ErrorKind kind() const noexcept { return m_kind; }
     QString message() const { return QString::fromUtf8(what()); }
+    int httpStatus() const noexcept { return m_httpStatus; }
+    // True for the kinds a provider or the HTTP layer reports (Provider .. MalformedReply).
+    bool isProviderError() const noexcept;
 
     // Stable lower-case name of a kind ("invalid_argument", "not_found", ...), used in JSON and events.
     static QString kindName(ErrorKind kind);
@@ -47,6 +60,7 @@ public:
 private:
     ErrorKind m_kind;
     std::string m_message;
+    int m_httpStatus = 0;
 };
 
 } // namespace mneme

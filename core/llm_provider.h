@@ -9,25 +9,39 @@
 #include <QStringList>
 #include <QtPlugin>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace mneme {
+
+struct ToolCall
+{
+    QString id;                         // the provider's id; generated when the provider sends none
+    QString name;
+    Json arguments = Json::object();    // parsed; a call whose arguments were not JSON keeps {"_raw": text}
+};
 
 struct ChatMessage
 {
     enum class Role { System, User, Assistant, Tool };
     Role role = Role::User;
     QString content;
-    QString toolCallId;     // Role::Tool: the call this message answers
-    QString name;           // Role::Tool: the tool's name
-    Json toolCalls = Json::array(); // Role::Assistant: [{"id","name","arguments":{...}}]
+    QString toolCallId;                 // Role::Tool: the call this message answers
+    QString name;                       // Role::Tool: the tool's name
+    std::vector<ToolCall> toolCalls;    // Role::Assistant: the calls the model made
+
+    static ChatMessage system(const QString &text);
+    static ChatMessage user(const QString &text);
+    static ChatMessage assistant(const QString &text, std::vector<ToolCall> calls = {});
+    static ChatMessage toolResult(const QString &callId, const QString &toolName, const QString &result);
+    static QString roleName(Role role);  // "system", "user", "assistant", "tool"
 };
 
-struct ToolCall
+struct ToolSpec
 {
-    QString id;
     QString name;
-    Json arguments = Json::object();
+    QString description;
+    Json parameters = Json{{"type", "object"}, {"properties", Json::object()}};  // a JSON schema
 };
 
 struct TokenUsage
@@ -35,16 +49,28 @@ struct TokenUsage
     int promptTokens = 0;
     int completionTokens = 0;
     int totalTokens() const { return promptTokens + completionTokens; }
+    TokenUsage &operator+=(const TokenUsage &o)
+    {
+        promptTokens += o.promptTokens;
+        completionTokens += o.completionTokens;
+        return *this;
+    }
 };
 
 struct ChatRequest
 {
     std::vector<ChatMessage> messages;
-    Json tools = Json::array();         // [{"name","description","parameters": JSON schema}]
+    std::vector<ToolSpec> tools;
+    QString toolChoice;                 // empty or "auto", "none", "required", or a tool's name
+    bool parallelToolCalls = true;
     Json responseSchema;                // null, or a JSON schema the reply must follow
-    double temperature = -1;            // < 0: the provider's default
-    int maxTokens = 0;                  // 0: the provider's default
+    QString responseSchemaName = QStringLiteral("response");
+    std::optional<double> temperature;  // unset: the provider config's, else the provider's default
+    std::optional<int> maxTokens;
     QStringList stop;
+    bool stream = false;                // emit textDelta / toolCallDelta while the reply arrives
+
+    Json toJson() const;                // canonical form (cassettes, logs without secrets)
 };
 
 struct ChatResponse
@@ -52,20 +78,28 @@ struct ChatResponse
     QString text;
     std::vector<ToolCall> toolCalls;
     TokenUsage usage;
-    QString finishReason;
-    QString model;
+    QString finishReason;               // normalised: "stop", "length", "tool_calls", "content_filter", or the provider's
+    QString model;                      // as the provider reported it
+    Json structured;                    // with a responseSchema: the parsed, validated value; else null
+
+    Json toJson() const;
+    static ChatResponse fromJson(const Json &j);
 };
 
-// A chat model behind some provider. chat() never blocks; it resolves on the provider's thread or
-// fails with mneme::Error(Provider). Streaming providers emit textDelta() as text arrives.
+// A chat model behind some provider. chat() never blocks: the future resolves on the network
+// thread, or fails with a typed mneme::Error (Authentication, RateLimited, ContextLength,
+// BadRequest, ServerError, Network, Timeout, MalformedReply, Cancelled) carrying the provider's own
+// message. Cancelling the future aborts the request. Streaming requests emit textDelta and
+// toolCallDelta from the network thread, in order, before the future resolves with the whole reply.
 class LlmProvider : public QObject
 {
     Q_OBJECT
 public:
     enum class Capability {
-        Tools = 0x1,
-        JsonSchema = 0x2,
+        Tools = 0x1,            // native tool calling
+        JsonSchema = 0x2,       // native structured output (otherwise an instruction and robust parsing)
         Streaming = 0x4,
+        ParallelTools = 0x8,    // several tool calls in one reply
     };
     Q_DECLARE_FLAGS(Capabilities, Capability)
 
@@ -80,6 +114,9 @@ public:
 
 Q_SIGNALS:
     void textDelta(const QString &text);
+    // A piece of tool call `index` of the reply being streamed: id and name arrive once (usually
+    // with the first piece), the arguments' JSON text in pieces.
+    void toolCallDelta(int index, const QString &id, const QString &name, const QString &argumentsDelta);
 };
 
 class LlmProviderFactory

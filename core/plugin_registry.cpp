@@ -1,5 +1,7 @@
 #include "core/plugin_registry.h"
 
+#include "core/custom_embedder.h"
+
 #include "core/error.h"
 
 #include <QCoreApplication>
@@ -29,7 +31,12 @@ struct PluginRegistry::Entry
 
 PluginRegistry &PluginRegistry::instance()
 {
-    static PluginRegistry registry(defaultSearchPaths());
+    static PluginRegistry &registry = [&]() -> PluginRegistry & {
+        static PluginRegistry r(defaultSearchPaths());
+        // C++ callables registered with registerEmbeddingCallable() answer to "custom".
+        r.registerEmbedderFactory(QStringLiteral("custom"), std::make_shared<CustomEmbedderFactory>());
+        return r;
+    }();
     return registry;
 }
 

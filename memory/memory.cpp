@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/plugin_registry.h"
+#include "core/provider_settings.h"
 #include "core/scope_path.h"
 #include "core/vector_math.h"
 #include "memory/memory_p.h"
@@ -44,25 +45,8 @@ std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
 
 std::shared_ptr<Embedder> buildEmbedder(const Json &spec)
 {
-    QString key = QStringLiteral("builtin");
-    Json cfg = Json::object();
-    if (spec.is_string()) {
-        // "builtin", or a model string "provider/model".
-        const QString s = QString::fromStdString(spec.get<std::string>());
-        const qsizetype slash = s.indexOf(QLatin1Char('/'));
-        if (slash > 0) {
-            key = s.left(slash);
-            cfg["model"] = s.mid(slash + 1).toStdString();
-        } else {
-            key = s;
-        }
-    } else if (spec.is_object()) {
-        if (spec.contains("provider"))
-            key = QString::fromStdString(spec["provider"].get<std::string>());
-        if (spec.contains("config"))
-            cfg = spec["config"];
-    }
-    return PluginRegistry::instance().createEmbedder(key, cfg);
+    const ProviderSpec p = ProviderSpec::embedder(spec);
+    return PluginRegistry::instance().createEmbedder(p.key, p.config);
 }
 
 QJsonObject metadataObject(const Json &metadata)
@@ -587,6 +571,23 @@ const MemoryConfig &Memory::config() const { return d->config; }
 bool Memory::isReadOnly() const { return d->config.readOnly; }
 QString Memory::rootScope() const { return d->config.rootScope; }
 StorageBackend &Memory::storage() const { return *d->storage; }
+std::shared_ptr<LlmProvider> Memory::llm() const
+{
+    QMutexLocker lock(&d->llmMutex);
+    if (!d->llm && !d->config.llm.is_null()) {
+        PluginRegistry &registry = PluginRegistry::instance();
+        const ProviderSpec p = ProviderSpec::llm(d->config.llm, registry.keys(PluginRegistry::Kind::Llm));
+        d->llm = registry.createLlm(p.key, p.config);
+    }
+    return d->llm;
+}
+
+void Memory::setLlm(std::shared_ptr<LlmProvider> llm)
+{
+    QMutexLocker lock(&d->llmMutex);
+    d->llm = std::move(llm);
+}
+
 Embedder &Memory::embedder() const { return *d->embedder; }
 
 void Memory::checkInput(const MemoryInput &input, const MemoryConfig &config)

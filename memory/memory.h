@@ -3,6 +3,7 @@
 #include "core/embedder.h"
 #include "core/error.h"
 #include "core/history_entry.h"
+#include "core/llm_provider.h"
 #include "core/memory_record.h"
 #include "core/scope_info.h"
 #include "core/storage_backend.h"
@@ -55,6 +56,13 @@ public:
     QString rootScope() const;
     StorageBackend &storage() const;
     Embedder &embedder() const;
+    // The LLM the configuration's `llm` names, created on first use (so a Memory never fails to
+    // open for a missing API key); null when none is configured. Throws Error(Plugin) for an
+    // unknown provider and Error(InvalidArgument) for a bad provider config.
+    std::shared_ptr<LlmProvider> llm() const;
+    // Uses this provider instead of building one from the configuration (a test double, a provider
+    // shared with a crew); null returns to the configuration's.
+    void setLlm(std::shared_ptr<LlmProvider> llm);
 
     // Saves one memory and returns the stored record (or the identical record already stored).
     // Blocking. Throws Error(PermissionDenied) on a read-only memory.

@@ -60,6 +60,8 @@ public:
     MemoryConfig config;
     std::shared_ptr<StorageBackend> storage;
     std::shared_ptr<Embedder> embedder;
+    mutable QMutex llmMutex;
+    std::shared_ptr<LlmProvider> llm;   // built from config.llm on first use
     SerialExecutor writer{"mneme-writer"};
     QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
     QMutex pendingLock;

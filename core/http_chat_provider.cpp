@@ -1,0 +1,336 @@
+#include "core/http_chat_provider.h"
+
+#include "core/error.h"
+#include "core/json_reply.h"
+#include "core/stream_parsers.h"
+
+#include <QPromise>
+#include <QRandomGenerator>
+#include <QThread>
+
+namespace mneme {
+
+namespace {
+
+template<typename T>
+QFuture<T> failedFuture(const Error &error)
+{
+    QPromise<T> promise;
+    promise.start();
+    promise.setException(std::make_exception_ptr(error));
+    promise.finish();
+    return promise.future();
+}
+
+// Adds `text` to the first system message, or puts a system message first.
+void addSystemText(ChatRequest &request, const QString &text)
+{
+    for (ChatMessage &m : request.messages) {
+        if (m.role == ChatMessage::Role::System) {
+            m.content = m.content.isEmpty() ? text : m.content + QStringLiteral("\n\n") + text;
+            return;
+        }
+    }
+    request.messages.insert(request.messages.begin(), ChatMessage::system(text));
+}
+
+} // namespace
+
+HttpChatProvider::HttpChatProvider(ProviderSettings settings, ProviderDefaults defaults, QObject *parent)
+    : LlmProvider(parent)
+    , m_settings(std::move(settings))
+    , m_defaults(std::move(defaults))
+    , m_client(std::make_unique<HttpClient>(m_settings.http))
+{
+}
+
+HttpChatProvider::~HttpChatProvider()
+{
+    shutdown();
+}
+
+void HttpChatProvider::shutdown()
+{
+    m_client.reset();
+}
+
+QString HttpChatProvider::id() const
+{
+    return m_settings.provider + QLatin1Char('/') + m_settings.model;
+}
+
+QString HttpChatProvider::context() const
+{
+    return QStringLiteral("%1 chat (%2)").arg(m_settings.provider, m_settings.model);
+}
+
+bool HttpChatProvider::nativeSchema(const ChatRequest &) const
+{
+    return capabilities().testFlag(Capability::JsonSchema);
+}
+
+QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
+{
+    if (!m_client)
+        return failedFuture<ChatResponse>(Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(context())));
+    ChatRequest request = requestIn;
+    if (!request.temperature && m_settings.temperature)
+        request.temperature = m_settings.temperature;
+    if (!request.maxTokens && m_settings.maxTokens)
+        request.maxTokens = m_settings.maxTokens;
+    if (request.messages.empty())
+        return failedFuture<ChatResponse>(Error(ErrorKind::InvalidArgument,
+                                                QStringLiteral("%1: the request has no messages.").arg(context())));
+    if (!request.tools.empty() && !supportsFunctionCalling())
+        return failedFuture<ChatResponse>(Error(ErrorKind::InvalidArgument,
+                                                QStringLiteral("%1 does not support native tool calling; use a text "
+                                                               "protocol for tools with this model.").arg(id())));
+    try {
+        m_settings.requireApiKey(m_defaults);
+    } catch (const Error &e) {
+        return failedFuture<ChatResponse>(e);
+    }
+
+    const bool wantsSchema = !request.responseSchema.is_null();
+    if (wantsSchema && !nativeSchema(request))
+        addSystemText(request, JsonReply::instructionFor(request.responseSchema));
+
+    auto promise = std::make_shared<QPromise<ChatResponse>>();
+    promise->start();
+    QFuture<ChatResponse> out = promise->future();
+    const QFuture<void> cancelWith(out);
+
+    const auto settle = [promise](const std::function<ChatResponse()> &get) {
+        try {
+            promise->addResult(get());
+        } catch (...) {
+            promise->setException(std::current_exception());
+        }
+        promise->finish();
+    };
+
+    sendOnce(request, cancelWith).then(QtFuture::Launch::Sync, [this, request, promise, settle, cancelWith, wantsSchema](QFuture<ChatResponse> f) {
+        if (!wantsSchema) {
+            settle([&] { return f.result(); });
+            return;
+        }
+        ChatResponse first;
+        QStringList problems;
+        try {
+            first = f.result();
+            first.structured = JsonReply::extract(first.text);
+            problems = JsonReply::validate(first.structured, request.responseSchema);
+        } catch (const Error &e) {
+            if (e.kind() != ErrorKind::MalformedReply) {
+                settle([&]() -> ChatResponse { throw; });
+                return;
+            }
+            problems << e.message();
+        } catch (...) {
+            settle([&]() -> ChatResponse { throw; });
+            return;
+        }
+        if (problems.isEmpty()) {
+            settle([&] { return first; });
+            return;
+        }
+        // One repair round: show the model its reply and what is wrong with it.
+        ChatRequest repair = request;
+        repair.stream = false;
+        repair.messages.push_back(ChatMessage::assistant(first.text));
+        repair.messages.push_back(ChatMessage::user(
+            QStringLiteral("That reply does not follow the JSON schema: %1\nAnswer again with only the corrected JSON value.")
+                .arg(problems.join(QStringLiteral("; ")))));
+        const TokenUsage firstUsage = first.usage;
+        const Json schema = request.responseSchema;
+        const QString what = context();
+        if (!m_client) {
+            settle([&]() -> ChatResponse { throw Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(what)); });
+            return;
+        }
+        sendOnce(repair, cancelWith).then(QtFuture::Launch::Sync, [settle, firstUsage, schema, what](QFuture<ChatResponse> g) {
+            settle([&] {
+                ChatResponse second = g.result();
+                second.usage += firstUsage;
+                second.structured = JsonReply::extract(second.text);
+                const QStringList still = JsonReply::validate(second.structured, schema);
+                if (!still.isEmpty())
+                    throw Error(ErrorKind::MalformedReply,
+                                QStringLiteral("%1: the reply does not follow the requested JSON schema, even after "
+                                               "one correction: %2").arg(what, still.join(QStringLiteral("; "))));
+                return second;
+            });
+        });
+    });
+    return out;
+}
+
+QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, const QFuture<void> &cancelWith)
+{
+    HttpRequest http;
+    try {
+        http = buildRequest(request, request.stream);
+    } catch (const Error &e) {
+        return failedFuture<ChatResponse>(e);
+    }
+    if (http.what.isEmpty())
+        http.what = context();
+    http.cancelWith = cancelWith;
+    if (request.stream)
+        return sendStreaming(http);
+
+    const QString what = context();
+    return m_client->send(std::move(http)).then(QtFuture::Launch::Sync, [this, what](const HttpResponse &response) {
+        const Json body = Json::parse(response.body.constData(), response.body.constData() + response.body.size(), nullptr, false);
+        if (body.is_discarded())
+            throw Error(ErrorKind::MalformedReply,
+                        QStringLiteral("%1: the reply is not JSON: %2").arg(what, HttpClient::providerMessage(response.body).left(200)),
+                        response.status);
+        try {
+            return parseResponse(body);
+        } catch (const Error &) {
+            throw;
+        } catch (const std::exception &e) {
+            throw Error(ErrorKind::MalformedReply,
+                        QStringLiteral("%1: the reply does not have the expected shape (%2).").arg(what, QString::fromUtf8(e.what())),
+                        response.status);
+        }
+    });
+}
+
+QFuture<ChatResponse> HttpChatProvider::sendStreaming(const HttpRequest &http)
+{
+    struct Stream
+    {
+        StreamState state;
+        SseParser sse;
+        NdjsonParser ndjson;
+        QByteArray raw;         // the bytes received while no event was recognised
+        bool sawEvent = false;
+    };
+    auto stream = std::make_shared<Stream>();
+    const StreamFormat format = streamFormat();
+    const QString what = context();
+
+    const auto process = [this, stream, format, what](bool finished) {
+        const auto handle = [&](const QByteArray &event, const QByteArray &data) {
+            const QByteArray trimmed = data.trimmed();
+            if (trimmed.isEmpty())
+                return;
+            if (trimmed == "[DONE]") {
+                stream->state.done = true;
+                return;
+            }
+            const Json j = Json::parse(trimmed.constData(), trimmed.constData() + trimmed.size(), nullptr, false);
+            if (j.is_discarded())
+                throw Error(ErrorKind::MalformedReply,
+                            QStringLiteral("%1: a stream event is not JSON: %2").arg(what, QString::fromUtf8(trimmed.left(200))));
+            stream->sawEvent = true;
+            try {
+                onStreamEvent(stream->state, event, j);
+            } catch (const Error &) {
+                throw;
+            } catch (const std::exception &e) {
+                throw Error(ErrorKind::MalformedReply,
+                            QStringLiteral("%1: a stream event does not have the expected shape (%2).").arg(what, QString::fromUtf8(e.what())));
+            }
+        };
+        if (format == StreamFormat::ServerSentEvents) {
+            if (finished)
+                stream->sse.finish();
+            for (const SseParser::Event &e : stream->sse.take())
+                handle(e.event, e.data);
+        } else {
+            if (finished)
+                stream->ndjson.finish();
+            for (const QByteArray &line : stream->ndjson.take())
+                handle(QByteArray(), line);
+        }
+    };
+
+    HttpRequest request = http;
+    return m_client
+        ->send(std::move(request),
+               [stream, format, process](const QByteArray &chunk) {
+                   if (!stream->sawEvent && stream->raw.size() < (8 << 20))
+                       stream->raw += chunk;
+                   if (format == StreamFormat::ServerSentEvents)
+                       stream->sse.feed(chunk);
+                   else
+                       stream->ndjson.feed(chunk);
+                   process(false);
+               })
+        .then(QtFuture::Launch::Sync, [this, stream, process, what](const HttpResponse &) {
+            process(true);
+            if (!stream->sawEvent && !stream->raw.trimmed().isEmpty()) {
+                // Some compatible servers ignore "stream" and answer with one JSON body.
+                const Json body = Json::parse(stream->raw.constData(), stream->raw.constData() + stream->raw.size(), nullptr, false);
+                if (body.is_object())
+                    return parseResponse(body);
+            }
+            if (!stream->state.done)
+                throw Error(ErrorKind::Network,
+                            QStringLiteral("%1: the reply stream ended before the provider said it was complete; the "
+                                           "connection was probably cut. Retry the request.").arg(what));
+            ChatResponse out = stream->state.response;
+            for (const auto &[index, call] : stream->state.calls)
+                out.toolCalls.push_back(ToolCall{call.id.isEmpty() ? newCallId() : call.id, call.name, parseArguments(call.arguments)});
+            if (out.finishReason.isEmpty())
+                out.finishReason = out.toolCalls.empty() ? QStringLiteral("stop") : QStringLiteral("tool_calls");
+            return out;
+        });
+}
+
+void HttpChatProvider::appendText(StreamState &state, const QString &text)
+{
+    if (text.isEmpty())
+        return;
+    state.response.text += text;
+    Q_EMIT textDelta(text);
+}
+
+void HttpChatProvider::appendToolCall(StreamState &state, int index, const QString &id, const QString &name,
+                                      const QString &argumentsDelta)
+{
+    auto &call = state.calls[index];
+    if (!id.isEmpty())
+        call.id = id;
+    if (!name.isEmpty())
+        call.name = name;
+    call.arguments += argumentsDelta;
+    Q_EMIT toolCallDelta(index, id, name, argumentsDelta);
+}
+
+QString HttpChatProvider::finishReason(const QString &providerReason)
+{
+    const QString r = providerReason.toLower();
+    if (r == QLatin1String("stop") || r == QLatin1String("end_turn") || r == QLatin1String("stop_sequence")
+        || r == QLatin1String("eos") || r == QLatin1String("end"))
+        return QStringLiteral("stop");
+    if (r == QLatin1String("length") || r == QLatin1String("max_tokens"))
+        return QStringLiteral("length");
+    if (r == QLatin1String("tool_calls") || r == QLatin1String("tool_use") || r == QLatin1String("function_call"))
+        return QStringLiteral("tool_calls");
+    if (r == QLatin1String("content_filter") || r == QLatin1String("safety") || r == QLatin1String("recitation")
+        || r == QLatin1String("refusal"))
+        return QStringLiteral("content_filter");
+    return r;
+}
+
+Json HttpChatProvider::parseArguments(const QString &text)
+{
+    const QByteArray utf8 = text.trimmed().toUtf8();
+    if (utf8.isEmpty())
+        return Json::object();
+    Json j = Json::parse(utf8.constData(), utf8.constData() + utf8.size(), nullptr, false);
+    if (j.is_discarded() || !j.is_object())
+        return Json{{"_raw", text}};
+    return j;
+}
+
+QString HttpChatProvider::newCallId()
+{
+    return QStringLiteral("call_%1").arg(QRandomGenerator::global()->generate64(), 16, 16, QLatin1Char('0'));
+}
+
+} // namespace mneme

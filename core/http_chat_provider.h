@@ -1,0 +1,90 @@
+#pragma once
+
+#include "core/http_client.h"
+#include "core/llm_provider.h"
+#include "core/provider_settings.h"
+
+#include <QByteArray>
+#include <map>
+#include <memory>
+
+namespace mneme {
+
+// The common half of every HTTP chat provider: settings, the HTTP client, streaming, structured
+// output and error wording. A plugin supplies the wire format: how a ChatRequest becomes an HTTP
+// request, how a reply body becomes a ChatResponse, and how stream events add to the reply.
+//
+// Structured output: when the request has a responseSchema and the provider lacks
+// Capability::JsonSchema (or nativeSchema() says no for this request), an instruction with the
+// schema is added to the system message; the reply text is then read with JsonReply::extract and
+// checked with JsonReply::validate, and one repair round asks the model to fix what failed before
+// giving up with Error(MalformedReply). The parsed value lands in ChatResponse::structured.
+class HttpChatProvider : public LlmProvider
+{
+    Q_OBJECT
+public:
+    HttpChatProvider(ProviderSettings settings, ProviderDefaults defaults, QObject *parent = nullptr);
+    ~HttpChatProvider() override;
+
+    QString id() const override;    // "<provider>/<model>"
+    QFuture<ChatResponse> chat(const ChatRequest &request) final;
+
+    const ProviderSettings &settings() const { return m_settings; }
+
+protected:
+    enum class StreamFormat { ServerSentEvents, NdJson };
+
+    // What is being assembled while a reply streams in.
+    struct StreamState
+    {
+        ChatResponse response;
+        struct PartialCall
+        {
+            QString id, name, arguments;
+        };
+        std::map<int, PartialCall> calls;   // by the provider's index
+        // The provider said the reply is complete ("[DONE]" is recognised here; a subclass sets it on its
+        // own end marker). A stream that ends without it fails with Error(Network): it was cut.
+        bool done = false;
+    };
+
+    // The request for `request` (with the settings' temperature / max tokens already applied when the
+    // request left them unset). `stream` asks for the provider's streaming form.
+    virtual HttpRequest buildRequest(const ChatRequest &request, bool stream) const = 0;
+    // The reply of a non-streamed request. Throws Error(MalformedReply) when the body does not have
+    // the protocol's shape.
+    virtual ChatResponse parseResponse(const Json &body) const = 0;
+    virtual StreamFormat streamFormat() const = 0;
+    // One streamed event: SSE event name and parsed data, or (NdJson) an empty name and the line.
+    // Use appendText / appendToolCall so the deltas are emitted. Throw Error for an error event.
+    virtual void onStreamEvent(StreamState &state, const QByteArray &event, const Json &data) = 0;
+    // Whether this request's schema goes to the provider natively (default: the JsonSchema capability).
+    virtual bool nativeSchema(const ChatRequest &request) const;
+
+    // Cancels the requests in flight and waits until the network thread has let go of this
+    // provider. A subclass calls it first thing in its destructor (the handlers of a request in
+    // flight call its virtual functions); calling it twice is harmless.
+    void shutdown();
+
+    void appendText(StreamState &state, const QString &text);
+    void appendToolCall(StreamState &state, int index, const QString &id, const QString &name,
+                        const QString &argumentsDelta);
+
+    // Helpers for the wire formats.
+    static QString finishReason(const QString &providerReason);  // maps provider words onto ChatResponse's
+    static Json parseArguments(const QString &text);             // {"_raw": text} when not JSON
+    static QString newCallId();                                   // "call_<random>"
+    QString context() const;                                      // "<provider> chat (<model>)" for errors
+
+    HttpClient &client() { return *m_client; }
+
+private:
+    QFuture<ChatResponse> sendOnce(const ChatRequest &request, const QFuture<void> &cancelWith);
+    QFuture<ChatResponse> sendStreaming(const HttpRequest &http);
+
+    ProviderSettings m_settings;
+    ProviderDefaults m_defaults;
+    std::unique_ptr<HttpClient> m_client;
+};
+
+} // namespace mneme
