@@ -64,6 +64,11 @@ QString HttpChatProvider::context() const
     return QStringLiteral("%1 chat (%2)").arg(m_settings.provider, m_settings.model);
 }
 
+Error HttpChatProvider::refineError(const Error &error) const
+{
+    return error;
+}
+
 bool HttpChatProvider::nativeSchema(const ChatRequest &) const
 {
     return capabilities().testFlag(Capability::JsonSchema);
@@ -100,9 +105,11 @@ QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
     QFuture<ChatResponse> out = promise->future();
     const QFuture<void> cancelWith(out);
 
-    const auto settle = [promise](const std::function<ChatResponse()> &get) {
+    const auto settle = [this, promise](const std::function<ChatResponse()> &get) {
         try {
             promise->addResult(get());
+        } catch (const Error &e) {
+            promise->setException(std::make_exception_ptr(refineError(e)));
         } catch (...) {
             promise->setException(std::current_exception());
         }

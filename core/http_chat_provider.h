@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/error.h"
 #include "core/http_client.h"
 #include "core/llm_provider.h"
 #include "core/provider_settings.h"
@@ -58,6 +59,8 @@ protected:
     // One streamed event: SSE event name and parsed data, or (NdJson) an empty name and the line.
     // Use appendText / appendToolCall so the deltas are emitted. Throw Error for an error event.
     virtual void onStreamEvent(StreamState &state, const QByteArray &event, const Json &data) = 0;
+    // A chance to add provider-specific advice to a failed chat's error (keep its kind and status).
+    virtual Error refineError(const Error &error) const;
     // Whether this request's schema goes to the provider natively (default: the JsonSchema capability).
     virtual bool nativeSchema(const ChatRequest &request) const;
 
