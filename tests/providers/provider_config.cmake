@@ -1,0 +1,3 @@
+mneme_add_test(test_provider_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_provider_config.cpp
+  LIBS mneme_test_support mneme_memory LABELS providers)
+add_dependencies(test_provider_config mneme_llm_openai mneme_storage_sqlite mneme_embedder_builtin)
