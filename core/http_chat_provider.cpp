@@ -51,7 +51,21 @@ HttpChatProvider::~HttpChatProvider()
 
 void HttpChatProvider::shutdown()
 {
-    m_client.reset();
+    std::unique_ptr<HttpClient> client;
+    {
+        QMutexLocker lock(&m_clientMutex);
+        client = std::move(m_client);
+    }
+    // Destroying the client waits until the network thread is out of every handler of ours.
+    client.reset();
+}
+
+HttpClient *HttpChatProvider::currentClient() const
+{
+    // A handler running on the network thread may use the pointer it gets: the client's destruction
+    // waits for the network thread, so it cannot happen while that handler runs.
+    QMutexLocker lock(&m_clientMutex);
+    return m_client.get();
 }
 
 QString HttpChatProvider::id() const
@@ -76,7 +90,7 @@ bool HttpChatProvider::nativeSchema(const ChatRequest &) const
 
 QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
 {
-    if (!m_client)
+    if (!currentClient())
         return failedFuture<ChatResponse>(Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(context())));
     ChatRequest request = requestIn;
     if (!request.temperature && m_settings.temperature)
@@ -151,7 +165,7 @@ QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
         const TokenUsage firstUsage = first.usage;
         const Json schema = request.responseSchema;
         const QString what = context();
-        if (!m_client) {
+        if (!currentClient()) {
             settle([&]() -> ChatResponse { throw Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(what)); });
             return;
         }
@@ -183,15 +197,19 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
     if (http.what.isEmpty())
         http.what = context();
     http.cancelWith = cancelWith;
+    HttpClient *client = currentClient();
+    if (!client)
+        return failedFuture<ChatResponse>(Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(context())));
     if (request.stream)
-        return sendStreaming(http);
+        return sendStreaming(*client, http);
 
     const QString what = context();
-    return m_client->send(std::move(http)).then(QtFuture::Launch::Sync, [this, what](const HttpResponse &response) {
+    const QStringList secrets = m_settings.http.secrets;
+    return client->send(std::move(http)).then(QtFuture::Launch::Sync, [this, what, secrets](const HttpResponse &response) {
         const Json body = Json::parse(response.body.constData(), response.body.constData() + response.body.size(), nullptr, false);
         if (body.is_discarded())
             throw Error(ErrorKind::MalformedReply,
-                        QStringLiteral("%1: the reply is not JSON: %2").arg(what, HttpClient::providerMessage(response.body).left(200)),
+                        QStringLiteral("%1: the reply is not JSON: %2").arg(what, HttpClient::redact(HttpClient::providerMessage(response.body).left(200), secrets)),
                         response.status);
         try {
             return parseResponse(body);
@@ -205,7 +223,7 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
     });
 }
 
-QFuture<ChatResponse> HttpChatProvider::sendStreaming(const HttpRequest &http)
+QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const HttpRequest &http)
 {
     struct Stream
     {
@@ -218,8 +236,9 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(const HttpRequest &http)
     auto stream = std::make_shared<Stream>();
     const StreamFormat format = streamFormat();
     const QString what = context();
+    const QStringList secrets = m_settings.http.secrets;
 
-    const auto process = [this, stream, format, what](bool finished) {
+    const auto process = [this, stream, format, what, secrets](bool finished) {
         const auto handle = [&](const QByteArray &event, const QByteArray &data) {
             const QByteArray trimmed = data.trimmed();
             if (trimmed.isEmpty())
@@ -231,7 +250,7 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(const HttpRequest &http)
             const Json j = Json::parse(trimmed.constData(), trimmed.constData() + trimmed.size(), nullptr, false);
             if (j.is_discarded())
                 throw Error(ErrorKind::MalformedReply,
-                            QStringLiteral("%1: a stream event is not JSON: %2").arg(what, QString::fromUtf8(trimmed.left(200))));
+                            QStringLiteral("%1: a stream event is not JSON: %2").arg(what, HttpClient::redact(QString::fromUtf8(trimmed.left(200)), secrets)));
             stream->sawEvent = true;
             try {
                 onStreamEvent(stream->state, event, j);
@@ -256,8 +275,8 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(const HttpRequest &http)
     };
 
     HttpRequest request = http;
-    return m_client
-        ->send(std::move(request),
+    return client
+        .send(std::move(request),
                [stream, format, process](const QByteArray &chunk) {
                    if (!stream->sawEvent && stream->raw.size() < (8 << 20))
                        stream->raw += chunk;

@@ -6,6 +6,7 @@
 #include "core/provider_settings.h"
 
 #include <QByteArray>
+#include <QMutex>
 #include <map>
 #include <memory>
 
@@ -79,14 +80,16 @@ protected:
     static QString newCallId();                                   // "call_<random>"
     QString context() const;                                      // "<provider> chat (<model>)" for errors
 
-    HttpClient &client() { return *m_client; }
 
 private:
     QFuture<ChatResponse> sendOnce(const ChatRequest &request, const QFuture<void> &cancelWith);
-    QFuture<ChatResponse> sendStreaming(const HttpRequest &http);
+    QFuture<ChatResponse> sendStreaming(HttpClient &client, const HttpRequest &http);
 
     ProviderSettings m_settings;
     ProviderDefaults m_defaults;
+    HttpClient *currentClient() const;  // null after shutdown()
+
+    mutable QMutex m_clientMutex;
     std::unique_ptr<HttpClient> m_client;
 };
 

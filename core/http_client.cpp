@@ -170,8 +170,23 @@ qint64 retryAfterMs(const QByteArray &value)
         when = QLocale::c().toDateTime(QString::fromLatin1(v), QStringLiteral("ddd, dd MMM yyyy HH:mm:ss 'GMT'"));
     if (!when.isValid())
         return -1;
-    when.setTimeSpec(Qt::UTC);
-    return qMax<qint64>(0, QDateTime::currentDateTimeUtc().msecsTo(when));
+    return qMax<qint64>(0, QDateTime::currentDateTimeUtc().msecsTo(when.toUTC()));
+}
+
+// How long the server asks to wait: OpenAI's retry-after-ms, else Retry-After; -1 when it says nothing.
+qint64 requestedWaitMs(const HttpResponse &response)
+{
+    bool ok = false;
+    const double ms = response.header("retry-after-ms").trimmed().toDouble(&ok);
+    if (ok && ms >= 0)
+        return qint64(ms);
+    return retryAfterMs(response.header("retry-after"));
+}
+
+// A 429 that waiting will not cure: the account is out of credit.
+bool permanentRateLimit(const QByteArray &body)
+{
+    return body.contains("insufficient_quota") || body.contains("billing_hard_limit") || body.contains("credit balance is too low");
 }
 
 bool mentionsContextLength(const QString &message)
@@ -232,6 +247,13 @@ public:
 
     void submit(const JobPtr &job)
     {
+        if (m_closing) {
+            job->done = true;
+            job->promise.setException(std::make_exception_ptr(
+                Error(ErrorKind::Cancelled, QStringLiteral("%1 was cancelled: its client was destroyed.").arg(job->request.what))));
+            job->promise.finish();
+            return;
+        }
         m_jobs.insert(job);
         job->watcher = new QFutureWatcher<HttpResponse>(this);
         QObject::connect(job->watcher, &QFutureWatcherBase::canceled, this, [this, job] {
@@ -259,6 +281,13 @@ public:
         }
         m_queue.push_back(job);
         pump();
+    }
+
+    // Fails every job and refuses those still to come (the client is going away).
+    void close()
+    {
+        m_closing = true;
+        cancelAll();
     }
 
     void cancelAll()
@@ -457,8 +486,8 @@ private:
             finish(job);
             return;
         }
-        if (retryableStatus(status) && retriesLeft) {
-            const qint64 after = retryAfterMs(response.header("retry-after"));
+        if (retryableStatus(status) && retriesLeft && !(status == 429 && permanentRateLimit(job->body))) {
+            const qint64 after = requestedWaitMs(response);
             if (after <= m_policy.maxRetryAfterMs) {
                 retryLater(job, after);
                 return;
@@ -484,8 +513,9 @@ private:
             advice = QStringLiteral(" Check the API key (the config's api_key or the provider's environment variable).");
         } else if (status == 429) {
             kind = ErrorKind::RateLimited;
-            const qint64 after = retryAfterMs(response.header("retry-after"));
-            advice = after > m_policy.maxRetryAfterMs
+            const qint64 after = requestedWaitMs(response);
+            advice = permanentRateLimit(body) ? QStringLiteral(" The account's quota is used up; check its plan and billing.")
+                   : after > m_policy.maxRetryAfterMs
                 ? QStringLiteral(" The server asks to wait %1 s; retry later.").arg(after / 1000)
                 : QStringLiteral(" Lower max_rpm or retry later.");
         } else if (status == 408) {
@@ -574,6 +604,7 @@ private:
     std::deque<qint64> m_starts;
     QElapsedTimer m_clock;
     bool m_rpmTimerArmed = false;
+    bool m_closing = false;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -599,12 +630,19 @@ HttpClient::HttpClient(HttpPolicy policy)
 HttpClient::~HttpClient()
 {
     Worker *worker = m_worker;
-    if (QThread::currentThread() == worker->thread()) {
+    if (!worker->thread()->isRunning()) {
+        delete worker; // the program is ending: the network thread has stopped
+    } else if (QThread::currentThread() == worker->thread()) {
         // Possibly inside one of the worker's own handlers: stop every request now, free it later.
-        worker->cancelAll();
+        worker->close();
         worker->deleteLater();
     } else
         QMetaObject::invokeMethod(worker, [worker] { delete worker; }, Qt::BlockingQueuedConnection);
+}
+
+bool HttpClient::isNetworkThread()
+{
+    return QThread::currentThread() == NetworkThread::get();
 }
 
 const HttpPolicy &HttpClient::policy() const

@@ -77,6 +77,8 @@ public:
     HttpClient &operator=(const HttpClient &) = delete;
 
     const HttpPolicy &policy() const;
+    // True on the thread requests run on; waiting there for a reply would wait forever.
+    static bool isNetworkThread();
 
     QFuture<HttpResponse> send(HttpRequest request, ChunkHandler onChunk = {});
     // Sends a JSON body (Content-Type and Accept set) and is otherwise send().

@@ -136,6 +136,11 @@ std::vector<Embedding> HttpEmbedder::embed(const QStringList &texts)
 
 std::vector<Embedding> HttpEmbedder::embedBatch(const QStringList &texts)
 {
+    if (HttpClient::isNetworkThread())
+        throw Error(ErrorKind::Internal,
+                    QStringLiteral("%1 was called on the network thread (from a continuation of a provider's future), where "
+                                   "waiting for the reply would wait forever; attach the continuation with a context object "
+                                   "or QtFuture::Launch::Async.").arg(context()));
     m_settings.requireApiKey(m_defaults);
     HttpRequest request = buildRequest(texts);
     if (request.what.isEmpty())
@@ -144,7 +149,8 @@ std::vector<Embedding> HttpEmbedder::embedBatch(const QStringList &texts)
     const Json body = Json::parse(response.body.constData(), response.body.constData() + response.body.size(), nullptr, false);
     if (body.is_discarded())
         throw Error(ErrorKind::MalformedReply,
-                    QStringLiteral("%1: the reply is not JSON: %2").arg(context(), HttpClient::providerMessage(response.body).left(200)),
+                    QStringLiteral("%1: the reply is not JSON: %2")
+                        .arg(context(), HttpClient::redact(HttpClient::providerMessage(response.body).left(200), m_settings.http.secrets)),
                     response.status);
     std::vector<Embedding> vectors;
     try {

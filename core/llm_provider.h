@@ -89,7 +89,8 @@ struct ChatResponse
 // A chat model behind some provider. chat() never blocks: the future resolves on the network
 // thread, or fails with a typed mneme::Error (Authentication, RateLimited, ContextLength,
 // BadRequest, ServerError, Network, Timeout, MalformedReply, Cancelled) carrying the provider's own
-// message. Cancelling the future aborts the request. Streaming requests emit textDelta and
+// message. Cancelling the future aborts the request; a future you cancelled holds no result (check
+// isCanceled() before result()). Streaming requests emit textDelta and
 // toolCallDelta from the network thread, in order, before the future resolves with the whole reply.
 class LlmProvider : public QObject
 {

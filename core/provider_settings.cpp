@@ -134,11 +134,20 @@ ProviderSettings ProviderSettings::read(const Json &configIn, const ProviderDefa
     s.http.timeoutMs = defaults.defaultTimeoutMs;
     if (config.contains("timeout"))
         s.http.timeoutMs = int(std::lround(numberOf(provider, config, "timeout", 0.05, 86400) * 1000));
+    const auto wholeNumber = [&](const char *key, int lo, int hi) {
+        const double d = numberOf(provider, config, key, lo, hi);
+        if (d != std::floor(d))
+            bad(provider, QString::fromLatin1(key), QStringLiteral("must be a whole number (got %1)").arg(d));
+        return int(d);
+    };
     if (config.contains("max_retries"))
-        s.http.maxRetries = int(numberOf(provider, config, "max_retries", 0, 20));
+        s.http.maxRetries = wholeNumber("max_retries", 0, 20);
     if (config.contains("max_rpm"))
-        s.http.maxRpm = int(numberOf(provider, config, "max_rpm", 0, 1e6));
+        s.http.maxRpm = wholeNumber("max_rpm", 0, 1000000);
     s.http.proxy = stringOf(provider, config, "proxy");
+    const QUrl proxyUrl(s.http.proxy.contains(QLatin1String("://")) ? s.http.proxy : QStringLiteral("http://") + s.http.proxy);
+    if (!proxyUrl.password().isEmpty())
+        s.http.secrets << proxyUrl.password() << s.http.proxy;
     if (config.contains("temperature") && !config["temperature"].is_null())
         s.temperature = numberOf(provider, config, "temperature", 0, 2);
     if (config.contains("max_tokens") && !config["max_tokens"].is_null())
@@ -229,7 +238,7 @@ ProviderSpec ProviderSpec::llm(const Json &spec, const QStringList &knownKeys)
             s.config["deployment_id"] = model.toStdString();
         else
             s.config["model"] = model.toStdString();
-    } else if (slash < 0 && knownKeys.contains(text.toLower()) && text.toLower() != QLatin1String("openai")) {
+    } else if (slash < 0 && knownKeys.contains(text.toLower())) {
         s.key = text.toLower(); // a bare key ("ollama", "replay"): the provider's default model
     } else {
         // Bare model names of the families whose providers are known route to them.

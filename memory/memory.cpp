@@ -584,8 +584,11 @@ std::shared_ptr<LlmProvider> Memory::llm() const
 
 void Memory::setLlm(std::shared_ptr<LlmProvider> llm)
 {
-    QMutexLocker lock(&d->llmMutex);
-    d->llm = std::move(llm);
+    {
+        QMutexLocker lock(&d->llmMutex);
+        d->llm.swap(llm);
+    }
+    // The previous provider (now in `llm`) is released here, outside the lock.
 }
 
 Embedder &Memory::embedder() const { return *d->embedder; }

@@ -4,6 +4,7 @@
 #include "core/scope_path.h"
 
 #include <QDir>
+#include <QUrl>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -82,8 +83,19 @@ Json redacted(const Json &v)
         for (auto it = v.begin(); it != v.end(); ++it) {
             const QString key = QString::fromStdString(it.key()).toLower();
             const bool secret = key.contains(QLatin1String("key")) || key.contains(QLatin1String("token"))
-                || key.contains(QLatin1String("secret")) || key.contains(QLatin1String("password"));
-            out[it.key()] = secret ? Json("***") : redacted(it.value());
+                || key.contains(QLatin1String("secret")) || key.contains(QLatin1String("password"))
+                || key.contains(QLatin1String("authorization")) || key.contains(QLatin1String("cookie"));
+            if (secret) {
+                out[it.key()] = "***";
+            } else if (key == QLatin1String("proxy") && it.value().is_string()) {
+                // http://user:password@host:port: keep the host, hide the credentials.
+                QUrl url(QString::fromStdString(it.value().get<std::string>()));
+                if (!url.userInfo().isEmpty())
+                    url.setUserInfo(QStringLiteral("***"));
+                out[it.key()] = url.toString().toStdString();
+            } else {
+                out[it.key()] = redacted(it.value());
+            }
         }
         return out;
     }

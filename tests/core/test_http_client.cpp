@@ -440,6 +440,37 @@ private Q_SLOTS:
         QCOMPARE(server.requestCount(), 2);
     }
 
+    void retryAfterMsIsHonoured()
+    {
+        ScriptedHttpServer server;
+        ScriptedReply limited = ScriptedReply::json("{\"error\":{\"message\":\"slow down\"}}", 429);
+        limited.headers.emplaceBack("retry-after-ms", "600");
+        limited.headers.emplaceBack("Retry-After", "30"); // the finer header wins
+        server.enqueue(limited);
+        server.enqueue(ScriptedReply::json("{\"ok\":true}"));
+        HttpClient client(fastPolicy());
+        QElapsedTimer clock;
+        clock.start();
+        const Outcome o = outcomeOf(client.postJson(endpoint(server, "/v1/chat/completions"), "{}", {}, QStringLiteral("chat")));
+        QVERIFY2(o.response, qPrintable(o.describe()));
+        QVERIFY2(clock.elapsed() >= 500, qPrintable(QString::number(clock.elapsed())));
+        QCOMPARE(server.requestCount(), 2);
+    }
+
+    void exhaustedQuotaIsNotRetried()
+    {
+        ScriptedHttpServer server;
+        server.enqueue(ScriptedReply::json("{\"error\":{\"message\":\"You exceeded your current quota.\",\"type\":\"insufficient_quota\",\"code\":\"insufficient_quota\"}}", 429));
+        server.enqueue(ScriptedReply::json("{\"ok\":true}"));
+        HttpClient client(fastPolicy());
+        const Outcome o = outcomeOf(client.postJson(endpoint(server, "/v1/chat/completions"), "{}", {}, QStringLiteral("chat")));
+        QVERIFY2(o.error, qPrintable(o.describe()));
+        QCOMPARE(o.error->kind(), ErrorKind::RateLimited);
+        QVERIFY2(o.error->message().contains(QLatin1String("quota")), qPrintable(o.describe()));
+        QTest::qWait(100);
+        QCOMPARE(server.requestCount(), 1);
+    }
+
     void badRequestIsNotRetried()
     {
         ScriptedHttpServer server;

@@ -73,6 +73,7 @@ private Q_SLOTS:
                                                         << QByteArray(R"({"model":"meta-llama/Llama-3-8B"})");
         QTest::newRow("upper-case prefix") << QByteArray(R"("Ollama/llama3.2")") << "ollama" << QByteArray(R"({"model":"llama3.2"})");
         QTest::newRow("bare key") << QByteArray(R"("ollama")") << "ollama" << QByteArray(R"({})");
+        QTest::newRow("bare openai: its default model") << QByteArray(R"("openai")") << "openai" << QByteArray(R"({})");
         QTest::newRow("object") << QByteArray(R"({"provider":"Anthropic","config":{"model":"x","timeout":5}})") << "anthropic"
                                 << QByteArray(R"({"model":"x","timeout":5})");
     }
@@ -212,6 +213,7 @@ private Q_SLOTS:
         QTest::newRow("model not a string") << QByteArray(R"({"model":3})") << "model";
         QTest::newRow("timeout not a number") << QByteArray(R"({"timeout":"10"})") << "timeout";
         QTest::newRow("negative retries") << QByteArray(R"({"max_retries":-1})") << "max_retries";
+        QTest::newRow("fractional max_rpm") << QByteArray(R"({"max_rpm":0.5})") << "max_rpm";
         QTest::newRow("temperature too high") << QByteArray(R"({"temperature":3})") << "temperature";
         QTest::newRow("base url not http") << QByteArray("{\"base_url\":\"ftp:/" "/x\"}") << "base_url";
     }
@@ -224,6 +226,21 @@ private Q_SLOTS:
         QCOMPARE(kindOf([&] { ProviderSettings::read(Json::parse(config.toStdString()), defaults()); }, &message),
                  ErrorKind::InvalidArgument);
         QVERIFY2(message.contains(mentions), qPrintable(message));
+    }
+
+    void proxyCredentialsAreSecrets()
+    {
+        const ProviderSettings s = ProviderSettings::read(Json{{"proxy", "http:/" "/bob:hunter2-proxy@proxy.example:3128"}}, defaults());
+        QVERIFY(s.http.secrets.contains(QStringLiteral("hunter2-proxy")));
+        // Memory's configuration output hides keys, auth headers and proxy passwords.
+        const Json config = {{"llm", {{"provider", "openai"},
+                                      {"config", {{"api_key", "sk-hidden-1"},
+                                                  {"headers", {{"Authorization", "Bearer sk-hidden-2"}}},
+                                                  {"proxy", "http:/" "/bob:hunter2-proxy@proxy.example:3128"}}}}}};
+        const std::string shown = MemoryConfig::fromJson(config).toJson().dump();
+        for (const char *secret : {"sk-hidden-1", "sk-hidden-2", "hunter2-proxy"})
+            QVERIFY2(shown.find(secret) == std::string::npos, shown.c_str());
+        QVERIFY2(shown.find("proxy.example") != std::string::npos, shown.c_str());
     }
 
     void memoryBuildsItsLlmOnFirstUse()

@@ -95,4 +95,9 @@ bool AzureOpenAiProvider::sendsModel() const
     return false;
 }
 
+AzureOpenAiProvider::~AzureOpenAiProvider()
+{
+    shutdown(); // before this class's members go: requests in flight call chatUrl()
+}
+
 } // namespace mneme

@@ -19,6 +19,7 @@ public:
 
     // Throws Error(InvalidArgument) without a deployment_id or an endpoint.
     explicit AzureOpenAiProvider(const Json &config, QObject *parent = nullptr);
+    ~AzureOpenAiProvider() override;
 
     QString id() const override;
 
