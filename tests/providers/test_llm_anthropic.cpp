@@ -4,6 +4,7 @@
 // tool_use deltas, error events in a stream, structured output through the instruction fallback, the
 // API's error bodies mapped onto ErrorKind, a missing key, and an API key that never leaks.
 
+#include "chat_outcome.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/json_reply.h"
@@ -20,6 +21,8 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::Outcome;
+using mneme::test::outcomeOf;
 using mneme::test::RecordedRequest;
 using mneme::test::ScriptedHttpServer;
 using mneme::test::ScriptedReply;
@@ -67,40 +70,6 @@ Json configFor(const ScriptedHttpServer &server, const Json &extra = Json::objec
 std::unique_ptr<LlmProvider> makeProvider(const Json &config)
 {
     return PluginRegistry::instance().createLlm(QStringLiteral("anthropic"), config);
-}
-
-// How a chat ended.
-struct Outcome
-{
-    std::optional<ChatResponse> response;
-    std::optional<Error> error;
-    QString other;
-
-    QString describe() const
-    {
-        if (response)
-            return QStringLiteral("succeeded: ") + QString::fromStdString(response->toJson().dump());
-        if (error)
-            return QStringLiteral("failed with %1 (HTTP %2): %3")
-                .arg(Error::kindName(error->kind())).arg(error->httpStatus()).arg(error->message());
-        return QStringLiteral("threw something else: ") + other;
-    }
-};
-
-Outcome outcomeOf(QFuture<ChatResponse> future)
-{
-    Outcome o;
-    try {
-        future.waitForFinished();
-        o.response = future.result();
-    } catch (const Error &e) {
-        o.error = e;
-    } catch (const std::exception &e) {
-        o.other = QString::fromUtf8(e.what());
-    } catch (...) {
-        o.other = QStringLiteral("an unknown exception");
-    }
-    return o;
 }
 
 QByteArray dump(const Json &j)

@@ -6,6 +6,7 @@
 // streams, malformed replies, and an API key that stays in its header: never in a URL, an error text
 // or a log line.
 
+#include "chat_outcome.h"
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "scripted_http_server.h"
@@ -18,6 +19,9 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::Outcome;
+using mneme::test::outcomeOf;
+using mneme::test::ask;
 using mneme::test::RecordedRequest;
 using mneme::test::ScriptedHttpServer;
 using mneme::test::ScriptedReply;
@@ -53,42 +57,6 @@ std::unique_ptr<LlmProvider> geminiAt(const ScriptedHttpServer &server, Json con
     if (!config.contains("timeout"))
         config["timeout"] = 10;
     return PluginRegistry::instance().createLlm(key, config);
-}
-
-ChatRequest ask(const QString &text)
-{
-    ChatRequest r;
-    r.messages = {ChatMessage::user(text)};
-    return r;
-}
-
-struct Outcome
-{
-    std::optional<ChatResponse> response;
-    std::optional<Error> error;
-    QString other;
-
-    QString describe() const
-    {
-        if (response)
-            return QStringLiteral("succeeded: ") + QString::fromStdString(response->toJson().dump());
-        if (error)
-            return QStringLiteral("failed with %1 (HTTP %2): %3").arg(Error::kindName(error->kind())).arg(error->httpStatus()).arg(error->message());
-        return QStringLiteral("ended otherwise: ") + other;
-    }
-};
-
-Outcome outcomeOf(QFuture<ChatResponse> future)
-{
-    Outcome o;
-    try {
-        o.response = future.result();
-    } catch (const Error &e) {
-        o.error = e;
-    } catch (const std::exception &e) {
-        o.other = QString::fromUtf8(e.what());
-    }
-    return o;
 }
 
 QByteArray dumped(const Json &j)

@@ -3,6 +3,7 @@
 // structured output through "format", Ollama's own error replies, dropped streams, malformed
 // replies, and an API key that never reaches error texts or logs.
 
+#include "chat_outcome.h"
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "scripted_http_server.h"
@@ -16,6 +17,9 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::Outcome;
+using mneme::test::outcomeOf;
+using mneme::test::ask;
 using mneme::test::RecordedRequest;
 using mneme::test::ScriptedHttpServer;
 using mneme::test::ScriptedReply;
@@ -34,7 +38,6 @@ Json parsed(const char *text)
     return Json::parse(text);
 }
 
-
 std::unique_ptr<LlmProvider> ollamaAt(const ScriptedHttpServer &server, Json config = Json::object())
 {
     if (!config.contains("base_url"))
@@ -44,43 +47,6 @@ std::unique_ptr<LlmProvider> ollamaAt(const ScriptedHttpServer &server, Json con
     if (!config.contains("timeout"))
         config["timeout"] = 10;
     return PluginRegistry::instance().createLlm(QStringLiteral("ollama"), config);
-}
-
-ChatRequest ask(const QString &text)
-{
-    ChatRequest r;
-    r.messages = {ChatMessage::user(text)};
-    return r;
-}
-
-// How a chat ended: a response or a mneme::Error (anything else fails the test through `other`).
-struct Outcome
-{
-    std::optional<ChatResponse> response;
-    std::optional<Error> error;
-    QString other;
-
-    QString describe() const
-    {
-        if (response)
-            return QStringLiteral("succeeded: ") + QString::fromStdString(response->toJson().dump());
-        if (error)
-            return QStringLiteral("failed with %1 (HTTP %2): %3").arg(Error::kindName(error->kind())).arg(error->httpStatus()).arg(error->message());
-        return QStringLiteral("ended otherwise: ") + other;
-    }
-};
-
-Outcome outcomeOf(QFuture<ChatResponse> future)
-{
-    Outcome o;
-    try {
-        o.response = future.result();
-    } catch (const Error &e) {
-        o.error = e;
-    } catch (const std::exception &e) {
-        o.other = QString::fromUtf8(e.what());
-    }
-    return o;
 }
 
 QByteArray line(const Json &j)

@@ -3,6 +3,7 @@
 // calls, native and fallback structured output, HTTP errors and their kinds, and API keys kept out
 // of logs and errors.
 
+#include "chat_outcome.h"
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "core/provider_settings.h"
@@ -16,6 +17,8 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::Outcome;
+using mneme::test::outcomeOf;
 using mneme::test::RecordedRequest;
 using mneme::test::ScriptedHttpServer;
 using mneme::test::ScriptedReply;
@@ -142,34 +145,6 @@ Json personSchema()
                 {"properties", {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}}}}},
                 {"required", {"name", "age"}},
                 {"additionalProperties", false}};
-}
-
-struct Outcome
-{
-    std::optional<ChatResponse> response;
-    std::optional<Error> error;
-
-    QString describe() const
-    {
-        if (response)
-            return QStringLiteral("succeeded: ") + QString::fromStdString(response->toJson().dump());
-        if (error)
-            return QStringLiteral("failed with %1 (HTTP %2): %3").arg(Error::kindName(error->kind())).arg(error->httpStatus()).arg(error->message());
-        return QStringLiteral("ended without a result");
-    }
-};
-
-Outcome outcomeOf(QFuture<ChatResponse> future)
-{
-    Outcome o;
-    try {
-        future.waitForFinished();
-        if (future.resultCount() > 0)
-            o.response = future.result();
-    } catch (const Error &e) {
-        o.error = e;
-    }
-    return o;
 }
 
 // What a provider streamed, in order; filled on the network thread.
