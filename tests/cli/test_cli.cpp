@@ -2,6 +2,7 @@
 // --json against a temporary SQLite store, and the tests check standard output, standard error and
 // the exit status that CLI.md defines.
 
+#include "cli_runner.h"
 #include "temp_store.h"
 
 #include <QFile>
@@ -18,31 +19,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-// What one run of the CLI printed and returned.
-struct Run
-{
-    QStringList args;
-    int exitCode = -1;          // -1: did not start or did not finish, -2: crashed
-    QByteArray out;
-    QByteArray err;
-
-    // stdout parsed as exactly one JSON document (discarded when stdout holds anything else).
-    Json json() const
-    {
-        const Json j = Json::parse(out.toStdString(), nullptr, false);
-        return j;
-    }
-    bool isJson() const { return !json().is_discarded(); }
-
-    QByteArray describe() const
-    {
-        QStringList shown;
-        for (const QString &a : args)
-            shown << (a.size() > 80 ? a.left(80) + QStringLiteral("...") : a);
-        return "mneme " + shown.join(QLatin1Char(' ')).toUtf8() + "\n  exit " + QByteArray::number(exitCode)
-             + "\n  stdout: " + out.left(2000) + "\n  stderr: " + err.left(2000);
-    }
-};
+using Run = mneme::test::CliRun;
 
 QString str(const Json &j)
 {
@@ -199,32 +176,7 @@ void TestCli::cleanup()
 
 Run TestCli::run(const QStringList &args, const QByteArray &input, const QProcessEnvironment &env)
 {
-    Run r;
-    r.args = args;
-    QProcess p;
-    p.setProgram(QStringLiteral(MNEME_CLI));
-    p.setArguments(args);
-    QProcessEnvironment environment = env.isEmpty() ? QProcessEnvironment::systemEnvironment() : env;
-    // Never touch ./.mneme or a user's store: a default location is always inside the test's folder.
-    if (!environment.contains(QStringLiteral("MNEME_STORAGE_DIR")))
-        environment.insert(QStringLiteral("MNEME_STORAGE_DIR"), m_store->dir() + QStringLiteral("/default"));
-    p.setProcessEnvironment(environment);
-    p.setWorkingDirectory(m_store->dir());
-    p.start();
-    if (!p.waitForStarted(10000))
-        return r;
-    if (!input.isEmpty())
-        p.write(input);
-    p.closeWriteChannel();
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-        return r;
-    }
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-    return r;
+    return mneme::test::runCli(QStringLiteral(MNEME_CLI), args, m_store->dir(), input, env);
 }
 
 Run TestCli::cli(QStringList args, const QByteArray &input)

@@ -19,6 +19,7 @@
 //
 // Evidence ids: 6 repaired (2 + 1 + 1 + 2), 2 dropped; 2 questions skipped; 14 turns, 14 stored.
 
+#include "cli_runner.h"
 #include "temp_store.h"
 
 #include <QFile>
@@ -36,22 +37,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-struct Run
-{
-    QStringList args;
-    int exitCode = -1;          // -1: did not start or did not finish, -2: crashed
-    QByteArray out;
-    QByteArray err;
-
-    Json json() const { return Json::parse(out.toStdString(), nullptr, false); }
-    bool isJson() const { return !json().is_discarded(); }
-
-    QByteArray describe() const
-    {
-        return "mneme " + args.join(QLatin1Char(' ')).toUtf8() + "\n  exit " + QByteArray::number(exitCode)
-             + "\n  stdout: " + out.left(3000) + "\n  stderr: " + err.left(2000);
-    }
-};
+using Run = mneme::test::CliRun;
 
 QSet<QString> keysOf(const Json &object)
 {
@@ -164,29 +150,8 @@ void TestCliEval::cleanup()
 
 Run TestCliEval::run(const QStringList &args)
 {
-    Run r;
-    r.args = args;
-    QProcess p;
-    p.setProgram(QStringLiteral(MNEME_CLI));
-    p.setArguments(args);
-    QProcessEnvironment environment = QProcessEnvironment::systemEnvironment();
     // The eval stores nothing on disk; should it ever, it writes inside the test's folder.
-    environment.insert(QStringLiteral("MNEME_STORAGE_DIR"), m_dir->dir() + QStringLiteral("/default"));
-    p.setProcessEnvironment(environment);
-    p.setWorkingDirectory(m_dir->dir());
-    p.start();
-    if (!p.waitForStarted(10000))
-        return r;
-    p.closeWriteChannel();
-    if (!p.waitForFinished(60000)) {
-        p.kill();
-        p.waitForFinished();
-        return r;
-    }
-    r.out = p.readAllStandardOutput();
-    r.err = p.readAllStandardError();
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2;
-    return r;
+    return mneme::test::runCli(QStringLiteral(MNEME_CLI), args, m_dir->dir());
 }
 
 Run TestCliEval::evalJson(const QStringList &options)
