@@ -7,6 +7,7 @@
 #include <QPromise>
 #include <QRandomGenerator>
 #include <QThread>
+#include <atomic>
 
 namespace mneme {
 
@@ -197,11 +198,11 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
     if (http.what.isEmpty())
         http.what = context();
     http.cancelWith = cancelWith;
+    if (request.stream)
+        return streamWithRetries(http, 0);
     HttpClient *client = currentClient();
     if (!client)
         return failedFuture<ChatResponse>(Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(context())));
-    if (request.stream)
-        return sendStreaming(*client, http);
 
     const QString what = context();
     const QStringList secrets = m_settings.http.secrets;
@@ -223,7 +224,62 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
     });
 }
 
-QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const HttpRequest &http)
+QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &http, int retry)
+{
+    HttpClient *client = currentClient();
+    if (!client)
+        return failedFuture<ChatResponse>(Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(context())));
+    auto committed = std::make_shared<std::atomic_bool>(false);
+    auto promise = std::make_shared<QPromise<ChatResponse>>();
+    promise->start();
+    QFuture<ChatResponse> out = promise->future();
+    const HttpPolicy policy = m_settings.http;
+    sendStreaming(*client, http, committed).then(QtFuture::Launch::Sync, [this, http, retry, committed, promise, policy](QFuture<ChatResponse> f) {
+        try {
+            promise->addResult(f.result());
+        } catch (const Error &e) {
+            // An error event before anything was passed on (Anthropic's "overloaded" arrives so, on
+            // HTTP 200) is retried like an error status: nobody has seen a piece of this reply yet.
+            const bool transient = e.kind() == ErrorKind::ServerError || e.kind() == ErrorKind::RateLimited;
+            if (transient && !*committed && retry < policy.maxRetries && !(http.cancelWith && http.cancelWith->isCanceled())) {
+                const qint64 exp = qint64(policy.backoffBaseMs) << qMin(retry, 20);
+                const qint64 capped = qMin<qint64>(exp, policy.backoffMaxMs);
+                const int delay = int(capped / 2 + QRandomGenerator::global()->bounded(double(capped / 2 + 1)));
+                // The wait ends on the network thread while the client (and so this provider) is alive,
+                // or fails with Cancelled when the provider shuts down first.
+                HttpClient *client = currentClient();
+                if (client) {
+                    client->after(delay).then(QtFuture::Launch::Sync, [this, http, retry, promise](QFuture<void> waited) {
+                        try {
+                            waited.waitForFinished(); // rethrows Cancelled
+                        } catch (...) {
+                            promise->setException(std::current_exception());
+                            promise->finish();
+                            return;
+                        }
+                        streamWithRetries(http, retry + 1).then(QtFuture::Launch::Sync, [promise](QFuture<ChatResponse> g) {
+                            try {
+                                promise->addResult(g.result());
+                            } catch (...) {
+                                promise->setException(std::current_exception());
+                            }
+                            promise->finish();
+                        });
+                    });
+                    return;
+                }
+            }
+            promise->setException(std::current_exception());
+        } catch (...) {
+            promise->setException(std::current_exception());
+        }
+        promise->finish();
+    });
+    return out;
+}
+
+QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const HttpRequest &http,
+                                                      const std::shared_ptr<std::atomic_bool> &committed)
 {
     struct Stream
     {
@@ -238,7 +294,7 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
     const QString what = context();
     const QStringList secrets = m_settings.http.secrets;
 
-    const auto process = [this, stream, format, what, secrets](bool finished) {
+    const auto process = [this, stream, format, what, secrets, committed](bool finished) {
         const auto handle = [&](const QByteArray &event, const QByteArray &data) {
             const QByteArray trimmed = data.trimmed();
             if (trimmed.isEmpty())
@@ -254,9 +310,12 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
             stream->sawEvent = true;
             try {
                 onStreamEvent(stream->state, event, j);
+                *committed = stream->state.committed;
             } catch (const Error &) {
+                *committed = stream->state.committed;
                 throw;
             } catch (const std::exception &e) {
+                *committed = stream->state.committed;
                 throw Error(ErrorKind::MalformedReply,
                             QStringLiteral("%1: a stream event does not have the expected shape (%2).").arg(what, QString::fromUtf8(e.what())));
             }
@@ -311,6 +370,7 @@ void HttpChatProvider::appendText(StreamState &state, const QString &text)
 {
     if (text.isEmpty())
         return;
+    state.committed = true;
     state.response.text += text;
     Q_EMIT textDelta(text);
 }
@@ -318,6 +378,7 @@ void HttpChatProvider::appendText(StreamState &state, const QString &text)
 void HttpChatProvider::appendToolCall(StreamState &state, int index, const QString &id, const QString &name,
                                       const QString &argumentsDelta)
 {
+    state.committed = true;
     auto &call = state.calls[index];
     if (!id.isEmpty())
         call.id = id;

@@ -7,6 +7,7 @@
 
 #include <QByteArray>
 #include <QMutex>
+#include <atomic>
 #include <map>
 #include <memory>
 
@@ -48,6 +49,7 @@ protected:
         // The provider said the reply is complete ("[DONE]" is recognised here; a subclass sets it on its
         // own end marker). A stream that ends without it fails with Error(Network): it was cut.
         bool done = false;
+        bool committed = false;             // a delta was emitted: the reply can no longer be retried
     };
 
     // The request for `request` (with the settings' temperature / max tokens already applied when the
@@ -83,7 +85,11 @@ protected:
 
 private:
     QFuture<ChatResponse> sendOnce(const ChatRequest &request, const QFuture<void> &cancelWith);
-    QFuture<ChatResponse> sendStreaming(HttpClient &client, const HttpRequest &http);
+    // Streams, retrying (with the client's backoff and retry budget) when the stream fails with a
+    // server or rate-limit error before any delta was emitted.
+    QFuture<ChatResponse> streamWithRetries(const HttpRequest &http, int retry);
+    QFuture<ChatResponse> sendStreaming(HttpClient &client, const HttpRequest &http,
+                                        const std::shared_ptr<std::atomic_bool> &committed);
 
     ProviderSettings m_settings;
     ProviderDefaults m_defaults;

@@ -283,11 +283,31 @@ public:
         pump();
     }
 
-    // Fails every job and refuses those still to come (the client is going away).
+    // Fails every job and every wait, and refuses those still to come (the client is going away).
     void close()
     {
         m_closing = true;
         cancelAll();
+        for (const auto &wait : std::set<std::shared_ptr<QPromise<void>>>(m_waits)) {
+            wait->setException(std::make_exception_ptr(Error(ErrorKind::Cancelled, QStringLiteral("The wait was cancelled: its client was destroyed."))));
+            wait->finish();
+        }
+        m_waits.clear();
+    }
+
+    void wait(const std::shared_ptr<QPromise<void>> &promise, int ms)
+    {
+        if (m_closing) {
+            promise->setException(std::make_exception_ptr(Error(ErrorKind::Cancelled, QStringLiteral("The wait was cancelled: its client was destroyed."))));
+            promise->finish();
+            return;
+        }
+        m_waits.insert(promise);
+        QTimer::singleShot(ms, this, [this, promise] {
+            if (m_waits.erase(promise) == 0)
+                return;
+            promise->finish();
+        });
     }
 
     void cancelAll()
@@ -605,6 +625,7 @@ private:
     QElapsedTimer m_clock;
     bool m_rpmTimerArmed = false;
     bool m_closing = false;
+    std::set<std::shared_ptr<QPromise<void>>> m_waits;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -676,6 +697,16 @@ QFuture<HttpResponse> HttpClient::postJson(const QUrl &url, const QByteArray &js
         headers.append({QByteArrayLiteral("Accept"), QByteArrayLiteral("application/json")});
     request.headers = std::move(headers);
     return send(std::move(request), std::move(onChunk));
+}
+
+QFuture<void> HttpClient::after(int ms)
+{
+    auto promise = std::make_shared<QPromise<void>>();
+    promise->start();
+    QFuture<void> future = promise->future();
+    Worker *worker = m_worker;
+    QMetaObject::invokeMethod(worker, [worker, promise, ms] { worker->wait(promise, ms); }, Qt::QueuedConnection);
+    return future;
 }
 
 void HttpClient::cancelAll()

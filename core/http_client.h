@@ -86,6 +86,9 @@ public:
                                    const QString &what, ChunkHandler onChunk = {});
     // Aborts every request of this client; their futures fail with Cancelled.
     void cancelAll();
+    // Resolves on the network thread after `ms` milliseconds; fails with Cancelled when the client is
+    // destroyed first (so a continuation that resumes a provider's work never outlives the provider).
+    QFuture<void> after(int ms);
 
     // Replaces every occurrence of every secret by "[redacted]" (secrets shorter than 4 characters
     // are left alone: replacing them would garble the text without hiding anything).

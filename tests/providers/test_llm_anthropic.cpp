@@ -187,6 +187,7 @@ private Q_SLOTS:
     void streamToolUse();
     void streamErrorEvent_data();
     void streamErrorEvent();
+    void overloadedBeforeContentIsRetried();
     void droppedStream();
     void malformedStreamEvent();
 
@@ -740,6 +741,34 @@ void TestLlmAnthropic::streamErrorEvent()
     QVERIFY2(o.error->message().contains(QStringLiteral("anthropic chat (") + Model + QLatin1Char(')')), qPrintable(o.error->message()));
     QCOMPARE(texts.count(), 1);            // what arrived before the error was still streamed
     QCOMPARE(server.requestCount(), 1);    // a stream that has begun is not retried
+}
+
+void TestLlmAnthropic::overloadedBeforeContentIsRetried()
+{
+    // Anthropic reports overload as an error event on HTTP 200, often before any content: nothing
+    // has been passed on yet, so the stream is retried like an error status would be.
+    ScriptedHttpServer server;
+    QList<QByteArray> first = textStream({QStringLiteral("never")}).mid(0, 1); // message_start only
+    first << QByteArray("event: error\ndata: ") + errorBody("overloaded_error", QStringLiteral("Overloaded")) + "\n\n";
+    server.enqueue(ScriptedReply::sse(first));
+    server.enqueue(ScriptedReply::sse(textStream({QStringLiteral("Hello"), QStringLiteral(" there")})));
+    auto llm = makeProvider(configFor(server, Json{{"max_retries", 2}}));
+    QSignalSpy texts(llm.get(), &LlmProvider::textDelta);
+    ChatRequest r = simpleRequest();
+    r.stream = true;
+    const Outcome o = outcomeOf(llm->chat(r));
+    QVERIFY2(o.response, qPrintable(o.describe()));
+    QCOMPARE(o.response->text, QStringLiteral("Hello there"));
+    QCOMPARE(texts.count(), 2);
+    QCOMPARE(server.requestCount(), 2);
+
+    // With no retries left, the same event fails the chat.
+    ScriptedHttpServer once;
+    once.enqueue(ScriptedReply::sse(first));
+    auto strict = makeProvider(configFor(once, Json{{"max_retries", 0}}));
+    const Outcome failed = outcomeOf(strict->chat(r));
+    QVERIFY2(failed.error && failed.error->kind() == ErrorKind::ServerError, qPrintable(failed.describe()));
+    QCOMPARE(once.requestCount(), 1);
 }
 
 void TestLlmAnthropic::droppedStream()
