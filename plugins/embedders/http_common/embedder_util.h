@@ -59,22 +59,6 @@ inline std::optional<bool> flag(const ProviderSettings &s, const char *key)
     return s.config[key].get<bool>();
 }
 
-// Every vector has `dimension` entries (when it is known, > 0) and all have the same length.
-inline void checkDimensions(const std::vector<Embedding> &vectors, int dimension, const QString &context)
-{
-    size_t expected = dimension > 0 ? size_t(dimension) : (vectors.empty() ? 0 : vectors.front().size());
-    for (const Embedding &v : vectors) {
-        if (v.size() != expected)
-            throw Error(ErrorKind::MalformedReply,
-                        dimension > 0
-                            ? QStringLiteral("%1: a vector has %2 dimensions where %3 were expected; set \"dimensions\" "
-                                             "in the embedder's config to the model's real size.")
-                                  .arg(context).arg(v.size()).arg(expected)
-                            : QStringLiteral("%1: the reply's vectors have different lengths (%2 and %3).")
-                                  .arg(context).arg(expected).arg(v.size()));
-    }
-}
-
 // A 200 reply that carries an error object instead of vectors (some OpenAI-compatible servers do
 // that): Error(Provider) with the server's own message, secrets redacted.
 inline void throwIfErrorBody(const Json &body, const QString &context, const QStringList &secrets)
