@@ -9,6 +9,7 @@
 #include "memory/memory_scope.h"
 #include "memory/memory_slice.h"
 #include "memory/scoring.h"
+#include "memory/statement_splitter.h"
 
 #include <QElapsedTimer>
 #include <QMutexLocker>
@@ -706,10 +707,7 @@ QFuture<QList<MemoryMatch>> Memory::recallAsync(const QString &query, const Reca
 
 QStringList Memory::extractMemories(const QString &content)
 {
-    const QString text = content.trimmed();
-    if (text.isEmpty())
-        return {};
-    return {text};
+    return StatementSplitter::split(content);
 }
 
 int Memory::forget(const ForgetOptions &o)

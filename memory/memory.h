@@ -82,8 +82,8 @@ public:
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QFuture<QList<MemoryMatch>> recallAsync(const QString &query, const RecallOptions &options = {});
 
-    // Splits a text into memory statements (stores nothing). Without an LLM the whole text is one
-    // statement; an empty text gives none.
+    // Splits a text into memory statements (stores nothing): offline, at sentence ends, semicolons,
+    // list items and blank lines (see StatementSplitter); an empty text gives none.
     QStringList extractMemories(const QString &content);
 
     // Deletes what the options select (history keeps what was deleted) and returns how many. At least
