@@ -13,7 +13,7 @@ bool isAbbreviation(const QString &word)
     static const QSet<QString> known = {
         QStringLiteral("mr"), QStringLiteral("mrs"), QStringLiteral("ms"), QStringLiteral("dr"), QStringLiteral("prof"),
         QStringLiteral("sr"), QStringLiteral("jr"), QStringLiteral("st"), QStringLiteral("vs"), QStringLiteral("etc"),
-        QStringLiteral("e.g"), QStringLiteral("i.e"), QStringLiteral("approx"), QStringLiteral("no"), QStringLiteral("inc"),
+        QStringLiteral("e.g"), QStringLiteral("i.e"), QStringLiteral("approx"), QStringLiteral("inc"),
         QStringLiteral("ltd"), QStringLiteral("co"), QStringLiteral("corp"), QStringLiteral("jan"), QStringLiteral("feb"),
         QStringLiteral("mar"), QStringLiteral("apr"), QStringLiteral("jun"), QStringLiteral("jul"), QStringLiteral("aug"),
         QStringLiteral("sep"), QStringLiteral("sept"), QStringLiteral("oct"), QStringLiteral("nov"), QStringLiteral("dec"),

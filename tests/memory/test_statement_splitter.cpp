@@ -48,6 +48,8 @@ private Q_SLOTS:
         QTest::newRow("wrapped paragraph") << QStringLiteral("The server runs on\nport 8080 behind nginx.\r\nIt restarts nightly.")
                                            << QStringList{QStringLiteral("The server runs on port 8080 behind nginx."),
                                                           QStringLiteral("It restarts nightly.")};
+        QTest::newRow("sentence ending in no") << QStringLiteral("The answer was no. We stopped there.")
+                                               << QStringList{QStringLiteral("The answer was no."), QStringLiteral("We stopped there.")};
         QTest::newRow("repeats kept once") << QStringLiteral("Tea is hot. Tea is hot. Coffee is cold.")
                                            << QStringList{QStringLiteral("Tea is hot."), QStringLiteral("Coffee is cold.")};
         QTest::newRow("punctuation only") << QStringLiteral("!!! ... ;;") << QStringList{};
