@@ -8,6 +8,7 @@
 #include "core/json.h"
 #include "core/plugin_registry.h"
 #include "memory/memory.h"
+#include "log_capture.h"
 #include "scripted_http_server.h"
 #include "temp_store.h"
 
@@ -20,6 +21,7 @@
 #include <map>
 
 using namespace mneme;
+using mneme::test::LogCapture;
 using mneme::test::RecordedRequest;
 using mneme::test::ScriptedHttpServer;
 using mneme::test::ScriptedReply;
@@ -30,20 +32,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Captured log lines (every mneme.* category on), checked for secrets at the end.
 
-QMutex g_logMutex;
-QStringList g_log;
-
-QtMessageHandler g_previousHandler = nullptr;
-
-void captureMessages(QtMsgType type, const QMessageLogContext &context, const QString &message)
-{
-    {
-        QMutexLocker lock(&g_logMutex);
-        g_log << message;
-    }
-    if (type != QtDebugMsg && g_previousHandler)
-        g_previousHandler(type, context, message);
-}
+std::unique_ptr<LogCapture> g_logCapture;
 
 // Every API key and token the tests hand to a plugin.
 const QStringList &testSecrets()
@@ -573,8 +562,7 @@ private Q_SLOTS:
     {
         for (const QString &var : providerEnvironment())
             qunsetenv(var.toLatin1().constData());
-        QLoggingCategory::setFilterRules(QStringLiteral("mneme.*=true"));
-        g_previousHandler = qInstallMessageHandler(captureMessages);
+        g_logCapture = std::make_unique<LogCapture>();
         const QStringList keys = PluginRegistry::instance().keys(PluginRegistry::Kind::Embedder);
         for (const char *k : {"openai", "azure", "ollama", "gemini", "google-generativeai", "google",
                                  "google-vertex", "cohere", "voyageai", "voyage", "jina", "huggingface",
@@ -1243,17 +1231,17 @@ private Q_SLOTS:
     // Last: no log line of the whole run holds a key.
     void keysNeverLogged()
     {
-        QMutexLocker lock(&g_logMutex);
+        const QStringList log = LogCapture::messages();
         // The HTTP layer's debug lines were captured, so the check below looked at something.
-        QVERIFY(std::any_of(g_log.cbegin(), g_log.cend(), [](const QString &l) { return l.contains(QStringLiteral("/embed")); }));
-        for (const QString &line : std::as_const(g_log))
+        QVERIFY(std::any_of(log.cbegin(), log.cend(), [](const QString &l) { return l.contains(QStringLiteral("/embed")); }));
+        for (const QString &line : log)
             for (const QString &secret : testSecrets())
                 QVERIFY2(!line.contains(secret), qPrintable(line));
     }
 
     void cleanupTestCase()
     {
-        qInstallMessageHandler(g_previousHandler);
+        g_logCapture.reset();
     }
 };
 

@@ -5,6 +5,7 @@
 // API's error bodies mapped onto ErrorKind, a missing key, and an API key that never leaks.
 
 #include "chat_outcome.h"
+#include "log_capture.h"
 #include "core/error.h"
 #include "core/json.h"
 #include "core/json_reply.h"
@@ -21,6 +22,7 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::LogCapture;
 using mneme::test::Outcome;
 using mneme::test::outcomeOf;
 using mneme::test::RecordedRequest;
@@ -35,24 +37,11 @@ const QString Key = QStringLiteral("sk-ant-test-KEY-0123456789abcdef");
 const QString Model = QStringLiteral("claude-3-haiku-20240307");
 
 // Every log line of the run, to show the key never reaches a log.
-QMutex logMutex;
-QStringList logLines;
-QtMessageHandler previousHandler = nullptr;
-
-void captureMessage(QtMsgType type, const QMessageLogContext &context, const QString &message)
-{
-    {
-        QMutexLocker lock(&logMutex);
-        logLines << QString::fromUtf8(context.category ? context.category : "default") + QStringLiteral(": ") + message;
-    }
-    if (previousHandler && type != QtDebugMsg && type != QtInfoMsg)
-        previousHandler(type, context, message);
-}
+std::unique_ptr<LogCapture> logCapture;
 
 QStringList capturedLogs()
 {
-    QMutexLocker lock(&logMutex);
-    return logLines;
+    return LogCapture::messages();
 }
 
 Json configFor(const ScriptedHttpServer &server, const Json &extra = Json::object())
@@ -200,22 +189,26 @@ private Q_SLOTS:
     void missingKey();
     void keyNeverLeaks();
     void logsWereCaptured();
+    void cleanupTestCase();
 };
 
 void TestLlmAnthropic::initTestCase()
 {
-    QLoggingCategory::setFilterRules(QStringLiteral("mneme.*=true"));
-    previousHandler = qInstallMessageHandler(captureMessage);
+    logCapture = std::make_unique<LogCapture>();
     qunsetenv("ANTHROPIC_API_KEY");
     qunsetenv("ANTHROPIC_BASE_URL");
     QVERIFY2(PluginRegistry::instance().hasKey(PluginRegistry::Kind::Llm, QStringLiteral("anthropic")),
              "the anthropic plugin is not found; is MNEME_PLUGIN_PATH set to the build's plugin folder?");
 }
 
+void TestLlmAnthropic::cleanupTestCase()
+{
+    logCapture.reset(); // before the program's static objects go
+}
+
 void TestLlmAnthropic::init()
 {
-    QMutexLocker lock(&logMutex);
-    logLines.clear();
+    LogCapture::clear();
 }
 
 void TestLlmAnthropic::cleanup()

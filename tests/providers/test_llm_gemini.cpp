@@ -7,6 +7,7 @@
 // or a log line.
 
 #include "chat_outcome.h"
+#include "log_capture.h"
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "scripted_http_server.h"
@@ -19,6 +20,7 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::LogCapture;
 using mneme::test::Outcome;
 using mneme::test::outcomeOf;
 using mneme::test::ask;
@@ -90,39 +92,6 @@ QByteArray sseEvent(const Json &chunk)
 {
     return "data: " + dumped(chunk) + "\r\n\r\n";
 }
-
-// Every message logged while it exists (all mneme.* categories at debug level).
-class LogCapture
-{
-public:
-    LogCapture()
-    {
-        QLoggingCategory::setFilterRules(QStringLiteral("mneme.*=true"));
-        QMutexLocker lock(&s_mutex);
-        s_messages.clear();
-        m_previous = qInstallMessageHandler(&LogCapture::handle);
-    }
-    ~LogCapture()
-    {
-        qInstallMessageHandler(m_previous);
-        QLoggingCategory::setFilterRules(QString());
-    }
-    static QStringList messages()
-    {
-        QMutexLocker lock(&s_mutex);
-        return s_messages;
-    }
-
-private:
-    static void handle(QtMsgType, const QMessageLogContext &context, const QString &message)
-    {
-        QMutexLocker lock(&s_mutex);
-        s_messages << QStringLiteral("%1: %2").arg(QLatin1String(context.category ? context.category : ""), message);
-    }
-    static inline QMutex s_mutex;
-    static inline QStringList s_messages;
-    QtMessageHandler m_previous = nullptr;
-};
 
 QStringList deltasOf(const QSignalSpy &spy)
 {

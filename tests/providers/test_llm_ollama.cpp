@@ -4,6 +4,7 @@
 // replies, and an API key that never reaches error texts or logs.
 
 #include "chat_outcome.h"
+#include "log_capture.h"
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "scripted_http_server.h"
@@ -17,6 +18,7 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::LogCapture;
 using mneme::test::Outcome;
 using mneme::test::outcomeOf;
 using mneme::test::ask;
@@ -74,38 +76,6 @@ QByteArray reply(const Json &message, const char *doneReason = "stop", int promp
                  {"eval_count", eval},
                  {"eval_duration", 52479709}});
 }
-
-// Every message logged while it exists (all mneme.* categories at debug level).
-class LogCapture
-{
-public:
-    LogCapture()
-    {
-        QLoggingCategory::setFilterRules(QStringLiteral("mneme.*=true"));
-        s_messages.clear();
-        m_previous = qInstallMessageHandler(&LogCapture::handle);
-    }
-    ~LogCapture()
-    {
-        qInstallMessageHandler(m_previous);
-        QLoggingCategory::setFilterRules(QString());
-    }
-    static QStringList messages()
-    {
-        QMutexLocker lock(&s_mutex);
-        return s_messages;
-    }
-
-private:
-    static void handle(QtMsgType, const QMessageLogContext &context, const QString &message)
-    {
-        QMutexLocker lock(&s_mutex);
-        s_messages << QStringLiteral("%1: %2").arg(QLatin1String(context.category ? context.category : ""), message);
-    }
-    static inline QMutex s_mutex;
-    static inline QStringList s_messages;
-    QtMessageHandler m_previous = nullptr;
-};
 
 } // namespace
 

@@ -4,6 +4,7 @@
 // of logs and errors.
 
 #include "chat_outcome.h"
+#include "log_capture.h"
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "core/provider_settings.h"
@@ -17,6 +18,7 @@
 #include <optional>
 
 using namespace mneme;
+using mneme::test::LogCapture;
 using mneme::test::Outcome;
 using mneme::test::outcomeOf;
 using mneme::test::RecordedRequest;
@@ -27,21 +29,6 @@ namespace {
 
 const std::string Secret = "sk-test-SECRET-abcdef123456";
 const std::string AzureSecret = "azure-SECRET-0123456789abcdef";
-
-// Every message Qt logs while a test runs (the HTTP layer's debug output included).
-QMutex g_logMutex;
-QStringList g_log;
-QtMessageHandler g_previousHandler = nullptr;
-
-void captureMessages(QtMsgType type, const QMessageLogContext &context, const QString &message)
-{
-    {
-        QMutexLocker lock(&g_logMutex);
-        g_log << message;
-    }
-    if (type != QtDebugMsg && g_previousHandler)
-        g_previousHandler(type, context, message);
-}
 
 std::unique_ptr<LlmProvider> make(const QString &key, const Json &config)
 {
@@ -849,8 +836,7 @@ private Q_SLOTS:
     void keysStayOutOfLogsAndErrors()
     {
         const std::string headerSecret = "hdr-SECRET-9876543210";
-        QLoggingCategory::setFilterRules(QStringLiteral("mneme.*=true"));
-        g_previousHandler = qInstallMessageHandler(captureMessages);
+        auto capture = std::make_unique<LogCapture>();
 
         QStringList errors;
         {
@@ -881,13 +867,8 @@ private Q_SLOTS:
             QCOMPARE(server.requestCount(), 6);
         }
 
-        qInstallMessageHandler(g_previousHandler);
-        QLoggingCategory::setFilterRules(QString());
-        QStringList logged;
-        {
-            QMutexLocker lock(&g_logMutex);
-            logged = g_log;
-        }
+        const QStringList logged = LogCapture::messages();
+        capture.reset();
         QVERIFY2(!logged.isEmpty(), "the HTTP layer logged nothing; the check would prove nothing");
         for (const QString &text : logged + errors) {
             for (const std::string &secret : {Secret, AzureSecret, headerSecret})
