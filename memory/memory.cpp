@@ -8,6 +8,7 @@
 #include "memory/memory_p.h"
 #include "memory/memory_scope.h"
 #include "memory/memory_slice.h"
+#include "memory/recall_flow.h"
 #include "memory/scoring.h"
 #include "memory/statement_splitter.h"
 
@@ -240,19 +241,6 @@ MemoryPrivate::Item MemoryPrivate::batchItem(const MemoryInput &input) const
     return blank;
 }
 
-template<typename T, typename F>
-QFuture<T> MemoryPrivate::submit(F &&work)
-{
-    checkNotOnWriter("a save");
-    QMutexLocker lock(&submitLock);
-    checkOpen();
-    QFuture<T> future = writer.template submit<T>(std::forward<F>(work));
-    QMutexLocker p(&pendingLock);
-    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
-                  pending.end());
-    pending.append(QFuture<void>(future));
-    return future;
-}
 
 struct EncodeOutcome
 {
@@ -426,6 +414,103 @@ QString MemoryPrivate::readScope(const QString &path) const
     return q->resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
 }
 
+QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter,
+                                       int limit, const QDateTime &now)
+{
+    // Oversample so recency and importance can lift a record the vectors rank a little lower.
+    const int candidates = std::max(limit * 3, 30);
+
+    struct Candidate
+    {
+        MemoryRecord record;
+        double cosine = 0;
+        double keyword = 0;
+    };
+    std::unordered_map<std::string, Candidate> pool;
+    for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
+        Candidate c{std::move(s.record), s.score, 0};
+        pool.emplace(c.record.id.toStdString(), std::move(c));
+    }
+    if (config.keywordWeight > 0) {
+        const auto hits = storage->keywordSearch(text, filter, candidates);
+        double best = 0;
+        for (const auto &h : hits)
+            best = std::max(best, h.score);
+        for (const auto &h : hits) {
+            const double kw = best > 0 ? h.score / best : 0;
+            auto it = pool.find(h.record.id.toStdString());
+            if (it != pool.end()) {
+                it->second.keyword = kw;
+                continue;
+            }
+            Candidate c{h.record, 0, kw};
+            if (auto full = storage->get(h.record.id, true))
+                c.cosine = Scoring::cosine(queryVector, full->embedding);
+            pool.emplace(h.record.id.toStdString(), std::move(c));
+        }
+    }
+    QList<MemoryMatch> matches;
+    matches.reserve(qsizetype(pool.size()));
+    for (auto &[id, c] : pool) {
+        c.record.embedding.clear();
+        MemoryMatch m = Scoring::match(c.record, c.cosine, c.keyword, now, config);
+        // Recency and importance rank relevant records; they never make an unrelated one relevant.
+        if (m.signalValues.semantic > 0 || m.signalValues.keyword > 0)
+            matches << std::move(m);
+    }
+    Scoring::weighByRelevance(matches, config);
+    sortMatches(matches);
+    if (matches.size() > limit)
+        matches.resize(limit);
+    return matches;
+}
+
+void MemoryPrivate::sortMatches(QList<MemoryMatch> &matches)
+{
+    std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
+        if (a.score != b.score)
+            return a.score > b.score;
+        if (a.signalValues.semantic != b.signalValues.semantic)
+            return a.signalValues.semantic > b.signalValues.semantic;
+        return a.record.id < b.record.id;
+    });
+}
+
+void MemoryPrivate::touchLater(const QList<MemoryMatch> &matches)
+{
+    if (matches.isEmpty() || config.readOnly)
+        return;
+    // Access statistics are written by the writer thread, off the recall's path.
+    QStringList ids;
+    for (const MemoryMatch &m : matches)
+        ids << m.record.id;
+    writer.post([store = storage, ids, at = nowUtc()] {
+        try {
+            store->touch(ids, at);
+        } catch (const std::exception &) {
+            // A read-only file still answers recalls; access times are a convenience.
+        }
+    });
+}
+
+Embedding MemoryPrivate::embedQuery(const QString &text)
+{
+    std::vector<Embedding> qv = embedder->embed({text});
+    checkEmbeddings(qv, 1, *embedder);
+    return std::move(qv.front());
+}
+
+RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const
+{
+    RecordFilter filter = readFilter(scopes);
+    filter.categories = categories;
+    filter.applyPrivacy = true;
+    filter.includePrivate = o.includePrivate;
+    filter.source = o.source;
+    filter.onlySource = o.onlySource;
+    return filter;
+}
+
 QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOptions &o)
 {
     checkOpen();
@@ -447,83 +532,12 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
         QList<MemoryMatch> matches;
         const QString text = query.trimmed();
         if (!text.isEmpty()) {
-            RecordFilter filter = readFilter(scopes);
-            filter.categories = categories;
-            filter.applyPrivacy = true;
-            filter.includePrivate = o.includePrivate;
-            filter.source = o.source;
-            filter.onlySource = o.onlySource;
             const QDateTime now = o.now.isValid() ? o.now.toUTC() : nowUtc();
-
-            std::vector<Embedding> qv = embedder->embed({text});
-            checkEmbeddings(qv, 1, *embedder);
-            const Embedding &queryVector = qv.front();
-            // Oversample so recency and importance can lift a record the vectors rank a little lower.
-            const int candidates = std::max(o.limit * 3, 30);
-
-            struct Candidate
-            {
-                MemoryRecord record;
-                double cosine = 0;
-                double keyword = 0;
-                bool haveCosine = false;
-            };
-            std::unordered_map<std::string, Candidate> pool;
-            for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
-                Candidate c{std::move(s.record), s.score, 0, true};
-                pool.emplace(c.record.id.toStdString(), std::move(c));
-            }
-            if (config.keywordWeight > 0) {
-                const auto hits = storage->keywordSearch(text, filter, candidates);
-                double best = 0;
-                for (const auto &h : hits)
-                    best = std::max(best, h.score);
-                for (const auto &h : hits) {
-                    const double kw = best > 0 ? h.score / best : 0;
-                    auto it = pool.find(h.record.id.toStdString());
-                    if (it != pool.end()) {
-                        it->second.keyword = kw;
-                        continue;
-                    }
-                    Candidate c{h.record, 0, kw, false};
-                    if (auto full = storage->get(h.record.id, true)) {
-                        c.cosine = Scoring::cosine(queryVector, full->embedding);
-                        c.haveCosine = true;
-                    }
-                    pool.emplace(h.record.id.toStdString(), std::move(c));
-                }
-            }
-            matches.reserve(qsizetype(pool.size()));
-            for (auto &[id, c] : pool) {
-                c.record.embedding.clear();
-                MemoryMatch m = Scoring::match(c.record, c.cosine, c.keyword, now, config);
-                // Recency and importance rank relevant records; they never make an unrelated one relevant.
-                if (m.signalValues.semantic > 0 || m.signalValues.keyword > 0)
-                    matches << std::move(m);
-            }
-            Scoring::weighByRelevance(matches, config);
-            std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
-                if (a.score != b.score)
-                    return a.score > b.score;
-                if (a.signalValues.semantic != b.signalValues.semantic)
-                    return a.signalValues.semantic > b.signalValues.semantic;
-                return a.record.id < b.record.id;
-            });
-            if (matches.size() > o.limit)
-                matches.resize(o.limit);
-            if (!matches.isEmpty() && !config.readOnly) {
-                // Access statistics are written by the writer thread, off the recall's path.
-                QStringList ids;
-                for (const MemoryMatch &m : std::as_const(matches))
-                    ids << m.record.id;
-                writer.post([store = storage, ids, at = nowUtc()] {
-                    try {
-                        store->touch(ids, at);
-                    } catch (const std::exception &) {
-                        // A read-only file still answers recalls; access times are a convenience.
-                    }
-                });
-            }
+            if (o.depth == RecallDepth::Deep)
+                matches = RecallFlow(*this).run(text, o, scopes, categories, now);
+            else
+                matches = rank(text, embedQuery(text), recallFilter(scopes, categories, o), o.limit, now);
+            touchLater(matches);
         }
         Q_EMIT q->queryCompleted(query, matches, elapsedMs(timer));
         return matches;
@@ -800,6 +814,56 @@ QList<HistoryEntry> Memory::history(const QString &id)
     if (entries.empty() && !d->storage->get(id.trimmed()))
         throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id \"%1\"; list ids with `mneme list`").arg(id));
     return QList<HistoryEntry>(entries.begin(), entries.end());
+}
+
+MemoryRecord Memory::undo(const QString &id)
+{
+    d->checkWritable("undo");
+    const QList<HistoryEntry> entries = history(id); // NotFound, root confinement
+    if (entries.isEmpty() || entries.back().oldRecord.is_null() || !entries.back().oldRecord.is_object())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("memory \"%1\" has not changed since it was stored, so there is nothing to undo; "
+                                   "use forget to delete it")
+                        .arg(id.trimmed()));
+    const HistoryEntry &last = entries.back();
+    MemoryRecord previous;
+    try {
+        from_json(last.oldRecord, previous);
+    } catch (const std::exception &e) {
+        throw Error(ErrorKind::Corrupt, QStringLiteral("the history of memory \"%1\" cannot be read (%2); the record is unchanged")
+                                            .arg(id.trimmed(), QString::fromUtf8(e.what())));
+    }
+    d->checkNotOnWriter("undo()");
+    QMutexLocker lock(&d->submitLock);
+    drainWrites();
+    std::optional<MemoryRecord> current = d->storage->get(previous.id, true);
+    const bool needVector = !current || current->content != previous.content;
+    if (needVector) {
+        std::vector<Embedding> v = d->embedder->embed({previous.content});
+        checkEmbeddings(v, 1, *d->embedder);
+        previous.embedding = std::move(v.front());
+        d->ensureBound();
+    }
+    if (last.event == HistoryEntry::Event::Delete) {
+        if (current)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("memory \"%1\" exists again, so its deletion cannot be undone").arg(previous.id));
+        d->storage->restore(previous);
+    } else {
+        if (!current)
+            throw Error(ErrorKind::NotFound, QStringLiteral("memory \"%1\" was deleted after its last update; undo the "
+                                                            "deletion first")
+                                                 .arg(previous.id));
+        previous.lastAccessed = current->lastAccessed;
+        previous.accessCount = current->accessCount;
+        previous.updatedAt = nowUtc();
+        if (!needVector)
+            previous.embedding.clear(); // keep the stored vector
+        d->storage->update(previous);
+    }
+    MemoryRecord restored = d->storage->get(previous.id, false).value_or(previous);
+    restored.embedding.clear();
+    return restored;
 }
 
 MemoryScope Memory::scope(const QString &path)

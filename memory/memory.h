@@ -93,6 +93,12 @@ public:
     MemoryRecord update(const QString &id, const UpdateOptions &options);
     std::optional<MemoryRecord> get(const QString &id);
     QList<HistoryEntry> history(const QString &id);
+    // Reverts the record's last change: an update is rolled back to the previous content and fields,
+    // a delete brings the record back with its id and times. The undo is itself recorded in the
+    // history (so undoing twice re-applies the change). Returns the record as restored. Throws
+    // Error(NotFound) for an unknown id and Error(InvalidArgument) when the last change is the
+    // record's creation (nothing to undo: forget() deletes it).
+    MemoryRecord undo(const QString &id);
 
     // A view restricted to one subtree (relative to the root scope).
     MemoryScope scope(const QString &path);
@@ -142,6 +148,16 @@ Q_SIGNALS:
     void saveStarted(const QString &value, const QJsonObject &metadata);
     void saveCompleted(const QString &value, const QJsonObject &metadata, double saveTimeMs);
     void saveFailed(const QString &value, const QString &error);
+    // Around every LLM call memory analysis makes. `step`: save_analysis, consolidation, extraction,
+    // query_analysis, exploration, conversation_facts, conversation_update, conversation_summary.
+    void llmCallStarted(const QString &step, const QString &model);
+    void llmCallCompleted(const QString &step, const QString &model, double durationMs, int promptTokens,
+                          int completionTokens);
+    void llmCallFailed(const QString &step, const QString &model, const QString &error, double durationMs);
+    // Which path produced an analysis step's result: "llm", "offline" (the offline analyzer),
+    // "defaults" (the documented fallback values) or "skipped" (nothing to analyse); `reason` says why
+    // the LLM was not used (no LLM configured, the call failed, the reply was unusable).
+    void analysisCompleted(const QString &step, const QString &path, const QString &reason);
 
 private:
     friend class MemoryPrivate;

@@ -7,7 +7,9 @@
 
 #include <QFuture>
 #include <QMutex>
+#include <QMutexLocker>
 #include <QRecursiveMutex>
+#include <algorithm>
 #include <atomic>
 
 namespace mneme {
@@ -51,6 +53,17 @@ public:
     QFuture<T> submit(F &&work);
 
     QList<MemoryMatch> recallNow(const QString &query, const RecallOptions &options);
+    // One hybrid search (vectors + keywords) over what `filter` selects, scored and sorted, at most
+    // `limit` matches. The shallow recall is exactly this; deep recall runs it per query and scope.
+    QList<MemoryMatch> rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter, int limit,
+                            const QDateTime &now);
+    static void sortMatches(QList<MemoryMatch> &matches);
+    // Posts the access-statistics update of recalled records to the writer.
+    void touchLater(const QList<MemoryMatch> &matches);
+    // The query's embedding (one embedder call); throws Error(Embedder).
+    Embedding embedQuery(const QString &text);
+    // The filter of a recall over resolved scopes: categories and the privacy rules of the options.
+    RecordFilter recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const;
     RecordFilter readFilter(const QStringList &scopes) const;
     QString readScope(const QString &path) const;
     ScopeNode node(const QString &path, int depth, int maxDepth);
@@ -69,5 +82,19 @@ public:
     QList<QFuture<void>> reads;     // recallAsync() tasks, waited for by close()
     std::atomic<bool> closed{false};
 };
+
+template<typename T, typename F>
+QFuture<T> MemoryPrivate::submit(F &&work)
+{
+    checkNotOnWriter("a save");
+    QMutexLocker lock(&submitLock);
+    checkOpen();
+    QFuture<T> future = writer.template submit<T>(std::forward<F>(work));
+    QMutexLocker p(&pendingLock);
+    pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
+                  pending.end());
+    pending.append(QFuture<void>(future));
+    return future;
+}
 
 } // namespace mneme

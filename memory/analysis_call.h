@@ -1,0 +1,84 @@
+#pragma once
+
+// Private to the memory library: one LLM request made by memory analysis, with its events.
+
+#include "core/llm_provider.h"
+
+#include <QElapsedTimer>
+#include <QFuture>
+#include <QLoggingCategory>
+#include <QString>
+#include <memory>
+
+namespace mneme {
+
+class Memory;
+
+Q_DECLARE_LOGGING_CATEGORY(lcMemory)
+
+// The steps that may call the LLM, as named in events.
+namespace AnalysisStep {
+inline constexpr const char *Save = "save_analysis";
+inline constexpr const char *Consolidation = "consolidation";
+inline constexpr const char *Extraction = "extraction";
+inline constexpr const char *Query = "query_analysis";
+inline constexpr const char *Exploration = "exploration";
+inline constexpr const char *Facts = "conversation_facts";
+inline constexpr const char *Update = "conversation_update";
+inline constexpr const char *Summary = "conversation_summary";
+} // namespace AnalysisStep
+
+// Which analysis produced a result, as reported by Memory::analysisCompleted.
+namespace AnalysisPath {
+inline constexpr const char *Llm = "llm";
+inline constexpr const char *Offline = "offline";     // the offline analyzer (no LLM, or the LLM failed)
+inline constexpr const char *Defaults = "defaults";   // the documented defaults (the LLM failed)
+inline constexpr const char *Skipped = "skipped";     // nothing to analyse (all fields given, short query)
+} // namespace AnalysisPath
+
+// Usage: start() then wait(). Never throws: a missing LLM, a provider that cannot be built, a provider
+// error or a reply that does not follow the schema all end in wait() returning false with failure()
+// saying why (secrets redacted by the provider layer). Emits Memory::llmCallStarted before the
+// request and llmCallCompleted / llmCallFailed after it, from the calling thread.
+class AnalysisCall
+{
+public:
+    AnalysisCall(Memory *memory, const char *step);
+    AnalysisCall(AnalysisCall &&) = default;
+    ~AnalysisCall();
+
+    // Sends the request without waiting for it.
+    void start(ChatRequest request);
+    // Waits for the reply; true when it arrived (validated against the schema when one was given).
+    bool wait();
+
+    const ChatResponse &response() const { return m_response; }
+    const QString &failure() const { return m_failure; }
+    // False when no LLM is configured (failure() then says so).
+    bool hadLlm() const { return m_hadLlm; }
+    const char *step() const { return m_step; }
+
+private:
+    Memory *m_memory;
+    const char *m_step;
+    std::shared_ptr<LlmProvider> m_llm;
+    QString m_model;
+    QFuture<ChatResponse> m_future;
+    QElapsedTimer m_timer;
+    ChatResponse m_response;
+    QString m_failure;
+    bool m_started = false;
+    bool m_waiting = false;
+    bool m_done = false;
+    bool m_hadLlm = true;
+};
+
+// A [system, user] request for a structured reply.
+ChatRequest structuredRequest(const QString &system, const QString &user, const Json &schema, const QString &schemaName);
+
+// Emits Memory::analysisCompleted; logs a warning when `llmFailed` (the LLM was asked and failed, so
+// the result came from a fallback).
+void reportAnalysis(Memory *memory, const char *step, const char *path, const QString &reason = QString(),
+                    bool llmFailed = false);
+
+} // namespace mneme

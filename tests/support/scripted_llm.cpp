@@ -1,0 +1,149 @@
+#include "scripted_llm.h"
+
+#include "core/plugin_registry.h"
+
+#include <QMutexLocker>
+
+namespace mneme::test {
+
+ScriptedLlm::ScriptedLlm()
+{
+    m_server.setHandler([this](const RecordedRequest &r) { return answer(r); });
+}
+
+QString ScriptedLlm::stepOf(const Json &body)
+{
+    if (body.contains("response_format") && body["response_format"].contains("json_schema"))
+        return QString::fromStdString(body["response_format"]["json_schema"].value("name", std::string()));
+    if (body.contains("tools") && body["tools"].is_array() && !body["tools"].empty())
+        return QString::fromStdString(body["tools"][0]["function"].value("name", std::string()));
+    return QStringLiteral("(none)");
+}
+
+ScriptedReply ScriptedLlm::answer(const RecordedRequest &request)
+{
+    Json body;
+    try {
+        body = request.json();
+    } catch (...) {
+        return ScriptedReply::json(R"({"error":{"message":"the request body is not JSON"}})", 400);
+    }
+    const QString step = stepOf(body);
+    Responder responder;
+    {
+        QMutexLocker lock(&m_mutex);
+        m_requests[step] << body;
+        responder = m_responders.value(step);
+    }
+    if (!responder)
+        return ScriptedReply::json(QByteArray(R"({"error":{"message":"no scripted reply for )") + step.toUtf8() + "\"}}",
+                                   m_unscriptedStatus);
+    return responder(body);
+}
+
+void ScriptedLlm::on(const QString &step, Responder responder)
+{
+    QMutexLocker lock(&m_mutex);
+    m_responders[step] = std::move(responder);
+}
+
+ScriptedReply ScriptedLlm::completion(const QString &content)
+{
+    const Json reply = {{"id", "chatcmpl-test"},
+                        {"object", "chat.completion"},
+                        {"model", "gpt-test"},
+                        {"choices",
+                         {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content.toStdString()}}}, {"finish_reason", "stop"}}}},
+                        {"usage", {{"prompt_tokens", 11}, {"completion_tokens", 7}, {"total_tokens", 18}}}};
+    return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
+}
+
+void ScriptedLlm::onJson(const QString &step, const Json &value)
+{
+    const QString text = QString::fromStdString(value.dump());
+    on(step, [text](const Json &) { return completion(text); });
+}
+
+void ScriptedLlm::onText(const QString &step, const QString &text)
+{
+    on(step, [text](const Json &) { return completion(text); });
+}
+
+void ScriptedLlm::onError(const QString &step, int status)
+{
+    on(step, [status](const Json &) {
+        return ScriptedReply::json(R"({"error":{"message":"scripted failure","type":"server_error"}})", status);
+    });
+}
+
+void ScriptedLlm::onToolCall(const QString &step, const QString &tool, const Json &arguments)
+{
+    const Json reply = {{"id", "chatcmpl-test"},
+                        {"object", "chat.completion"},
+                        {"model", "gpt-test"},
+                        {"choices",
+                         {{{"index", 0},
+                           {"message",
+                            {{"role", "assistant"},
+                             {"content", nullptr},
+                             {"tool_calls",
+                              {{{"id", "call_1"},
+                                {"type", "function"},
+                                {"function", {{"name", tool.toStdString()}, {"arguments", arguments.dump()}}}}}}}},
+                           {"finish_reason", "tool_calls"}}}},
+                        {"usage", {{"prompt_tokens", 11}, {"completion_tokens", 7}, {"total_tokens", 18}}}};
+    const QByteArray bytes = QByteArray::fromStdString(reply.dump());
+    on(step, [bytes](const Json &) { return ScriptedReply::json(bytes); });
+}
+
+int ScriptedLlm::calls(const QString &step) const
+{
+    QMutexLocker lock(&m_mutex);
+    return int(m_requests.value(step).size());
+}
+
+int ScriptedLlm::totalCalls() const
+{
+    QMutexLocker lock(&m_mutex);
+    int n = 0;
+    for (const auto &l : m_requests)
+        n += int(l.size());
+    return n;
+}
+
+QList<Json> ScriptedLlm::requests(const QString &step) const
+{
+    QMutexLocker lock(&m_mutex);
+    return m_requests.value(step);
+}
+
+QString ScriptedLlm::lastPrompt(const QString &step) const
+{
+    const QList<Json> all = requests(step);
+    if (all.isEmpty())
+        return {};
+    QStringList parts;
+    for (const Json &m : all.back()["messages"])
+        if (m.contains("content") && m["content"].is_string())
+            parts << QString::fromStdString(m["content"].get<std::string>());
+    return parts.join(QLatin1Char('\n'));
+}
+
+Json ScriptedLlm::config(const Json &extra) const
+{
+    Json cfg = {{"model", "gpt-test"},
+                {"base_url", (m_server.baseUrl().toString() + QStringLiteral("/v1")).toStdString()},
+                {"api_key", "sk-test-secret-key"},
+                {"max_retries", 0},
+                {"timeout", 20}};
+    cfg.update(extra);
+    return Json{{"provider", "openai"}, {"config", cfg}};
+}
+
+std::shared_ptr<LlmProvider> ScriptedLlm::provider(const Json &extra) const
+{
+    const Json c = config(extra);
+    return PluginRegistry::instance().createLlm(QStringLiteral("openai"), c["config"]);
+}
+
+} // namespace mneme::test

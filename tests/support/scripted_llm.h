@@ -1,0 +1,64 @@
+#pragma once
+
+#include "core/json.h"
+#include "core/llm_provider.h"
+#include "scripted_http_server.h"
+
+#include <QMap>
+#include <QMutex>
+#include <QString>
+#include <functional>
+#include <memory>
+
+namespace mneme::test {
+
+// An OpenAI-compatible chat server on loopback for memory tests: each request is answered by the
+// responder registered for its step, which is the JSON-schema name of its response_format
+// ("memory_analysis", "consolidation_plan", ...) or, for a request with tools and no schema, the
+// first tool's name. A step with no responder gets HTTP 500 (so the call fails and memory falls back).
+// Replies go through the real `openai` plugin loaded by the PluginRegistry.
+class ScriptedLlm
+{
+public:
+    using Responder = std::function<ScriptedReply(const Json &requestBody)>;
+
+    ScriptedLlm();
+
+    void on(const QString &step, Responder responder);
+    // The reply's message content is `value` serialised: the well-behaved model.
+    void onJson(const QString &step, const Json &value);
+    // The reply's message content is `text` verbatim (prose, fences, garbage).
+    void onText(const QString &step, const QString &text);
+    // Each request of `step` answers with an HTTP error of this status.
+    void onError(const QString &step, int status);
+    // The reply is one tool call of `tool` with these arguments.
+    void onToolCall(const QString &step, const QString &tool, const Json &arguments);
+    // Every step without a responder fails with this status (default 500).
+    void failUnscripted(int status) { m_unscriptedStatus = status; }
+
+    int calls(const QString &step) const;
+    int totalCalls() const;
+    // The request bodies of a step, in order.
+    QList<Json> requests(const QString &step) const;
+    // The text of every message of the last request of `step`, joined.
+    QString lastPrompt(const QString &step) const;
+
+    // For MemoryConfig::llm: {"provider":"openai","config":{model, base_url, api_key, max_retries 0}}.
+    Json config(const Json &extra = Json::object()) const;
+    // The provider itself, built through the registry.
+    std::shared_ptr<LlmProvider> provider(const Json &extra = Json::object()) const;
+
+    static ScriptedReply completion(const QString &content);
+    static QString stepOf(const Json &body);
+
+private:
+    ScriptedReply answer(const RecordedRequest &request);
+
+    ScriptedHttpServer m_server;
+    mutable QMutex m_mutex;
+    QMap<QString, Responder> m_responders;
+    QMap<QString, QList<Json>> m_requests;
+    int m_unscriptedStatus = 500;
+};
+
+} // namespace mneme::test
