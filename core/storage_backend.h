@@ -86,6 +86,16 @@ public:
     // Every change of one record, oldest first.
     virtual std::vector<HistoryEntry> history(const QString &recordId) = 0;
 
+    // Small named JSON documents kept beside the records (Memory keeps a conversation's rolling
+    // summary and last messages here). Keys are non-empty, at most 200 characters, without control
+    // characters; another key throws Error(InvalidArgument). State has no history: a reset of
+    // everything clears it, a reset of a sub-tree leaves it.
+    // The document stored under `key`, or nothing when there is none.
+    virtual std::optional<Json> readState(const QString &key) = 0;
+    // Stores `value` (any JSON) under `key`, replacing what was there, in a transaction of its own;
+    // a null value deletes the key (deleting a missing key is no error).
+    virtual void writeState(const QString &key, const Json &value) = 0;
+
     // Flushes and releases the store; later calls throw Error(Storage).
     virtual void close() = 0;
 };
@@ -102,5 +112,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.0"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.1"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

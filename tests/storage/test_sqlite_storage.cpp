@@ -210,6 +210,53 @@ QHash<QString, qint64> rowidsById(const QString &path)
     return out;
 }
 
+// A store of schema 1 as released, written by plain SQLite (not by the code under test): two
+// records, one with a 2-dimensional vector, their keyword index rows, history and embedder binding.
+const char *const kSchemaV1Store =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE records(rid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, content TEXT NOT NULL, scope TEXT NOT NULL,"
+    " categories TEXT NOT NULL DEFAULT '[]', importance REAL NOT NULL DEFAULT 0.5, source TEXT NOT NULL DEFAULT '',"
+    " private INTEGER NOT NULL DEFAULT 0, metadata TEXT NOT NULL DEFAULT '{}', created_at INTEGER, updated_at INTEGER,"
+    " last_accessed INTEGER, access_count INTEGER NOT NULL DEFAULT 0, content_hash INTEGER NOT NULL, embedding BLOB);"
+    "CREATE INDEX records_scope ON records(scope);"
+    "CREATE INDEX records_created ON records(created_at);"
+    "CREATE INDEX records_content_hash ON records(content_hash);"
+    "CREATE VIRTUAL TABLE records_fts USING fts5(content, tokenize = 'porter unicode61 remove_diacritics 2');"
+    "CREATE TABLE history(seq INTEGER PRIMARY KEY AUTOINCREMENT, record_id TEXT NOT NULL,"
+    " event TEXT NOT NULL CHECK (event IN ('ADD', 'UPDATE', 'DELETE')), old_content TEXT, new_content TEXT,"
+    " old_record TEXT, new_record TEXT, at INTEGER NOT NULL);"
+    "CREATE INDEX history_record ON history(record_id, seq);"
+    "INSERT INTO meta VALUES ('schema_version', '1'), ('created_by', 'mneme 0.1.0'), ('store_id', 'v1-store'),"
+    " ('embedder_id', 'test/v1'), ('dimension', '2');"
+    // 1.0f and 0.0f as little-endian float32.
+    "INSERT INTO records(rid, id, content, scope, categories, importance, source, private, metadata, created_at,"
+    " updated_at, last_accessed, access_count, content_hash, embedding) VALUES"
+    " (1, 'v1-first', 'the lighthouse keeper likes tea', '/crew/a', '[\"habits\"]', 0.8, 'agent-a', 0,"
+    " '{\"k\":\"v\"}', 1714564800123, 1714564800123, 1714564800123, 3, 11, X'0000803F00000000'),"
+    " (2, 'v1-second', 'a second memory without vector', '/', '[]', 0.5, '', 1, '{}', 1714568400123,"
+    " 1714568400123, NULL, 0, 12, NULL);"
+    "INSERT INTO records_fts(rowid, content) VALUES (1, 'the lighthouse keeper likes tea'),"
+    " (2, 'a second memory without vector');"
+    "INSERT INTO history(record_id, event, old_content, new_content, old_record, new_record, at) VALUES"
+    " ('v1-first', 'ADD', NULL, 'the lighthouse keeper likes tea', NULL, '{}', 1714564800123),"
+    " ('v1-second', 'ADD', NULL, 'a second memory without vector', NULL, '{}', 1714568400123);"
+    "PRAGMA user_version = 1;";
+
+// Writes the schema 1 store to `path` (in rollback-journal mode, as a never-opened file would be);
+// `dropTable` leaves one of its tables out, to make a damaged v1 store.
+bool writeSchemaV1Store(const QString &path, const char *dropTable = nullptr)
+{
+    sqlite3 *db = nullptr;
+    bool ok = sqlite3_open(path.toUtf8().constData(), &db) == SQLITE_OK
+        && sqlite3_exec(db, kSchemaV1Store, nullptr, nullptr, nullptr) == SQLITE_OK;
+    if (ok && dropTable)
+        ok = sqlite3_exec(db, (QByteArray("DROP TABLE ") + dropTable).constData(), nullptr, nullptr, nullptr) == SQLITE_OK;
+    if (!ok)
+        qWarning("writing the schema 1 store failed: %s", sqlite3_errmsg(db));
+    sqlite3_close(db);
+    return ok;
+}
+
 } // namespace
 
 class TestSqliteStorage : public QObject
@@ -246,6 +293,17 @@ private Q_SLOTS:
     void readOnly();
     void readOnlyMissingFile();
     void closedStoreThrows();
+    void stateRoundTrip_data();
+    void stateRoundTrip();
+    void stateOverwriteAndDelete();
+    void stateUnicodeAndLargeValues();
+    void stateInvalidKeys_data();
+    void stateInvalidKeys();
+    void statePersistsAndIsShared();
+    void stateAndReset();
+    void schemaV1IsMigrated();
+    void schemaV1ReadOnly();
+    void schemaV1MissingTableIsDamaged();
     void oddTextNeverCrashes();
     void threadsShareOneStore();
     void concurrentProcessesLoseNothing();
@@ -287,11 +345,13 @@ void TestSqliteStorage::pluginIsRegistered()
     test::TempStore tmp;
     auto store = openStore(tmp.path(QStringLiteral("nested/folder/memory.db")));
     QVERIFY(QFile::exists(tmp.path(QStringLiteral("nested/folder/memory.db"))));
-    QCOMPARE(store->schemaVersion(), 1);
+    QCOMPARE(SqliteStorage::latestSchemaVersion(), 2);
+    QCOMPARE(store->schemaVersion(), 2);
     QCOMPARE(store->location(), tmp.path(QStringLiteral("nested/folder/memory.db")));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("1"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("1"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("2"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("2"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("1"));
     QVERIFY(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")).startsWith(QLatin1String("mneme ")));
 }
 
@@ -1008,7 +1068,7 @@ void TestSqliteStorage::schemaTooNewLeavesFileUntouched()
     const Caught c = catchError([&] { openStore(tmp.path()); });
     VERIFY_ERROR(c, ErrorKind::SchemaTooNew);
     QVERIFY2(c.message.contains(QLatin1String("newer Mneme")) && c.message.contains(QLatin1String("schema 99"))
-                 && c.message.contains(QLatin1String("up to 1")) && c.message.contains(QLatin1String("upgrade Mneme")),
+                 && c.message.contains(QLatin1String("up to 2")) && c.message.contains(QLatin1String("upgrade Mneme")),
              qPrintable(c.message));
     QVERIFY(c.message.contains(tmp.path()));
     VERIFY_ERROR(catchError([&] { openStore(tmp.path(), Json{{"read_only", true}}); }), ErrorKind::SchemaTooNew);
@@ -1109,6 +1169,7 @@ void TestSqliteStorage::readOnly()
         auto store = openStore(tmp.path());
         store->bindEmbedder({QStringLiteral("test/ro"), 2});
         store->save({r});
+        store->writeState(QStringLiteral("kept"), Json({1, 2}));
     }
     QVERIFY(!QFile::exists(tmp.path() + QStringLiteral("-wal")));
     const auto readOnlyMode = QFileDevice::ReadOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther;
@@ -1127,6 +1188,7 @@ void TestSqliteStorage::readOnly()
         QCOMPARE(store->scopeInfo(QStringLiteral("/")).recordCount, 1);
         QCOMPARE(store->history(r.id).size(), std::size_t(1));
         QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("test/ro"));
+        COMPARE_JSON(store->readState(QStringLiteral("kept")).value_or(Json()), Json({1, 2}));
         store->bindEmbedder({QStringLiteral("test/ro"), 2}); // agrees with the store: nothing to write
 
         MemoryRecord changed = r;
@@ -1139,6 +1201,8 @@ void TestSqliteStorage::readOnly()
             {"reset", [&] { store->reset(QStringLiteral("/")); }},
             {"restore", [&] { store->restore(makeRecord(QStringLiteral("restored"))); }},
             {"touch", [&] { store->touch({r.id}, nowUtc()); }},
+            {"writeState", [&] { store->writeState(QStringLiteral("conversation/1"), Json{{"summary", "x"}}); }},
+            {"writeState null", [&] { store->writeState(QStringLiteral("kept"), Json()); }},
         };
         for (const auto &[name, write] : writes) {
             const Caught c = catchError(write);
@@ -1147,6 +1211,7 @@ void TestSqliteStorage::readOnly()
         }
         VERIFY_ERROR(catchError([&] { store->bindEmbedder({QStringLiteral("test/other"), 3}); }), ErrorKind::EmbedderMismatch);
         QCOMPARE(store->get(r.id)->content, r.content);
+        QVERIFY(store->readState(QStringLiteral("kept")).has_value());
     }
     QVERIFY(fileBytes(tmp.path()) == before);
     if (how == 2) {
@@ -1178,7 +1243,279 @@ void TestSqliteStorage::closedStoreThrows()
     VERIFY_ERROR(catchError([&] { store->save({makeRecord(QStringLiteral("y"))}); }), ErrorKind::Storage);
     VERIFY_ERROR(catchError([&] { store->count({}); }), ErrorKind::Storage);
     VERIFY_ERROR(catchError([&] { store->embedderBinding(); }), ErrorKind::Storage);
+    VERIFY_ERROR(catchError([&] { store->readState(QStringLiteral("k")); }), ErrorKind::Storage);
+    VERIFY_ERROR(catchError([&] { store->writeState(QStringLiteral("k"), Json(1)); }), ErrorKind::Storage);
     QVERIFY(!QFile::exists(tmp.path() + QStringLiteral("-wal"))); // closed cleanly: checkpointed
+}
+
+void TestSqliteStorage::stateRoundTrip_data()
+{
+    QTest::addColumn<QString>("value");
+    QTest::newRow("object") << QStringLiteral(R"({"summary": "talked about tea", "turns": 4, "last": [{"role": "user", "content": "hi"}]})");
+    QTest::newRow("array") << QStringLiteral(R"([1, "two", null, {"three": 3.5}])");
+    QTest::newRow("string") << QStringLiteral(R"("plain text")");
+    QTest::newRow("empty string") << QStringLiteral(R"("")");
+    QTest::newRow("integer") << QStringLiteral("-9007199254740993");
+    QTest::newRow("double") << QStringLiteral("0.1");
+    QTest::newRow("false") << QStringLiteral("false");
+    QTest::newRow("zero") << QStringLiteral("0");
+    QTest::newRow("empty object") << QStringLiteral("{}");
+    QTest::newRow("empty array") << QStringLiteral("[]");
+    QTest::newRow("nested nulls") << QStringLiteral(R"({"a": null, "b": [null]})");
+}
+
+void TestSqliteStorage::stateRoundTrip()
+{
+    QFETCH(QString, value);
+    const Json expected = Json::parse(value.toStdString());
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
+    store->writeState(QStringLiteral("conversation/1"), expected);
+    const std::optional<Json> got = store->readState(QStringLiteral("conversation/1"));
+    QVERIFY(got.has_value()); // false, 0, "" and {} are values, not deletions
+    COMPARE_JSON(*got, expected);
+    QVERIFY(!store->readState(QStringLiteral("conversation/2")).has_value());
+    QVERIFY(!store->readState(QStringLiteral("Conversation/1")).has_value()); // keys are case-sensitive
+    // Stored as JSON text, with its time.
+    COMPARE_JSON(Json::parse(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM state WHERE key = 'conversation/1'")).toStdString()),
+                 expected);
+    const qint64 updated = rawScalar(tmp.path(), QStringLiteral("SELECT updated_at FROM state")).toLongLong();
+    QVERIFY2(qAbs(updated - nowUtc().toMSecsSinceEpoch()) < 24LL * 3600 * 1000, qPrintable(QString::number(updated)));
+    // State is no record: it leaves the records, their history and their count alone.
+    QCOMPARE(store->count({}), 0);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM history")), QStringLiteral("0"));
+}
+
+void TestSqliteStorage::stateOverwriteAndDelete()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    const QString key = QStringLiteral("conversation/abc");
+    store->writeState(key, Json{{"summary", "first"}});
+    store->writeState(QStringLiteral("other"), Json("stays"));
+    store->writeState(key, Json::array({"second"}));
+    COMPARE_JSON(store->readState(key).value_or(Json()), Json::array({"second"}));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM state")), QStringLiteral("2"));
+
+    store->writeState(key, Json()); // null deletes
+    QVERIFY(!store->readState(key).has_value());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM state")), QStringLiteral("1"));
+    store->writeState(key, Json());  // deleting a missing key is no error
+    store->writeState(QStringLiteral("never written"), nullptr);
+    COMPARE_JSON(store->readState(QStringLiteral("other")).value_or(Json()), Json("stays"));
+    store->writeState(key, Json(3)); // and the key can be written again
+    COMPARE_JSON(store->readState(key).value_or(Json()), Json(3));
+}
+
+void TestSqliteStorage::stateUnicodeAndLargeValues()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    const QString key = QStringLiteral("gespräch/日本語/") + QString::fromUtf8("\xF0\x9F\x99\x82") + QStringLiteral(" 'quoted' \"key\" % _");
+    const Json unicode = {{"text", "Zoë's café, 東京, \xF0\x9F\x8C\x8A, e\xCC\x81, \xE2\x80\x8F rtl"},
+                          {"escapes", std::string("tab\tnewline\nnul") + std::string(1, '\0') + "end"}};
+    store->writeState(key, unicode);
+    COMPARE_JSON(store->readState(key).value_or(Json()), unicode);
+    QVERIFY(!store->readState(QStringLiteral("gespräch/日本語/")).has_value());
+    // The exact-200-character key of 200 non-BMP characters (400 UTF-16 units) is allowed.
+    QString emojiKey;
+    for (int i = 0; i < 200; ++i)
+        emojiKey += QString::fromUtf8("\xF0\x9F\x99\x82");
+    store->writeState(emojiKey, Json(true));
+    COMPARE_JSON(store->readState(emojiKey).value_or(Json()), Json(true));
+
+    // A large document: the last messages of a long conversation (about 4 MB of JSON).
+    Json messages = Json::array();
+    for (int i = 0; i < 2000; ++i)
+        messages.push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", std::string(2000, char('a' + i % 26))}, {"i", i}});
+    const Json big = {{"summary", "long"}, {"messages", messages}};
+    store->writeState(QStringLiteral("conversation/long"), big);
+    store.reset();
+    auto reopened = openStore(tmp.path());
+    const auto got = reopened->readState(QStringLiteral("conversation/long"));
+    QVERIFY(got.has_value());
+    QCOMPARE((*got)["messages"].size(), std::size_t(2000));
+    QVERIFY(*got == big);
+    COMPARE_JSON(reopened->readState(key).value_or(Json()), unicode);
+}
+
+void TestSqliteStorage::stateInvalidKeys_data()
+{
+    QTest::addColumn<QString>("key");
+    QTest::addColumn<QString>("mentions");
+    QTest::newRow("empty") << QString() << QStringLiteral("empty");
+    QTest::newRow("201 characters") << QString(201, QLatin1Char('k')) << QStringLiteral("201 characters");
+    QTest::newRow("newline") << QStringLiteral("conversation\n1") << QStringLiteral("U+000A");
+    QTest::newRow("tab") << QStringLiteral("\tconversation") << QStringLiteral("U+0009");
+    QTest::newRow("nul") << (QStringLiteral("a") + QChar(0) + QStringLiteral("b")) << QStringLiteral("U+0000");
+    QTest::newRow("delete") << (QStringLiteral("a") + QChar(0x7f)) << QStringLiteral("U+007F");
+    QTest::newRow("C1 control") << (QStringLiteral("a") + QChar(0x85)) << QStringLiteral("U+0085");
+    QTest::newRow("lone high surrogate") << (QStringLiteral("a") + QChar(0xD83D)) << QStringLiteral("surrogate");
+    QTest::newRow("lone low surrogate") << (QChar(0xDE42) + QStringLiteral("a")) << QStringLiteral("surrogate");
+}
+
+void TestSqliteStorage::stateInvalidKeys()
+{
+    QFETCH(QString, key);
+    QFETCH(QString, mentions);
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    const Caught write = catchError([&] { store->writeState(key, Json{{"x", 1}}); });
+    VERIFY_ERROR(write, ErrorKind::InvalidArgument);
+    QVERIFY2(write.message.contains(mentions), qPrintable(write.message));
+    VERIFY_ERROR(catchError([&] { store->writeState(key, Json()); }), ErrorKind::InvalidArgument);
+    VERIFY_ERROR(catchError([&] { store->readState(key); }), ErrorKind::InvalidArgument);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM state")), QStringLiteral("0"));
+    // The longest valid key.
+    store->writeState(QString(200, QLatin1Char('k')), Json(1));
+    QVERIFY(store->readState(QString(200, QLatin1Char('k'))).has_value());
+}
+
+void TestSqliteStorage::statePersistsAndIsShared()
+{
+    test::TempStore tmp;
+    {
+        auto store = openStore(tmp.path());
+        store->writeState(QStringLiteral("conversation/1"), Json{{"summary", "before the reopen"}});
+    }
+    auto a = openStore(tmp.path());
+    COMPARE_JSON(a->readState(QStringLiteral("conversation/1")).value_or(Json()), (Json{{"summary", "before the reopen"}}));
+
+    // A second connection to the same file sees each commit of the first, both ways.
+    auto b = openStore(tmp.path());
+    COMPARE_JSON(b->readState(QStringLiteral("conversation/1")).value_or(Json()), (Json{{"summary", "before the reopen"}}));
+    a->writeState(QStringLiteral("conversation/1"), Json{{"summary", "from a"}});
+    COMPARE_JSON(b->readState(QStringLiteral("conversation/1")).value_or(Json()), (Json{{"summary", "from a"}}));
+    b->writeState(QStringLiteral("conversation/2"), Json("from b"));
+    b->writeState(QStringLiteral("conversation/1"), nullptr);
+    QVERIFY(!a->readState(QStringLiteral("conversation/1")).has_value());
+    COMPARE_JSON(a->readState(QStringLiteral("conversation/2")).value_or(Json()), Json("from b"));
+    // And a read-only connection.
+    auto ro = openStore(tmp.path(), Json{{"read_only", true}});
+    COMPARE_JSON(ro->readState(QStringLiteral("conversation/2")).value_or(Json()), Json("from b"));
+    // State writes leave a loaded vector index of the other connection in step.
+    a->save({makeRecord(QStringLiteral("vector"), QStringLiteral("/"), {1, 0})});
+    QCOMPARE(b->search({1, 0}, {}, 5).size(), std::size_t(1));
+    a->writeState(QStringLiteral("conversation/3"), Json(3));
+    QCOMPARE(b->search({1, 0}, {}, 5).size(), std::size_t(1));
+}
+
+void TestSqliteStorage::stateAndReset()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    store->save({makeRecord(QStringLiteral("a"), QStringLiteral("/crew/a")), makeRecord(QStringLiteral("b"), QStringLiteral("/crew/b"))});
+    store->writeState(QStringLiteral("conversation/1"), Json{{"summary", "kept by a subtree reset"}});
+    store->writeState(QStringLiteral("/crew/a"), Json("a key that looks like a scope"));
+
+    QCOMPARE(store->reset(QStringLiteral("/crew/a")), 1);
+    QVERIFY(store->readState(QStringLiteral("conversation/1")).has_value());
+    QVERIFY(store->readState(QStringLiteral("/crew/a")).has_value());
+
+    QCOMPARE(store->reset(QStringLiteral("/")), 1);
+    QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
+    QVERIFY(!store->readState(QStringLiteral("/crew/a")).has_value());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM state")), QStringLiteral("0"));
+    store->writeState(QStringLiteral("conversation/1"), Json("after the reset"));
+    COMPARE_JSON(store->readState(QStringLiteral("conversation/1")).value_or(Json()), Json("after the reset"));
+}
+
+void TestSqliteStorage::schemaV1IsMigrated()
+{
+    test::TempStore tmp;
+    QVERIFY(writeSchemaV1Store(tmp.path()));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("0"));
+    {
+        auto store = openStore(tmp.path());
+        QCOMPARE(store->schemaVersion(), 2);
+        // The records, their index, history and binding came through.
+        QCOMPARE(store->count({}), 2);
+        const auto first = store->get(QStringLiteral("v1-first"), true);
+        QVERIFY(first.has_value());
+        QCOMPARE(first->content, QStringLiteral("the lighthouse keeper likes tea"));
+        QCOMPARE(first->scope, QStringLiteral("/crew/a"));
+        QCOMPARE(first->categories, QStringList{QStringLiteral("habits")});
+        QCOMPARE(first->importance, 0.8);
+        QCOMPARE(first->source, QStringLiteral("agent-a"));
+        QCOMPARE(first->accessCount, 3);
+        QCOMPARE(first->createdAt, kBase);
+        COMPARE_JSON(first->metadata, (Json{{"k", "v"}}));
+        QVERIFY(first->embedding == (Embedding{1, 0}));
+        QVERIFY(store->get(QStringLiteral("v1-second")).has_value());
+        QVERIFY(store->get(QStringLiteral("v1-second"))->isPrivate);
+        QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5).size(), std::size_t(1));
+        QCOMPARE(store->search({1, 0}, {}, 5).size(), std::size_t(1));
+        QCOMPARE(store->history(QStringLiteral("v1-first")).size(), std::size_t(1));
+        QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("test/v1"));
+        // And the new table works.
+        QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
+        store->writeState(QStringLiteral("conversation/1"), Json{{"summary", "after the upgrade"}});
+        store->save({makeRecord(QStringLiteral("a new record"), QStringLiteral("/"), {0, 1})});
+    }
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("2"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("2"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")), QStringLiteral("mneme 0.1.0"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'store_id'")), QStringLiteral("v1-store"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+    auto reopened = openStore(tmp.path());
+    QCOMPARE(reopened->schemaVersion(), 2);
+    QCOMPARE(reopened->count({}), 3);
+    COMPARE_JSON(reopened->readState(QStringLiteral("conversation/1")).value_or(Json()), (Json{{"summary", "after the upgrade"}}));
+}
+
+void TestSqliteStorage::schemaV1ReadOnly()
+{
+    test::TempStore tmp;
+    QVERIFY(writeSchemaV1Store(tmp.path()));
+    const QByteArray before = fileBytes(tmp.path());
+    {
+        auto store = openStore(tmp.path(), Json{{"read_only", true}});
+        QCOMPARE(store->schemaVersion(), 1); // read as it is: upgrading needs write access
+        QCOMPARE(store->count({}), 2);
+        QCOMPARE(store->get(QStringLiteral("v1-first"))->content, QStringLiteral("the lighthouse keeper likes tea"));
+        QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5).size(), std::size_t(1));
+        QCOMPARE(store->search({1, 0}, {}, 5).size(), std::size_t(1));
+        QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
+        const Caught c = catchError([&] { store->writeState(QStringLiteral("conversation/1"), Json("x")); });
+        VERIFY_ERROR(c, ErrorKind::ReadOnlyStore);
+        QVERIFY2(c.message.contains(tmp.path()) && c.message.contains(QLatin1String("read_only")), qPrintable(c.message));
+        VERIFY_ERROR(catchError([&] { store->writeState(QStringLiteral("conversation/1"), Json()); }), ErrorKind::ReadOnlyStore);
+        VERIFY_ERROR(catchError([&] { store->readState(QString()); }), ErrorKind::InvalidArgument);
+    }
+    QVERIFY(fileBytes(tmp.path()) == before);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("1"));
+
+    // Once another connection has upgraded the file, the read-only one finds the new table.
+    auto ro = openStore(tmp.path(), Json{{"read_only", true}});
+    QVERIFY(!ro->readState(QStringLiteral("conversation/1")).has_value());
+    auto writer = openStore(tmp.path());
+    writer->writeState(QStringLiteral("conversation/1"), Json("written after the upgrade"));
+    COMPARE_JSON(ro->readState(QStringLiteral("conversation/1")).value_or(Json()), Json("written after the upgrade"));
+}
+
+void TestSqliteStorage::schemaV1MissingTableIsDamaged()
+{
+    // A v1 store without the state table is whole; one without a table of v1 is damaged, and so is a
+    // v2 store that lost its state table.
+    test::TempStore tmp;
+    QVERIFY(writeSchemaV1Store(tmp.path(), "history"));
+    const QByteArray before = fileBytes(tmp.path());
+    for (bool readOnly : {false, true}) {
+        const Caught c = catchError([&] { openStore(tmp.path(), Json{{"read_only", readOnly}}); });
+        VERIFY_ERROR(c, ErrorKind::Corrupt);
+        QVERIFY2(c.message.contains(QLatin1String("\"history\" is missing")), qPrintable(c.message));
+    }
+    QVERIFY(fileBytes(tmp.path()) == before);
+
+    const QString v2 = tmp.path(QStringLiteral("v2.db"));
+    openStore(v2)->writeState(QStringLiteral("k"), Json(1));
+    bool dropped = false;
+    rawQuery(v2, QStringLiteral("DROP TABLE state"), &dropped);
+    QVERIFY(dropped);
+    const Caught c = catchError([&] { openStore(v2); });
+    VERIFY_ERROR(c, ErrorKind::Corrupt);
+    QVERIFY2(c.message.contains(QLatin1String("\"state\" is missing")), qPrintable(c.message));
 }
 
 void TestSqliteStorage::oddTextNeverCrashes()

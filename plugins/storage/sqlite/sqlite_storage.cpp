@@ -34,7 +34,7 @@ struct Migration
     const char *sql;
 };
 
-const Migration kMigrations[] = {
+constexpr Migration kMigrations[] = {
     {1, R"SQL(
 CREATE TABLE meta(
     key TEXT PRIMARY KEY NOT NULL,
@@ -78,12 +78,31 @@ CREATE TABLE history(
 );
 CREATE INDEX history_record ON history(record_id, seq);
 )SQL"},
+    // Named JSON documents beside the records (readState / writeState).
+    {2, R"SQL(
+CREATE TABLE state(key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL);
+)SQL"},
 };
 
 constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
-static_assert(kLatestSchema == 1 || kMigrations[kLatestSchema - 1].version == kLatestSchema);
+static_assert(kMigrations[kLatestSchema - 1].version == kLatestSchema);
 
-const char *const kRequiredTables[] = {"meta", "records", "records_fts", "history"};
+// The oldest schema a read-only connection can use as it is (it cannot upgrade the file). Every step
+// since has only added tables whose absence the code handles: a v1 store has no state table, so
+// readState() finds nothing there and writeState() needs a writable, upgraded store anyway.
+constexpr int kOldestReadableSchema = 1;
+
+// The tables a store at a given version must have, and the version that added each.
+struct RequiredTable
+{
+    const char *name;
+    int since;
+};
+const RequiredTable kRequiredTables[] = {
+    {"meta", 1}, {"records", 1}, {"records_fts", 1}, {"history", 1}, {"state", 2},
+};
+
+constexpr int kMaxStateKeyLength = 200;
 
 // The columns readRow() expects, in order; the embedding is appended when asked for.
 constexpr const char *kRecordColumns =
@@ -684,20 +703,19 @@ void SqliteStorage::checkStore()
                     QStringLiteral("%1 holds no Mneme store yet, and this user may not write it to create one; fix the permissions or choose another path")
                         .arg(m_location));
     }
-    if (m_version > 0 && m_version < kLatestSchema && m_readOnly)
+    if (m_version > 0 && m_version < kOldestReadableSchema && m_readOnly)
         throw Error(ErrorKind::ReadOnlyStore,
                     QStringLiteral("%1 is at schema %2 and must be upgraded to schema %3, which needs write access; open it once writable")
                         .arg(m_location)
                         .arg(m_version)
                         .arg(kLatestSchema));
-    if (m_version == kLatestSchema) {
-        for (const char *t : kRequiredTables) {
-            if (!m_tables.contains(QLatin1String(t)))
-                throw Error(ErrorKind::Corrupt,
-                            QStringLiteral("%1 is damaged: its table \"%2\" is missing; Mneme did not change it. Restore it from a backup, "
-                                           "or `mneme export` what is readable and import it into a new store")
-                                .arg(m_location, QLatin1String(t)));
-        }
+    // Only the tables of the store's own version: an older store lacks the later ones until migrate().
+    for (const RequiredTable &t : kRequiredTables) {
+        if (m_version >= t.since && !m_tables.contains(QLatin1String(t.name)))
+            throw Error(ErrorKind::Corrupt,
+                        QStringLiteral("%1 is damaged: its table \"%2\" is missing; Mneme did not change it. Restore it from a backup, "
+                                       "or `mneme export` what is readable and import it into a new store")
+                            .arg(m_location, QLatin1String(t.name)));
     }
 }
 
@@ -1625,6 +1643,7 @@ int SqliteStorage::reset(const QString &scopePrefix)
     exec("DELETE FROM records", QStringLiteral("deleting every record"));
     exec("DELETE FROM records_fts", QStringLiteral("clearing the keyword index"));
     exec("DELETE FROM history", QStringLiteral("deleting the history"));
+    exec("DELETE FROM state", QStringLiteral("deleting the stored state"));
     exec("DELETE FROM meta WHERE key IN ('embedder_id', 'dimension')", QStringLiteral("clearing the embedder binding"));
     // The history an index file would catch up from is gone: a new generation makes such files stale.
     const qint64 generation = currentGeneration() + 1;
@@ -2004,6 +2023,87 @@ std::vector<HistoryEntry> SqliteStorage::history(const QString &recordId)
         out.push_back(std::move(e));
     }
     return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// State
+
+void SqliteStorage::checkStateKey(const QString &key)
+{
+    if (key.isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a state key is empty; name the document, such as \"conversation/42\""));
+    qsizetype characters = 0;
+    for (qsizetype i = 0; i < key.size(); ++i, ++characters) {
+        const QChar c = key.at(i);
+        if (c.category() == QChar::Other_Control)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the state key holds the control character U+%1 at position %2; use printable characters only")
+                            .arg(QString::number(c.unicode(), 16).toUpper().rightJustified(4, QLatin1Char('0')))
+                            .arg(i));
+        // A lone surrogate has no UTF-8 form: stored, it would turn into U+FFFD and name another key.
+        if (c.isSurrogate()) {
+            if (!c.isHighSurrogate() || i + 1 >= key.size() || !key.at(i + 1).isLowSurrogate())
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("the state key holds an unpaired UTF-16 surrogate at position %1; pass valid Unicode text").arg(i));
+            ++i;
+        }
+    }
+    if (characters > kMaxStateKeyLength)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the state key \"%1...\" is %2 characters long; use at most %3")
+                        .arg(key.left(40))
+                        .arg(characters)
+                        .arg(kMaxStateKeyLength));
+}
+
+bool SqliteStorage::hasStateTable()
+{
+    if (m_tables.contains(QLatin1String("state")))
+        return true;
+    // A read-only connection to an older store: another process may have upgraded it since the open.
+    Statement st(*this, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'state'");
+    if (!st.step(QStringLiteral("reading the schema")))
+        return false;
+    m_tables << QStringLiteral("state");
+    return true;
+}
+
+std::optional<Json> SqliteStorage::readState(const QString &key)
+{
+    checkStateKey(key);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (!hasStateTable())
+        return std::nullopt; // a store of schema 1, opened read-only: it has never held state
+    Statement st(*this, "SELECT value FROM state WHERE key = ?");
+    st.bindText(1, key);
+    if (!st.step(QStringLiteral("reading the state \"%1\"").arg(key)))
+        return std::nullopt;
+    Json value = Json::parse(st.text(0).toStdString(), nullptr, false);
+    if (value.is_discarded())
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the state \"%2\" is not valid JSON; delete it with a null value "
+                                                       "or restore the store from a backup")
+                                            .arg(m_location, key));
+    return value;
+}
+
+void SqliteStorage::writeState(const QString &key, const Json &value)
+{
+    checkStateKey(key);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ensureWritable();
+    Transaction t(*this);
+    if (value.is_null()) {
+        Statement st(*this, "DELETE FROM state WHERE key = ?");
+        st.bindText(1, key).run(QStringLiteral("deleting the state \"%1\"").arg(key));
+    } else {
+        Statement st(*this, "INSERT INTO state(key, value, updated_at) VALUES (?, ?, ?) "
+                            "ON CONFLICT(key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at");
+        st.bindText(1, key).bindBytes(2, jsonBytes(value)).bind(3, nowUtc().toMSecsSinceEpoch());
+        st.run(QStringLiteral("saving the state \"%1\"").arg(key));
+    }
+    t.commit();
 }
 
 void SqliteStorage::close()

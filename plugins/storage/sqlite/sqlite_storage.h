@@ -17,9 +17,9 @@ struct sqlite3_stmt;
 namespace mneme {
 
 // The embedded default storage: one SQLite file (WAL mode, synchronous=FULL) holding the records,
-// an FTS5 index of their content, the history of every change and the embedder binding. Vectors are
-// BLOBs of float32 and are searched in a process-local index (VectorIndex) loaded on the first search
-// and reloaded when another connection commits. Every write is one BEGIN IMMEDIATE transaction, so
+// an FTS5 index of their content, the history of every change, the embedder binding and named JSON
+// state documents. Vectors are BLOBs of float32 and are searched in a process-local index
+// (VectorIndex) loaded on the first search and reloaded when another connection commits. Every write is one BEGIN IMMEDIATE transaction, so
 // several processes may write the same file. Thread-safe: one mutex guards the connection.
 class SqliteStorage : public StorageBackend
 {
@@ -98,6 +98,9 @@ public:
     QMap<QString, int> categories(const RecordFilter &filter) override;
     void touch(const QStringList &ids, const QDateTime &at) override;
     std::vector<HistoryEntry> history(const QString &recordId) override;
+    // On a read-only store of schema 1 (no state table yet) readState() finds nothing.
+    std::optional<Json> readState(const QString &key) override;
+    void writeState(const QString &key, const Json &value) override;
 
     void close() override;
 
@@ -188,6 +191,10 @@ private:
     qint64 currentGeneration();
     qint64 recordCount();
     void ensureStoreId();
+
+    // State.
+    static void checkStateKey(const QString &key);
+    bool hasStateTable();
 
     Options m_options;
     QString m_location;
