@@ -123,8 +123,7 @@ ChatRequest saveRequest(const QString &content, const QStringList &existingScope
           {"importance", {{"type", "number"}}},
           {"metadata",
            {{"type", "object"},
-            {"properties", {{"entities", stringArray()}, {"dates", stringArray()}, {"topics", stringArray()}}}}}}},
-        {"required", {"scope"}}};
+            {"properties", {{"entities", stringArray()}, {"dates", stringArray()}, {"topics", stringArray()}}}}}}}};
     return structuredRequest(system, user, schema, QStringLiteral("memory_analysis"));
 }
 
@@ -193,8 +192,7 @@ ChatRequest consolidationRequest(const QString &newContent, const std::vector<Me
                 {"reason", {{"type", "string"}}}}},
               {"required", {"action", "id"}}}}}},
           {"insert_new", {{"type", "boolean"}}},
-          {"insert_reason", {{"type", "string"}}}}},
-        {"required", {"actions", "insert_new"}}};
+          {"insert_reason", {{"type", "string"}}}}}};
     return structuredRequest(system, user, schema, QStringLiteral("consolidation_plan"));
 }
 
@@ -261,7 +259,8 @@ std::optional<QStringList> readExtraction(const Json &reply)
 // ---------------------------------------------------------------------------------------------
 // Query analysis
 
-ChatRequest queryRequest(const QString &query, const QStringList &availableScopes, const std::optional<ScopeInfo> &info)
+ChatRequest queryRequest(const QString &query, const QStringList &availableScopes, const std::optional<ScopeInfo> &info,
+                         const QDateTime &now)
 {
     const QString system = QStringLiteral(
         "You prepare a search of a long-term memory organised in scopes. For the request you are given, answer:\n"
@@ -274,7 +273,7 @@ ChatRequest queryRequest(const QString &query, const QStringList &availableScope
         "- time_filter: when the request limits itself to a period (\"last week\", \"since March\"), the earliest "
         "date of that period in ISO 8601 (YYYY-MM-DD); otherwise null.\n"
         "Today is %1. Answer with JSON only.")
-                               .arg(QDate::currentDate().toString(Qt::ISODate));
+                               .arg((now.isValid() ? now : QDateTime::currentDateTimeUtc()).toUTC().date().toString(Qt::ISODate));
     QString user = QStringLiteral("Request:\n%1\n\nAvailable scopes: %2").arg(query, listText(availableScopes));
     if (info)
         user += QStringLiteral("\nThe scope searched holds %1 memories; categories: %2")
@@ -286,8 +285,7 @@ ChatRequest queryRequest(const QString &query, const QStringList &availableScope
                            {"scopes", stringArray()},
                            {"complexity", {{"type", "string"}}},
                            {"queries", stringArray()},
-                           {"time_filter", {{"type", {"string", "null"}}}}}},
-                         {"required", {"queries"}}};
+                           {"time_filter", {{"type", {"string", "null"}}}}}}};
     return structuredRequest(system, user, schema, QStringLiteral("query_analysis"));
 }
 
@@ -326,11 +324,11 @@ ChatRequest explorationRequest(const QString &query, const QStringList &excerpts
         "- queries: up to three new search phrases that could find what is missing (other words, names, "
         "related facts); an empty list when nothing is missing.\n"
         "Answer with JSON only.");
-    const QString user = QStringLiteral("Request:\n%1\n\nMemories found:\n%2").arg(query, excerpts.join(QStringLiteral("\n---\n")));
+    const QString found = excerpts.isEmpty() ? QStringLiteral("(none)") : excerpts.join(QStringLiteral("\n---\n"));
+    const QString user = QStringLiteral("Request:\n%1\n\nMemories found:\n%2").arg(query, found);
     return structuredRequest(system, user, Json{{"type", "object"},
                             {"properties",
-                             {{"findings", {{"type", "string"}}}, {"missing", {{"type", "string"}}}, {"queries", stringArray()}}},
-                            {"required", {"missing"}}}, QStringLiteral("exploration"));
+                             {{"findings", {{"type", "string"}}}, {"missing", {{"type", "string"}}}, {"queries", stringArray()}}}}, QStringLiteral("exploration"));
 }
 
 std::optional<Exploration> readExploration(const Json &reply)

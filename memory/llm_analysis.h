@@ -8,6 +8,7 @@
 #include "core/memory_record.h"
 #include "core/scope_info.h"
 
+#include <QDateTime>
 #include <QList>
 #include <QString>
 #include <QStringList>
@@ -73,7 +74,9 @@ ChatRequest extractionRequest(const QString &content);
 // nullopt when the reply has no "memories" list; blank and repeated entries are dropped.
 std::optional<QStringList> readExtraction(const Json &reply);
 
-ChatRequest queryRequest(const QString &query, const QStringList &availableScopes, const std::optional<ScopeInfo> &info);
+// `now`: the recall's time, whose UTC date the prompt gives as today (invalid: the current time).
+ChatRequest queryRequest(const QString &query, const QStringList &availableScopes, const std::optional<ScopeInfo> &info,
+                         const QDateTime &now = QDateTime());
 std::optional<QueryAnalysis> readQuery(const Json &reply);
 
 // What the excerpts found so far say about the query, what is still missing, and better queries

@@ -5,6 +5,8 @@
 #include "core/provider_settings.h"
 #include "core/scope_path.h"
 #include "core/vector_math.h"
+#include "memory/analysis_call.h"
+#include "memory/llm_analysis.h"
 #include "memory/memory_p.h"
 #include "memory/memory_scope.h"
 #include "memory/memory_slice.h"
@@ -19,6 +21,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace mneme {
@@ -344,11 +347,29 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         kept.push_back(i);
     }
 
-    // 4. Insert in one transaction.
+    // 4. Save analysis for missing fields and consolidation with similar stored records; then the
+    //    plans' updates and deletes (not for conversation turns, which are a log).
+    if (!context.conversation) {
+        d.analyzeItems(items, kept);
+        std::tie(out.result.updated, out.result.deleted) = d.applyPlans(items, kept);
+    }
+
+    // 5. Insert in one transaction.
     std::vector<MemoryRecord> toSave;
     toSave.reserve(kept.size());
     for (size_t i : kept) {
-        MemoryRecord r = items[i].record;
+        MemoryPrivate::Item &it = items[i];
+        if (!it.existingId.isEmpty()) {
+            out.records[i] = it.record;
+            continue;
+        }
+        if (!it.mergedInto.isEmpty() && it.plan && !it.plan->insertNew) {
+            it.existingId = it.mergedInto;
+            if (auto merged = d.storage->get(it.mergedInto))
+                out.records[i] = *merged;
+            continue;
+        }
+        MemoryRecord r = it.record;
         r.id = MemoryRecord::create(QString()).id;
         if (!r.createdAt.isValid())
             r.createdAt = now;
@@ -721,6 +742,22 @@ QFuture<QList<MemoryMatch>> Memory::recallAsync(const QString &query, const Reca
 
 QStringList Memory::extractMemories(const QString &content)
 {
+    if (content.trimmed().isEmpty())
+        return {};
+    AnalysisCall call(this, AnalysisStep::Extraction);
+    call.start(LlmAnalysis::extractionRequest(content.trimmed()));
+    QString why;
+    if (call.wait()) {
+        if (std::optional<QStringList> memories = LlmAnalysis::readExtraction(call.response().structured)) {
+            reportAnalysis(this, AnalysisStep::Extraction, AnalysisPath::Llm);
+            return *memories;
+        }
+        why = QStringLiteral("the extraction reply has no list of memories");
+    } else {
+        why = call.failure();
+    }
+    // Nothing is dropped: the offline splitter keeps every sentence of the text.
+    reportAnalysis(this, AnalysisStep::Extraction, AnalysisPath::Offline, why, call.hadLlm());
     return StatementSplitter::split(content);
 }
 

@@ -82,8 +82,10 @@ public:
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QFuture<QList<MemoryMatch>> recallAsync(const QString &query, const RecallOptions &options = {});
 
-    // Splits a text into memory statements (stores nothing): offline, at sentence ends, semicolons,
-    // list items and blank lines (see StatementSplitter); an empty text gives none.
+    // Splits a text into atomic, self-contained memory statements (stores nothing). With an LLM, one
+    // extraction call; without one, or when it fails, the offline splitter (sentence ends,
+    // semicolons, list items, blank lines: see StatementSplitter), so nothing is lost. A blank text
+    // gives none without any call. Blocking; never throws for LLM failures.
     QStringList extractMemories(const QString &content);
 
     // Deletes what the options select (history keeps what was deleted) and returns how many. At least

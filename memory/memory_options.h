@@ -90,7 +90,9 @@ struct SaveResult
     QList<QString> ids;                     // ids of the records stored (or found identical), in input order
     int stored = 0;                         // new records written
     int dropped = 0;                        // items dropped: near-duplicates within the batch, blank texts
-    int existing = 0;                       // items identical to a record already stored
+    int existing = 0;                       // items identical to (or merged by consolidation into) a stored record
+    int updated = 0;                        // stored records consolidation rewrote
+    int deleted = 0;                        // stored records consolidation deleted
 };
 
 // One node of the scope tree.

@@ -2,6 +2,7 @@
 
 // Private implementation of Memory. Not installed; not part of the API.
 
+#include "memory/llm_analysis.h"
 #include "memory/memory.h"
 #include "memory/serial_executor.h"
 
@@ -26,6 +27,11 @@ public:
         MemoryRecord record;        // resolved fields; id empty until inserted
         bool dropped = false;
         QString existingId;         // identical record already stored
+        // Save analysis and consolidation (not for conversation turns).
+        std::vector<MemoryRecord> similar;      // stored records of the same source and privacy, best first
+        std::vector<double> similarity;         // their cosine similarities
+        std::optional<ConsolidationPlan> plan;  // set when consolidation ran (LLM or fallback)
+        QString mergedInto;                     // not inserted: the stored record that now holds it
     };
 
     // How a conversation's turns borrow meaning from their neighbours (window 0: not at all).
@@ -51,6 +57,15 @@ public:
     // Submits work to the writer and tracks it for drainWrites().
     template<typename T, typename F>
     QFuture<T> submit(F &&work);
+
+    // Save pipeline stages between dedup and insert (save_pipeline.cpp): finds similar stored records,
+    // fills missing fields (LLM save analysis, or the offline analyzer without an LLM, or defaults when
+    // the LLM fails) and asks the LLM for a consolidation plan when a stored record is close enough.
+    // Marks identical items as existing. Throws only for storage and embedder failures.
+    void analyzeItems(std::vector<Item> &items, const std::vector<size_t> &active);
+    // Carries out the consolidation plans (deletes, then updates re-embedded in one call) and marks the
+    // items a stored record now covers (mergedInto). Returns {updated, deleted}.
+    std::pair<int, int> applyPlans(std::vector<Item> &items, const std::vector<size_t> &active);
 
     QList<MemoryMatch> recallNow(const QString &query, const RecallOptions &options);
     // One hybrid search (vectors + keywords) over what `filter` selects, scored and sorted, at most

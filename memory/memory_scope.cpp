@@ -28,18 +28,26 @@ QString MemoryScope::absolute(const QString &relative) const
     return ScopePath::join(m_root, relative);
 }
 
-MemoryRecord MemoryScope::remember(const QString &content, const RememberOptions &options)
+RememberOptions MemoryScope::inView(const RememberOptions &options) const
 {
     RememberOptions o = options;
-    o.scope = absolute(options.scope.value_or(QString()));
-    return bound().remember(content, o);
+    if (o.scope) {
+        o.scope = absolute(*o.scope);
+    } else {
+        // No scope: save analysis picks one, clamped inside this view (decision 4).
+        o.rootScope = bound().resolveScope(m_root, options.rootScope);
+    }
+    return o;
+}
+
+MemoryRecord MemoryScope::remember(const QString &content, const RememberOptions &options)
+{
+    return bound().remember(content, inView(options));
 }
 
 QFuture<SaveResult> MemoryScope::rememberMany(const QStringList &contents, const RememberOptions &options)
 {
-    RememberOptions o = options;
-    o.scope = absolute(options.scope.value_or(QString()));
-    return bound().rememberMany(contents, o);
+    return bound().rememberMany(contents, inView(options));
 }
 
 QList<MemoryMatch> MemoryScope::recall(const QString &query, const RecallOptions &options)

@@ -44,6 +44,9 @@ public:
 
 private:
     Memory &bound() const;
+    // Save options inside this view: a given scope is joined under it; without one, the view is the
+    // root that save analysis stays inside.
+    RememberOptions inView(const RememberOptions &options) const;
     QPointer<Memory> m_memory;
     QString m_root;
 };

@@ -69,9 +69,23 @@ const MemoryConfig &CommandContext::config()
 
 Memory &CommandContext::memory()
 {
-    if (m_memory)
-        return *m_memory;
-    const MemoryConfig &cfg = config();
+    if (!m_memory)
+        open(config());
+    return *m_memory;
+}
+
+Memory &CommandContext::memoryWithoutStore()
+{
+    if (!m_memory) {
+        MemoryConfig scratch = config();
+        scratch.storage = Json{{"provider", "sqlite"}, {"config", {{"path", ":memory:"}}}};
+        open(scratch);
+    }
+    return *m_memory;
+}
+
+void CommandContext::open(const MemoryConfig &cfg)
+{
     QElapsedTimer timer;
     timer.start();
     m_memory = std::make_unique<Memory>(cfg);
@@ -81,7 +95,6 @@ Memory &CommandContext::memory()
                             .arg(m_memory->storage().location(), m_memory->embedder().id(),
                                  ms(double(timer.nsecsElapsed()) / 1e6)));
     }
-    return *m_memory;
 }
 
 void CommandContext::close()
@@ -121,6 +134,28 @@ void CommandContext::connectEvents()
                      [console](const QString &value, const QString &error) {
                          console->event(QStringLiteral("save failed: \"%1\": %2")
                                             .arg(TablePrinter::preview(value, 60), error));
+                     },
+                     Qt::DirectConnection);
+    QObject::connect(memory, &Memory::llmCallCompleted, memory,
+                     [console](const QString &step, const QString &model, double timeMs, int promptTokens,
+                               int completionTokens) {
+                         console->event(QStringLiteral("llm %1 (%2): %3 + %4 tokens in %5")
+                                            .arg(step, model)
+                                            .arg(promptTokens)
+                                            .arg(completionTokens)
+                                            .arg(ms(timeMs)));
+                     },
+                     Qt::DirectConnection);
+    QObject::connect(memory, &Memory::llmCallFailed, memory,
+                     [console](const QString &step, const QString &model, const QString &error, double timeMs) {
+                         console->event(QStringLiteral("llm %1 (%2) failed in %3: %4")
+                                            .arg(step, model.isEmpty() ? QStringLiteral("no model") : model, ms(timeMs), error));
+                     },
+                     Qt::DirectConnection);
+    QObject::connect(memory, &Memory::analysisCompleted, memory,
+                     [console](const QString &step, const QString &path, const QString &reason) {
+                         console->event(reason.isEmpty() ? QStringLiteral("%1: %2").arg(step, path)
+                                                         : QStringLiteral("%1: %2 (%3)").arg(step, path, reason));
                      },
                      Qt::DirectConnection);
 }

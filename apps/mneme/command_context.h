@@ -29,6 +29,10 @@ public:
     // The Memory of --db / --config / $MNEME_STORAGE_DIR, opened on the first call. Throws
     // mneme::Error when the configuration is invalid or the store cannot be opened.
     Memory &memory();
+    // A Memory with the configuration's LLM, embedder and settings over an empty in-memory store,
+    // for commands that store nothing (extract): the store of --db (or the default one) is neither
+    // opened nor created. Opened on the first call; a command calls this or memory(), not both.
+    Memory &memoryWithoutStore();
     // Drains and closes the Memory when it was opened, so failures of pending writes surface.
     void close();
 
@@ -37,6 +41,7 @@ public:
     static MemoryConfig configFor(const CliArguments &arguments);
 
 private:
+    void open(const MemoryConfig &config);
     void connectEvents();
 
     const CliArguments &m_args;

@@ -232,6 +232,17 @@ void RecordCommands::history()
     m_ctx.console().write(table.render());
 }
 
+void RecordCommands::undo()
+{
+    const QString id = requiredText(m_ctx.args(), QStringLiteral("ID")).trimmed();
+    const MemoryRecord record = m_ctx.memory().undo(id);
+    if (m_ctx.json()) {
+        m_ctx.console().writeJson(record);
+        return;
+    }
+    m_ctx.console().write(QStringLiteral("Restored:\n") + describe(record));
+}
+
 void RecordCommands::list()
 {
     const CliArguments &a = m_ctx.args();
@@ -263,6 +274,25 @@ void RecordCommands::list()
         table.addRow({shortTime(r.createdAt), number(r.importance), r.scope, content, r.id});
     }
     m_ctx.console().write(table.render());
+}
+
+void RecordCommands::extract()
+{
+    const CliArguments &a = m_ctx.args();
+    const QString text = a.positional(0) == QLatin1String("-") ? InputLines::readText(QStringLiteral("-")) : a.positional(0);
+    m_ctx.config(); // a bad --config fails even for an empty text
+    // A blank text has no statements: no Memory, plugin or LLM is needed to say so.
+    const QStringList statements =
+        text.trimmed().isEmpty() ? QStringList() : m_ctx.memoryWithoutStore().extractMemories(text);
+    if (m_ctx.json()) {
+        m_ctx.console().writeJson(Json(statements));
+        return;
+    }
+    QString out;
+    for (const QString &statement : statements)
+        out += Console::oneLine(statement) + QLatin1Char('\n'); // one statement a line, whatever it holds
+    if (!out.isEmpty())
+        m_ctx.console().write(out);
 }
 
 } // namespace mneme::cli

@@ -4,7 +4,8 @@ namespace mneme::cli {
 
 class CommandContext;
 
-// The commands that work on records: remember, recall, forget, update, get, history, list.
+// The commands that work on records: remember, recall, forget, update, get, history, undo, list, and
+// extract (which splits a text into the statements remember would be given, storing nothing).
 class RecordCommands
 {
 public:
@@ -16,7 +17,9 @@ public:
     void update();
     void get();
     void history();
+    void undo();
     void list();
+    void extract();
 
 private:
     CommandContext &m_ctx;

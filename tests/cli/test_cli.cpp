@@ -130,6 +130,14 @@ private Q_SLOTS:
     void rememberManyRejectsBadInput_data();
     void rememberManyRejectsBadInput();
     void updateAndHistory();
+    void undoUpdate();
+    void undoForget();
+    void undoNothingToUndo();
+    void extract();
+    void extractFromStdin();
+    void extractEmpty_data();
+    void extractEmpty();
+    void extractCreatesNoStore();
     void treeInfoScopesCategories();
     void listOrderAndPaging();
     void forgetFilters();
@@ -337,10 +345,13 @@ void TestCli::recallSliceAndOptions()
     QVERIFY(!remember(QStringLiteral("Alice drinks green tea every morning"),
                       {QStringLiteral("--scope"), QStringLiteral("/team/a"), QStringLiteral("--category"),
                        QStringLiteral("drinks")}).is_null());
+    // Explicit categories: without them the offline analyzer would reuse "drinks", which they name.
     QVERIFY(!remember(QStringLiteral("Bob drinks black coffee every morning"),
-                      {QStringLiteral("--scope"), QStringLiteral("/team/b")}).is_null());
+                      {QStringLiteral("--scope"), QStringLiteral("/team/b"), QStringLiteral("--category"),
+                       QStringLiteral("coffee")}).is_null());
     QVERIFY(!remember(QStringLiteral("Carol drinks orange juice every morning"),
-                      {QStringLiteral("--scope"), QStringLiteral("/team/c")}).is_null());
+                      {QStringLiteral("--scope"), QStringLiteral("/team/c"), QStringLiteral("--category"),
+                       QStringLiteral("juice")}).is_null());
     QVERIFY(!remember(QStringLiteral("The morning standup starts at nine"), {}).is_null());
 
     const QString query = QStringLiteral("who drinks what every morning");
@@ -458,7 +469,11 @@ void TestCli::rememberManyJsonLines()
     EXPECT_JSON_OK(second);
     QCOMPARE(str(second.json()["scope"]), QStringLiteral("/infra"));
     COMPARE_JSON(second.json()["categories"], Json::array({"imported"}));
-    COMPARE_JSON(second.json()["metadata"], Json::object({{"batch", "b1"}, {"owner", "ops"}}));
+    // Its importance was missing: the offline analyzer filled it and added what it extracted.
+    const Json meta = second.json()["metadata"];
+    COMPARE_JSON(meta["batch"], Json("b1"));
+    COMPARE_JSON(meta["owner"], Json("ops"));
+    COMPARE_JSON(meta["analysis"], Json("offline"));
 
     const Run third = cli({QStringLiteral("get"), ids[2]});
     EXPECT_JSON_OK(third);
@@ -626,6 +641,216 @@ void TestCli::updateAndHistory()
     QCOMPARE(str(afterDelete.json()[2]["event"]), QStringLiteral("DELETE"));
     const Run gone = cli({QStringLiteral("get"), id});
     EXPECT_FAILURE(gone, 2);
+}
+
+void TestCli::undoUpdate()
+{
+    const Json added = remember(QStringLiteral("The office opens at 8"),
+                                {QStringLiteral("--scope"), QStringLiteral("/office"), QStringLiteral("--category"),
+                                 QStringLiteral("hours"), QStringLiteral("--importance"), QStringLiteral("0.6")});
+    QVERIFY(!added.is_null());
+    const QString id = str(added["id"]);
+    const Run updated = cli({QStringLiteral("update"), id, QStringLiteral("--content"), QStringLiteral("The office opens at 9"),
+                             QStringLiteral("--scope"), QStringLiteral("/office/hours"), QStringLiteral("--category"),
+                             QStringLiteral("schedule"), QStringLiteral("--importance"), QStringLiteral("0.9")});
+    EXPECT_JSON_OK(updated);
+
+    const Run undone = cli({QStringLiteral("undo"), id});
+    EXPECT_JSON_OK(undone);
+    const Json r = undone.json();
+    QCOMPARE(keysOf(r), set(kRecordKeys));
+    QCOMPARE(str(r["id"]), id);
+    QCOMPARE(str(r["content"]), QStringLiteral("The office opens at 8"));
+    QCOMPARE(str(r["scope"]), QStringLiteral("/office"));
+    COMPARE_JSON(r["categories"], Json::array({"hours"}));
+    QCOMPARE(r["importance"].get<double>(), 0.6);
+    COMPARE_JSON(r["created_at"], added["created_at"]);
+
+    const Run got = cli({QStringLiteral("get"), id});
+    EXPECT_JSON_OK(got);
+    QCOMPARE(str(got.json()["content"]), QStringLiteral("The office opens at 8"));
+    QCOMPARE(str(got.json()["scope"]), QStringLiteral("/office"));
+    // The undo is a change of its own in the history.
+    const Run history = cli({QStringLiteral("history"), id});
+    EXPECT_JSON_OK(history);
+    const Json h = history.json();
+    QCOMPARE(int(h.size()), 3);
+    QCOMPARE(str(h[2]["event"]), QStringLiteral("UPDATE"));
+    QCOMPARE(str(h[2]["old_content"]), QStringLiteral("The office opens at 9"));
+    QCOMPARE(str(h[2]["new_content"]), QStringLiteral("The office opens at 8"));
+    // The restored content is what recall finds (its vector and keyword index followed).
+    const Run recalled = cli({QStringLiteral("recall"), QStringLiteral("when does the office open"), QStringLiteral("--limit"),
+                              QStringLiteral("1")});
+    EXPECT_JSON_OK(recalled);
+    QCOMPARE(int(recalled.json().size()), 1);
+    QCOMPARE(str(recalled.json()[0]["content"]), QStringLiteral("The office opens at 8"));
+    QCOMPARE(count(), 1);
+
+    // For people: the restored record, field by field.
+    const Run human = run({QStringLiteral("undo"), id, QStringLiteral("--db"), m_db});
+    EXPECT_EXIT(human, 0);
+    QVERIFY2(human.out.startsWith("Restored:\n"), human.describe().constData());
+    QVERIFY(human.out.contains("The office opens at 9")); // undoing the undo re-applies the update
+    QVERIFY(human.out.contains(id.toUtf8()));
+    QVERIFY(!human.isJson());
+}
+
+void TestCli::undoForget()
+{
+    const Json added = remember(QStringLiteral("Parking is behind building C"),
+                                {QStringLiteral("--scope"), QStringLiteral("/office"), QStringLiteral("--metadata"),
+                                 QStringLiteral(R"({"floor": 0})")});
+    QVERIFY(!added.is_null());
+    const QString id = str(added["id"]);
+    const Run forgotten = cli({QStringLiteral("forget"), QStringLiteral("--id"), id});
+    EXPECT_JSON_OK(forgotten);
+    COMPARE_JSON(forgotten.json(), Json::object({{"deleted", 1}}));
+    QCOMPARE(count(), 0);
+
+    const Run undone = cli({QStringLiteral("undo"), id});
+    EXPECT_JSON_OK(undone);
+    QCOMPARE(keysOf(undone.json()), set(kRecordKeys));
+    for (const char *field : {"id", "content", "scope", "categories", "metadata", "created_at", "importance", "private"})
+        QVERIFY2(undone.json()[field] == added[field], field);
+    QCOMPARE(count(), 1);
+    const Run got = cli({QStringLiteral("get"), id});
+    EXPECT_JSON_OK(got);
+    QCOMPARE(str(got.json()["content"]), QStringLiteral("Parking is behind building C"));
+    const Run history = cli({QStringLiteral("history"), id});
+    EXPECT_JSON_OK(history);
+    QCOMPARE(int(history.json().size()), 3);
+    QCOMPARE(str(history.json()[1]["event"]), QStringLiteral("DELETE"));
+    const Run found = cli({QStringLiteral("recall"), QStringLiteral("where is the parking")});
+    EXPECT_JSON_OK(found);
+    QVERIFY(!found.json().empty());
+    QCOMPARE(str(found.json()[0]["id"]), id);
+}
+
+void TestCli::undoNothingToUndo()
+{
+    const Json added = remember(QStringLiteral("The wifi password is on the fridge"));
+    QVERIFY(!added.is_null());
+    const QString id = str(added["id"]);
+    const Run never = cli({QStringLiteral("undo"), id});
+    EXPECT_FAILURE(never, 2);
+    QVERIFY2(never.err.contains("nothing to undo") && never.err.contains(id.toUtf8()), never.describe().constData());
+    const Run got = cli({QStringLiteral("get"), id});
+    EXPECT_JSON_OK(got);
+    COMPARE_JSON(got.json()["content"], added["content"]);
+    const Run history = cli({QStringLiteral("history"), id});
+    QCOMPARE(int(history.json().size()), 1);
+
+    // An unknown id is NotFound, with the CLI's exit status for it.
+    const Run unknown = cli({QStringLiteral("undo"), QStringLiteral("00000000-0000-0000-0000-000000000000")});
+    EXPECT_FAILURE(unknown, 2);
+    QVERIFY2(unknown.err.contains("00000000-0000-0000-0000-000000000000"), unknown.describe().constData());
+    QCOMPARE(count(), 1);
+}
+
+void TestCli::extract()
+{
+    const QString text = QStringLiteral("Alice moved to Berlin in 2021. She works at Acme as a data engineer; her manager is Bob.\n\n"
+                                        "Action items:\n- Book the venue\n- Send the invitations");
+    const QStringList expected = {QStringLiteral("Alice moved to Berlin in 2021."),
+                                  QStringLiteral("She works at Acme as a data engineer"), QStringLiteral("her manager is Bob."),
+                                  QStringLiteral("Book the venue"), QStringLiteral("Send the invitations")};
+    const Run json = cli({QStringLiteral("extract"), text});
+    EXPECT_JSON_OK(json);
+    Json expectedJson = Json::array();
+    for (const QString &s : expected)
+        expectedJson.push_back(s.toStdString());
+    COMPARE_JSON(json.json(), expectedJson);
+
+    // For people: one statement a line, nothing else on either stream.
+    const Run human = run({QStringLiteral("extract"), text, QStringLiteral("--db"), m_db});
+    EXPECT_EXIT(human, 0);
+    QCOMPARE(QString::fromUtf8(human.out), expected.join(QLatin1Char('\n')) + QLatin1Char('\n'));
+    QVERIFY(human.err.isEmpty());
+
+    // Non-ASCII text comes through as it is.
+    const Run unicode = cli({QStringLiteral("extract"), QStringLiteral("Zoë lives in Zürich. Émile visits her from 東京!")});
+    EXPECT_JSON_OK(unicode);
+    COMPARE_JSON(unicode.json(), Json::array({"Zoë lives in Zürich.", "Émile visits her from 東京!"}));
+}
+
+void TestCli::extractFromStdin()
+{
+    const QByteArray text = "Zoë prefers tea over coffee. The team meets on Tuesdays!\n"
+                            "1. Renew the domain\n2. Update the DNS records\n";
+    const Run fromStdin = cli({QStringLiteral("extract"), QStringLiteral("-")}, text);
+    EXPECT_JSON_OK(fromStdin);
+    COMPARE_JSON(fromStdin.json(), Json::array({"Zoë prefers tea over coffee.", "The team meets on Tuesdays!",
+                                                "Renew the domain", "Update the DNS records"}));
+    // The same text as an argument gives the same statements.
+    const Run fromArgument = cli({QStringLiteral("extract"), QString::fromUtf8(text)});
+    EXPECT_JSON_OK(fromArgument);
+    COMPARE_JSON(fromArgument.json(), fromStdin.json());
+    // A byte-order mark is not part of the text.
+    const Run withBom = cli({QStringLiteral("extract"), QStringLiteral("-")}, "\xEF\xBB\xBF" + text);
+    EXPECT_JSON_OK(withBom);
+    COMPARE_JSON(withBom.json(), fromStdin.json());
+
+    // Invalid UTF-8 is refused as bad input, and nothing is printed.
+    const Run invalid = cli({QStringLiteral("extract"), QStringLiteral("-")}, QByteArray("Caf\xE9 au lait. Fine text.\n"));
+    EXPECT_FAILURE(invalid, 2);
+    QVERIFY2(invalid.err.contains("UTF-8"), invalid.describe().constData());
+    const Run truncated = cli({QStringLiteral("extract"), QStringLiteral("-")}, QByteArray("Ends inside a character \xE6\x9D"));
+    EXPECT_FAILURE(truncated, 2);
+}
+
+void TestCli::extractEmpty_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QByteArray>("input");
+    QTest::newRow("empty argument") << QStringList{QStringLiteral("extract"), QString()} << QByteArray();
+    QTest::newRow("blank argument") << QStringList{QStringLiteral("extract"), QStringLiteral(" \t\n ")} << QByteArray();
+    QTest::newRow("empty stdin") << QStringList{QStringLiteral("extract"), QStringLiteral("-")} << QByteArray();
+    QTest::newRow("blank stdin") << QStringList{QStringLiteral("extract"), QStringLiteral("-")} << QByteArray("\n\n   \n");
+    QTest::newRow("no letters") << QStringList{QStringLiteral("extract"), QStringLiteral("... --- !!!")} << QByteArray();
+}
+
+void TestCli::extractEmpty()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QByteArray, input);
+    const Run json = cli(args, input);
+    EXPECT_JSON_OK(json);
+    COMPARE_JSON(json.json(), Json::array());
+    const Run human = run(args + QStringList{QStringLiteral("--db"), m_db}, input);
+    EXPECT_EXIT(human, 0);
+    QVERIFY2(human.out.isEmpty() && human.err.isEmpty(), human.describe().constData());
+    QVERIFY(!QFileInfo::exists(m_db));
+}
+
+void TestCli::extractCreatesNoStore()
+{
+    const QString text = QStringLiteral("The build takes ten minutes. Tests run nightly.");
+    // Neither the --db file, nor the default store ($MNEME_STORAGE_DIR, set by the runner), nor ./.mneme.
+    const Run withDb = cli({QStringLiteral("extract"), text});
+    EXPECT_JSON_OK(withDb);
+    QCOMPARE(int(withDb.json().size()), 2);
+    const QString nested = m_store->path(QStringLiteral("not/yet/there.db"));
+    const Run nestedDb = run({QStringLiteral("extract"), text, QStringLiteral("--db"), nested, QStringLiteral("--json")});
+    EXPECT_JSON_OK(nestedDb);
+    const Run noDb = run({QStringLiteral("--json"), QStringLiteral("extract"), text});
+    EXPECT_JSON_OK(noDb);
+    const Run verbose = run({QStringLiteral("extract"), text, QStringLiteral("--verbose")});
+    EXPECT_EXIT(verbose, 0);
+    QVERIFY2(!verbose.err.contains(m_store->dir().toUtf8()), verbose.describe().constData()); // names no store file
+    QVERIFY(!QFileInfo::exists(m_db));
+    QVERIFY(!QFileInfo::exists(m_store->path(QStringLiteral("not"))));
+    QVERIFY(!QFileInfo::exists(m_store->path(QStringLiteral("default"))));
+    QVERIFY(!QFileInfo::exists(m_store->path(QStringLiteral(".mneme"))));
+
+    // An existing store is left as it was.
+    QVERIFY(!remember(QStringLiteral("A record that extract must not touch")).is_null());
+    const QByteArray before = readFile(m_db);
+    QVERIFY(!before.isEmpty());
+    const Run again = cli({QStringLiteral("extract"), text});
+    EXPECT_JSON_OK(again);
+    QCOMPARE(readFile(m_db), before);
+    QVERIFY(!QFileInfo::exists(m_db + QStringLiteral("-wal")));
+    QCOMPARE(count(), 1);
 }
 
 void TestCli::treeInfoScopesCategories()
@@ -967,7 +1192,14 @@ void TestCli::badInputs_data()
     row("unknown flag", {QStringLiteral("list"), QStringLiteral("--bogus")}, 2);
     row("unknown short flag", {QStringLiteral("list"), QStringLiteral("-x")}, 2);
     row("unknown command", {QStringLiteral("frobnicate")}, 2);
-    row("extract is not a command yet", {QStringLiteral("extract"), QStringLiteral("text")}, 2);
+    row("extract without text", {QStringLiteral("extract")}, 2);
+    row("extract two texts", {QStringLiteral("extract"), QStringLiteral("one"), QStringLiteral("two")}, 2);
+    row("extract with a record option", {QStringLiteral("extract"), QStringLiteral("text"), QStringLiteral("--scope"), QStringLiteral("/a")}, 2);
+    row("extract with a bad config", {QStringLiteral("extract"), QStringLiteral("text"), QStringLiteral("--config"), QStringLiteral("/nonexistent/config.json")}, 2);
+    row("undo unknown id", {QStringLiteral("undo"), unknownId}, 2);
+    row("undo without id", {QStringLiteral("undo")}, 2);
+    row("undo blank id", {QStringLiteral("undo"), QStringLiteral("  ")}, 2);
+    row("undo two ids", {QStringLiteral("undo"), unknownId, unknownId}, 2);
     row("missing value", {QStringLiteral("recall"), QStringLiteral("query"), QStringLiteral("--limit")}, 2);
     row("option as value", {QStringLiteral("recall"), QStringLiteral("query"), QStringLiteral("--scope"), QStringLiteral("--limit"), QStringLiteral("3")}, 2);
     row("limit not a number", {QStringLiteral("recall"), QStringLiteral("query"), QStringLiteral("--limit"), QStringLiteral("ten")}, 2);
@@ -1018,6 +1250,15 @@ void TestCli::readOnlyConfig()
     EXPECT_FAILURE(reset, 3);
     const Run many = cli(QStringList{QStringLiteral("remember-many"), QStringLiteral("-")} + ro, "one line\n");
     EXPECT_FAILURE(many, 3);
+    const QString id = str(cli({QStringLiteral("list")}).json()[0]["id"]);
+    QVERIFY(!id.isEmpty());
+    const Run undo = cli(QStringList{QStringLiteral("undo"), id} + ro);
+    EXPECT_FAILURE(undo, 3);
+    QVERIFY2(undo.err.contains("read-only"), undo.describe().constData());
+    // Extracting stores nothing, so a read-only configuration does not stop it.
+    const Run extracted = cli(QStringList{QStringLiteral("extract"), QStringLiteral("One fact. Another fact.")} + ro);
+    EXPECT_JSON_OK(extracted);
+    QCOMPARE(int(extracted.json().size()), 2);
 
     const Run read = cli(QStringList{QStringLiteral("recall"), QStringLiteral("read-only store")} + ro);
     EXPECT_JSON_OK(read);

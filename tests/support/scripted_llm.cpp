@@ -135,6 +135,7 @@ Json ScriptedLlm::config(const Json &extra) const
                 {"base_url", (m_server.baseUrl().toString() + QStringLiteral("/v1")).toStdString()},
                 {"api_key", "sk-test-secret-key"},
                 {"max_retries", 0},
+                {"supports_json_schema", true}, // a custom base URL otherwise gets the instruction path
                 {"timeout", 20}};
     cfg.update(extra);
     return Json{{"provider", "openai"}, {"config", cfg}};

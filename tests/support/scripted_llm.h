@@ -43,7 +43,8 @@ public:
     // The text of every message of the last request of `step`, joined.
     QString lastPrompt(const QString &step) const;
 
-    // For MemoryConfig::llm: {"provider":"openai","config":{model, base_url, api_key, max_retries 0}}.
+    // For MemoryConfig::llm: {"provider":"openai","config":{model, base_url, api_key, max_retries 0,
+    // supports_json_schema true}}; `extra` overrides keys.
     Json config(const Json &extra = Json::object()) const;
     // The provider itself, built through the registry.
     std::shared_ptr<LlmProvider> provider(const Json &extra = Json::object()) const;

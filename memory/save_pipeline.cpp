@@ -1,0 +1,310 @@
+// The save pipeline's analysis stages: similar records, save analysis, consolidation.
+
+#include "core/error.h"
+#include "core/scope_path.h"
+#include "memory/analysis_call.h"
+#include "memory/llm_analysis.h"
+#include "memory/memory_p.h"
+#include "memory/offline_analyzer.h"
+
+#include <QSet>
+#include <optional>
+
+namespace mneme {
+
+namespace {
+
+bool fieldsMissing(const MemoryInput &in)
+{
+    const RememberOptions &o = in.options;
+    return !o.scope || !o.categories || !o.importance;
+}
+
+// The scope an item's analysis stays inside: its per-call root, else the Memory's root, else "/".
+QString rootOf(const MemoryConfig &config, const MemoryInput &in)
+{
+    if (in.options.rootScope && !in.options.rootScope->trimmed().isEmpty())
+        return ScopePath::normalize(*in.options.rootScope);
+    return config.rootScope.isEmpty() ? QStringLiteral("/") : config.rootScope;
+}
+
+// Scopes below `root`, two levels deep, relative to it, for the save-analysis prompt.
+QStringList scopesBelow(StorageBackend &storage, const QString &root)
+{
+    QStringList out;
+    for (const QString &child : storage.childScopes(root)) {
+        out << LlmAnalysis::relativeScope(root, child);
+        for (const QString &grandchild : storage.childScopes(child))
+            out << LlmAnalysis::relativeScope(root, grandchild);
+        if (out.size() >= 50)
+            break;
+    }
+    return out.mid(0, 50);
+}
+
+Json mergedMetadata(const Json &caller, const Json &extracted)
+{
+    Json m = extracted.is_object() ? extracted : Json::object();
+    if (caller.is_object())
+        for (auto it = caller.begin(); it != caller.end(); ++it)
+            m[it.key()] = it.value(); // the caller's own keys win
+    return m;
+}
+
+QStringList cleanCategories(const QStringList &in)
+{
+    QStringList out;
+    for (QString c : in) {
+        c = c.trimmed();
+        bool printable = !c.isEmpty();
+        for (const QChar ch : c)
+            printable = printable && ch.category() != QChar::Other_Control;
+        if (printable && !out.contains(c))
+            out << c;
+    }
+    return out;
+}
+
+} // namespace
+
+void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<size_t> &active)
+{
+    // Whether an LLM is configured at all (a broken configuration counts: its calls fail and fall back).
+    bool haveLlm = true;
+    try {
+        haveLlm = q->llm() != nullptr;
+    } catch (const std::exception &) {
+    }
+
+    std::vector<size_t> work;
+    for (size_t i : active)
+        if (!items[i].dropped && (haveLlm || fieldsMissing(items[i].input)))
+            work.push_back(i);
+    if (work.empty())
+        return;
+
+    // 1. Similar stored records: same source and privacy only (decision 6), within the item's scope
+    //    when one was given, else within its root. A failing search treats the item as new.
+    for (size_t i : work) {
+        Item &it = items[i];
+        const MemoryRecord &r = it.record;
+        const bool scopeGiven = it.input.options.scope.has_value();
+        RecordFilter f;
+        const QString prefix = scopeGiven ? r.scope : rootOf(config, it.input);
+        if (prefix != QLatin1String("/"))
+            f.scopes << prefix;
+        try {
+            for (ScoredRecord &s : storage->search(r.embedding, f, config.consolidationLimit * 4)) {
+                if (s.record.source != r.source || s.record.isPrivate != r.isPrivate)
+                    continue;
+                if (s.record.content == r.content && (!scopeGiven || s.record.scope == r.scope)) {
+                    it.existingId = s.record.id; // re-remembering a stored fact changes nothing
+                    it.record = s.record;
+                    break;
+                }
+                if (int(it.similar.size()) < config.consolidationLimit) {
+                    it.similarity.push_back(s.score);
+                    it.similar.push_back(std::move(s.record));
+                }
+            }
+        } catch (const std::exception &e) {
+            qCWarning(lcMemory).noquote() << "similar-record search failed; the memory is saved as new:" << e.what();
+            it.similar.clear();
+            it.similarity.clear();
+        }
+    }
+
+    // 2. Existing scopes and categories, fetched once for the prompts and the offline analyzer.
+    QString sharedRoot;
+    QStringList existingScopes, existingCategories;
+    for (size_t i : work) {
+        if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input)) {
+            sharedRoot = rootOf(config, items[i].input);
+            RecordFilter f;
+            if (sharedRoot != QLatin1String("/"))
+                f.scopes << sharedRoot;
+            existingCategories = storage->categories(f).keys();
+            if (haveLlm)
+                existingScopes = scopesBelow(*storage, sharedRoot);
+            break;
+        }
+    }
+
+    // 3. Every LLM call of the batch is sent before any is waited for.
+    std::vector<std::optional<AnalysisCall>> saveCalls(items.size()), planCalls(items.size());
+    if (haveLlm) {
+        for (size_t i : work) {
+            Item &it = items[i];
+            if (!it.existingId.isEmpty())
+                continue;
+            if (fieldsMissing(it.input)) {
+                saveCalls[i].emplace(q, AnalysisStep::Save);
+                saveCalls[i]->start(LlmAnalysis::saveRequest(it.record.content, existingScopes, existingCategories));
+            }
+            if (!it.similarity.empty() && it.similarity.front() >= config.consolidationThreshold) {
+                planCalls[i].emplace(q, AnalysisStep::Consolidation);
+                planCalls[i]->start(LlmAnalysis::consolidationRequest(it.record.content, it.similar));
+            }
+        }
+    }
+
+    // 4. Fields: from the LLM's analysis, or the offline analyzer, or the documented defaults.
+    for (size_t i : work) {
+        Item &it = items[i];
+        if (!it.existingId.isEmpty() || !fieldsMissing(it.input))
+            continue;
+        const RememberOptions &o = it.input.options;
+        const QString root = rootOf(config, it.input);
+        if (!haveLlm) {
+            const OfflineAnalysis a = OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingCategories);
+            if (!o.scope) {
+                QList<QPair<QString, double>> neighbours;
+                for (size_t k = 0; k < it.similar.size(); ++k)
+                    neighbours << qMakePair(it.similar[k].scope, it.similarity[k]);
+                it.record.scope = LlmAnalysis::clampScope(root, LlmAnalysis::relativeScope(root, OfflineAnalyzer::chooseScope(neighbours, root)));
+            }
+            if (!o.categories)
+                it.record.categories = cleanCategories(a.categories);
+            if (!o.importance)
+                it.record.importance = a.importance;
+            Json extracted = a.metadata;
+            extracted["analysis"] = "offline";
+            it.record.metadata = mergedMetadata(it.record.metadata, extracted);
+            reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, QStringLiteral("no LLM is configured"));
+            continue;
+        }
+        AnalysisCall &call = *saveCalls[i];
+        std::optional<SaveAnalysis> a;
+        QString why;
+        if (call.wait()) {
+            a = LlmAnalysis::readSave(call.response().structured);
+            if (!a)
+                why = QStringLiteral("the save analysis reply has no usable scope");
+        } else {
+            why = call.failure();
+        }
+        if (!a) {
+            // The seed's fallback: the memory is stored with the defaults already resolved.
+            reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Defaults, why, true);
+            continue;
+        }
+        if (!o.scope)
+            it.record.scope = LlmAnalysis::clampScope(root, a->suggestedScope);
+        if (!o.categories)
+            it.record.categories = cleanCategories(a->categories);
+        if (!o.importance)
+            it.record.importance = a->importance;
+        it.record.metadata = mergedMetadata(it.record.metadata, a->metadata);
+        reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Llm);
+    }
+
+    // 5. Consolidation plans; a failed call inserts the memory and touches nothing.
+    for (size_t i : work) {
+        if (!planCalls[i])
+            continue;
+        AnalysisCall &call = *planCalls[i];
+        Item &it = items[i];
+        std::optional<ConsolidationPlan> plan;
+        QString why;
+        if (call.wait()) {
+            plan = LlmAnalysis::readConsolidation(call.response().structured, it.similar);
+            if (!plan)
+                why = QStringLiteral("the consolidation reply is not a plan");
+        } else {
+            why = call.failure();
+        }
+        if (plan) {
+            it.plan = std::move(plan);
+            reportAnalysis(q, AnalysisStep::Consolidation, AnalysisPath::Llm);
+        } else {
+            it.plan = ConsolidationPlan();
+            reportAnalysis(q, AnalysisStep::Consolidation, AnalysisPath::Defaults, why, true);
+        }
+    }
+}
+
+std::pair<int, int> MemoryPrivate::applyPlans(std::vector<Item> &items, const std::vector<size_t> &active)
+{
+    // Cross-item dedup: the first update or delete of a record wins; later ones are ignored.
+    QSet<QString> claimed;
+    QSet<QString> deleted;
+    std::vector<MemoryRecord> updates;
+    std::vector<size_t> updateOwner;
+    for (size_t i : active) {
+        Item &it = items[i];
+        if (!it.plan || it.dropped || !it.existingId.isEmpty())
+            continue;
+        for (const ConsolidationAction &a : std::as_const(it.plan->actions)) {
+            if (a.kind == ConsolidationAction::Kind::Keep || claimed.contains(a.recordId))
+                continue;
+            const auto found = std::find_if(it.similar.begin(), it.similar.end(),
+                                            [&](const MemoryRecord &r) { return r.id == a.recordId; });
+            if (found == it.similar.end())
+                continue;
+            if (a.kind == ConsolidationAction::Kind::Delete) {
+                claimed.insert(a.recordId);
+                deleted.insert(a.recordId);
+                continue;
+            }
+            const QString content = a.newContent.trimmed();
+            if (content == found->content || content.size() > config.maxContentChars)
+                continue; // nothing to change, or a rewrite over the size limit: keep the record
+            claimed.insert(a.recordId);
+            MemoryRecord r = *found; // same id, scope, source, privacy, created_at (decision 6)
+            r.content = content;
+            r.embedding.clear();
+            updates.push_back(std::move(r));
+            updateOwner.push_back(i);
+            if (it.mergedInto.isEmpty())
+                it.mergedInto = a.recordId;
+        }
+    }
+    // Which items still need a record of their own.
+    for (size_t i : active) {
+        Item &it = items[i];
+        if (!it.plan || it.plan->insertNew)
+            continue;
+        if (it.mergedInto.isEmpty()) {
+            // Covered by a stored record it keeps: the first similar one that survives.
+            for (const MemoryRecord &r : it.similar) {
+                if (!deleted.contains(r.id)) {
+                    it.mergedInto = r.id;
+                    break;
+                }
+            }
+        }
+        if (it.mergedInto.isEmpty())
+            it.plan->insertNew = true; // every similar record is going: never lose the new fact too
+    }
+
+    if (!updates.empty()) {
+        QStringList texts;
+        for (const MemoryRecord &r : updates)
+            texts << r.content;
+        std::vector<Embedding> vectors = embedder->embed(texts);
+        if (qsizetype(vectors.size()) != texts.size())
+            throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
+                                                 .arg(embedder->id())
+                                                 .arg(vectors.size())
+                                                 .arg(texts.size()));
+        for (size_t k = 0; k < updates.size(); ++k)
+            updates[k].embedding = std::move(vectors[k]);
+    }
+    if (!deleted.isEmpty()) {
+        RecordFilter f;
+        f.ids = QStringList(deleted.begin(), deleted.end());
+        storage->remove(f);
+    }
+    const QDateTime now = nowUtc();
+    for (MemoryRecord &r : updates) {
+        if (deleted.contains(r.id))
+            continue;
+        r.updatedAt = now;
+        r.lastAccessed = now;
+        ensureBound();
+        storage->update(r);
+    }
+    return {int(updates.size()), int(deleted.size())};
+}
+
+} // namespace mneme

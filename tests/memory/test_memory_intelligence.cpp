@@ -1,0 +1,641 @@
+// The save path's use of an LLM: save analysis, consolidation, extraction, undo, and what happens
+// when the LLM fails or talks nonsense. The LLM is the real `openai` plugin talking HTTP to a
+// scripted server on loopback; storage is the SQLite plugin; the embedder is a test double whose
+// vectors decide what counts as similar. Case numbers are crewai-behaviour.md section 13's.
+
+#include "core/error.h"
+#include "fake_embedder.h"
+#include "memory/memory.h"
+#include "scripted_llm.h"
+#include "temp_store.h"
+
+#include <QSignalSpy>
+#include <QtTest>
+
+using namespace mneme;
+using mneme::test::FakeEmbedder;
+using mneme::test::ScriptedLlm;
+using mneme::test::ScriptedReply;
+using mneme::test::TempStore;
+
+namespace {
+
+const Embedding kTopic = {1, 0, 0, 0};
+const Embedding kNearTopic = {0.95f, 0.31f, 0, 0};   // cosine 0.95 with kTopic
+const Embedding kOther = {0, 0, 1, 0};
+
+RememberOptions fields(const QString &scope, double importance = 0.5, const QStringList &categories = {})
+{
+    RememberOptions o;
+    o.scope = scope;
+    o.importance = importance;
+    o.categories = categories;
+    return o;
+}
+
+Json analysis(const QString &scope, const QStringList &categories = {}, double importance = 0.5)
+{
+    Json c = Json::array();
+    for (const QString &s : categories)
+        c.push_back(s.toStdString());
+    return Json{{"scope", scope.toStdString()},
+                {"categories", c},
+                {"importance", importance},
+                {"metadata", {{"entities", {"PostgreSQL"}}, {"dates", Json::array()}, {"topics", {"database"}}}}};
+}
+
+template<typename F>
+Error errorOf(F &&f)
+{
+    try {
+        f();
+    } catch (const Error &e) {
+        return e;
+    }
+    return Error(ErrorKind::Internal, QStringLiteral("no error was raised"));
+}
+
+QStringList stepsOf(const QSignalSpy &spy, const QString &path = {})
+{
+    QStringList out;
+    for (const QList<QVariant> &args : spy)
+        if (path.isEmpty() || args.at(1).toString() == path)
+            out << args.at(0).toString();
+    return out;
+}
+
+} // namespace
+
+class TestMemoryIntelligence : public QObject
+{
+    Q_OBJECT
+
+    std::unique_ptr<TempStore> m_dir;
+    std::unique_ptr<ScriptedLlm> m_llm;
+    std::shared_ptr<FakeEmbedder> m_embedder;
+
+    MemoryConfig config(const QString &root = {}, bool withLlm = true) const
+    {
+        MemoryConfig c;
+        c.storage = Json{{"provider", "sqlite"}, {"config", {{"path", m_dir->path()}}}};
+        c.rootScope = root;
+        if (withLlm)
+            c.llm = m_llm->config();
+        return c;
+    }
+    std::unique_ptr<Memory> open(const QString &root = {}, bool withLlm = true)
+    {
+        return std::make_unique<Memory>(config(root, withLlm), nullptr, m_embedder);
+    }
+    static int count(Memory &m) { return m.info(QStringLiteral("/")).recordCount; }
+
+private Q_SLOTS:
+    void init()
+    {
+        m_dir = std::make_unique<TempStore>();
+        m_llm = std::make_unique<ScriptedLlm>();
+        m_embedder = std::make_shared<FakeEmbedder>(4);
+    }
+    void cleanup()
+    {
+        m_llm.reset();
+        m_dir.reset();
+    }
+
+    // ---- Save analysis -------------------------------------------------------------------------
+
+    // Cases 22 and 25: the LLM fails; the memory is stored with the documented defaults.
+    void saveAnalysisFailureStoresWithDefaults_data()
+    {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("reply");
+        QTest::newRow("http 500") << 500 << QString();
+        QTest::newRow("http 401") << 401 << QString();
+        QTest::newRow("prose, no json") << 200 << QStringLiteral("I would file this under databases, probably.");
+        QTest::newRow("malformed json") << 200 << QStringLiteral("{\"scope\": \"/db\", \"categories\": [");
+        QTest::newRow("missing scope") << 200 << QStringLiteral("{\"categories\": [\"decision\"], \"importance\": 0.9}");
+        QTest::newRow("scope not a string") << 200 << QStringLiteral("{\"scope\": 42}");
+        QTest::newRow("a list instead of an object") << 200 << QStringLiteral("[\"/db\"]");
+    }
+    void saveAnalysisFailureStoresWithDefaults()
+    {
+        QFETCH(int, status);
+        QFETCH(QString, reply);
+        if (status != 200)
+            m_llm->onError(QStringLiteral("memory_analysis"), status);
+        else
+            m_llm->onText(QStringLiteral("memory_analysis"), reply);
+        auto m = open();
+        QSignalSpy paths(m.get(), &Memory::analysisCompleted);
+        QSignalSpy started(m.get(), &Memory::llmCallStarted);
+        QSignalSpy completed(m.get(), &Memory::llmCallCompleted);
+        QSignalSpy failed(m.get(), &Memory::llmCallFailed);
+        const MemoryRecord r = m->remember(QStringLiteral("We decided to use PostgreSQL."));
+        QCOMPARE(r.scope, QStringLiteral("/"));
+        QVERIFY(r.categories.isEmpty());
+        QCOMPARE(r.importance, 0.5);
+        QCOMPARE(count(*m), 1);
+        QVERIFY(m_llm->calls(QStringLiteral("memory_analysis")) >= 1);
+        QCOMPARE(stepsOf(paths, QStringLiteral("defaults")), QStringList{QStringLiteral("save_analysis")});
+        // One call, ending in a failure (HTTP error, unparseable reply) or in a reply with nothing usable.
+        QCOMPARE(started.size(), 1);
+        QCOMPARE(failed.size() + completed.size(), 1);
+        QVERIFY(!paths.first().at(2).toString().isEmpty());
+        for (const QList<QVariant> &f : std::as_const(failed))
+            QVERIFY(!f.at(2).toString().contains(QStringLiteral("sk-test-secret-key")));
+    }
+
+    void saveAnalysisFillsMissingFields_data()
+    {
+        QTest::addColumn<QString>("reply");
+        const QString json = QString::fromStdString(analysis(QStringLiteral("/infra/db"), {QStringLiteral("decision")}, 0.8).dump());
+        QTest::newRow("plain json") << json;
+        QTest::newRow("fenced") << QStringLiteral("```json\n%1\n```").arg(json);
+        QTest::newRow("wrapped in prose") << QStringLiteral("Here is the analysis: %1 Hope it helps.").arg(json);
+        QTest::newRow("importance on a 0-10 scale") << QStringLiteral("{\"scope\":\"/infra/db\",\"categories\":[\"decision\"],\"importance\":8}");
+        QTest::newRow("reference field names") << QStringLiteral("{\"suggested_scope\":\"infra/db\",\"categories\":[\"decision\",\" \",\"decision\"],"
+                                                                 "\"importance\":0.8,\"extracted_metadata\":{\"entities\":[\"PostgreSQL\"]}}");
+    }
+    void saveAnalysisFillsMissingFields()
+    {
+        QFETCH(QString, reply);
+        m_llm->onText(QStringLiteral("memory_analysis"), reply);
+        auto m = open();
+        QSignalSpy started(m.get(), &Memory::llmCallStarted);
+        QSignalSpy completed(m.get(), &Memory::llmCallCompleted);
+        const MemoryRecord r = m->remember(QStringLiteral("We decided to use PostgreSQL."));
+        QCOMPARE(r.scope, QStringLiteral("/infra/db"));
+        QCOMPARE(r.categories, QStringList{QStringLiteral("decision")});
+        QCOMPARE(r.importance, 0.8);
+        QVERIFY(r.metadata.contains("entities"));
+        QCOMPARE(m_llm->calls(QStringLiteral("memory_analysis")), 1);
+        QCOMPARE(started.size(), 1);
+        QCOMPARE(started.first().at(0).toString(), QStringLiteral("save_analysis"));
+        QCOMPARE(completed.size(), 1);
+        QCOMPARE(completed.first().at(3).toInt(), 11); // prompt tokens as the server reported them
+        QCOMPARE(completed.first().at(4).toInt(), 7);
+    }
+
+    void givenFieldsAreKeptAndMetadataMerged()
+    {
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/elsewhere"), {QStringLiteral("llm-cat")}, 0.9));
+        auto m = open();
+        RememberOptions o;
+        o.scope = QStringLiteral("/mine");
+        o.metadata = Json{{"topics", "caller's own"}, {"ticket", 7}};
+        const MemoryRecord r = m->remember(QStringLiteral("We decided to use PostgreSQL."), o);
+        QCOMPARE(r.scope, QStringLiteral("/mine"));              // given: never replaced
+        QCOMPARE(r.categories, QStringList{QStringLiteral("llm-cat")});
+        QCOMPARE(r.importance, 0.9);
+        QCOMPARE(r.metadata["topics"], Json("caller's own"));    // the caller's keys win
+        QCOMPARE(r.metadata["ticket"], Json(7));
+        QCOMPARE(r.metadata["entities"], Json({"PostgreSQL"}));
+
+        // Every field given: no analysis call at all.
+        m->remember(QStringLiteral("Another fact entirely."), fields(QStringLiteral("/x")));
+        QCOMPARE(m_llm->calls(QStringLiteral("memory_analysis")), 1);
+    }
+
+    void promptShowsExistingScopesAndCategories()
+    {
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/")));
+        auto m = open(QStringLiteral("/crew/a"));
+        m_embedder->setVector(QStringLiteral("backend fact"), kOther);
+        m->remember(QStringLiteral("backend fact"), fields(QStringLiteral("/project/backend"), 0.5, {QStringLiteral("architecture")}));
+        m->remember(QStringLiteral("A new note."));
+        const QString prompt = m_llm->lastPrompt(QStringLiteral("memory_analysis"));
+        QVERIFY2(prompt.contains(QStringLiteral("\"/project\"")), qPrintable(prompt));
+        QVERIFY(prompt.contains(QStringLiteral("\"/project/backend\"")));
+        QVERIFY(!prompt.contains(QStringLiteral("/crew/a")));   // shown relative to the root
+        QVERIFY(prompt.contains(QStringLiteral("\"architecture\"")));
+        QVERIFY(prompt.contains(QStringLiteral("A new note.")));
+    }
+
+    // Case 31: three items without fields, three analysis calls, three records.
+    void batchAnalysesEveryItem()
+    {
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/inferred")));
+        m_embedder->setVector(QStringLiteral("one"), {1, 0, 0, 0});
+        m_embedder->setVector(QStringLiteral("two"), {0, 1, 0, 0});
+        m_embedder->setVector(QStringLiteral("three"), {0, 0, 1, 0});
+        auto m = open();
+        const SaveResult res = m->rememberMany({QStringLiteral("one"), QStringLiteral("two"), QStringLiteral("three")}).result();
+        QCOMPARE(res.stored, 3);
+        QCOMPARE(m_llm->calls(QStringLiteral("memory_analysis")), 3);
+        QCOMPARE(m->info(QStringLiteral("/inferred")).recordCount, 3);
+    }
+
+    // Case 38 and decision 4: a suggested scope always lands inside the root or the view.
+    void suggestedScopesAreClamped_data()
+    {
+        QTest::addColumn<QString>("root");
+        QTest::addColumn<QString>("view");
+        QTest::addColumn<QString>("suggested");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("case 38") << "/flow/mypipeline" << "" << "/quarterly-results" << "/flow/mypipeline/quarterly-results";
+        QTest::newRow("dot-dot escape") << "/crew/a" << "" << "/../../etc" << "/crew/a/etc";
+        QTest::newRow("relative escape") << "/crew/a" << "" << "../../crew/b/secrets" << "/crew/a/crew/b/secrets";
+        QTest::newRow("root repeated") << "/crew/a" << "" << "/crew/a/notes" << "/crew/a/notes";
+        QTest::newRow("slash is the root") << "/crew/a" << "" << "/" << "/crew/a";
+        QTest::newRow("only dots") << "/crew/a" << "" << "/./.." << "/crew/a";
+        QTest::newRow("no root, messy") << "" << "" << "//Team//./notes/" << "/Team/notes";
+        QTest::newRow("no root, escape") << "" << "" << "/../../etc/passwd" << "/etc/passwd";
+        QTest::newRow("view") << "" << "/team/a" << "/other" << "/team/a/other";
+        QTest::newRow("view under root") << "/crew/x" << "/agent" << "/../../../root" << "/crew/x/agent/root";
+        QTest::newRow("control characters") << "/r" << "" << QStringLiteral("/ok/bad\u0001seg/fine") << "/r/ok/fine";
+    }
+    void suggestedScopesAreClamped()
+    {
+        QFETCH(QString, root);
+        QFETCH(QString, view);
+        QFETCH(QString, suggested);
+        QFETCH(QString, expected);
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(suggested));
+        auto m = open(root);
+        const MemoryRecord r = view.isEmpty() ? m->remember(QStringLiteral("Quarterly results are in."))
+                                              : m->scope(view).remember(QStringLiteral("Quarterly results are in."));
+        QCOMPARE(r.scope, expected);
+    }
+
+    // ---- Consolidation -------------------------------------------------------------------------
+
+    // Case 29: the plan says the new content is already covered.
+    void consolidationCanSkipTheInsert()
+    {
+        for (const char *t : {"CrewAI is great.", "CrewAI is wonderful.", "CrewAI is good."})
+            m_embedder->setVector(QString::fromLatin1(t), kTopic);
+        auto m = open();
+        const MemoryRecord stored = m->remember(QStringLiteral("CrewAI is good."), fields(QStringLiteral("/")));
+        m_llm->onJson(QStringLiteral("consolidation_plan"),
+                      Json{{"actions", {{{"action", "keep"}, {"id", stored.id.toStdString()}}}}, {"insert_new", false}});
+        const SaveResult res = m->rememberMany({QStringLiteral("CrewAI is great."), QStringLiteral("CrewAI is wonderful.")},
+                                               fields(QStringLiteral("/")))
+                                   .result();
+        QCOMPARE(count(*m), 1);
+        QCOMPARE(res.stored, 0);
+        QCOMPARE(res.ids, QStringList{stored.id});
+        QCOMPARE(m_llm->calls(QStringLiteral("consolidation_plan")), 1); // "wonderful" was an intra-batch duplicate
+        const QString prompt = m_llm->lastPrompt(QStringLiteral("consolidation_plan"));
+        QVERIFY(prompt.contains(stored.id));
+        QVERIFY(prompt.contains(QStringLiteral("CrewAI is good.")));
+    }
+
+    void consolidationUpdates()
+    {
+        m_embedder->setVector(QStringLiteral("The team meets on Mondays."), kTopic);
+        m_embedder->setVector(QStringLiteral("The team meeting moved to Tuesdays."), kNearTopic);
+        m_embedder->setVector(QStringLiteral("The team meets on Tuesdays."), kOther);
+        m_embedder->setVector(QStringLiteral("when"), kOther);
+        auto m = open();
+        RememberOptions o = fields(QStringLiteral("/team"), 0.7, {QStringLiteral("schedule")});
+        o.createdAt = QDateTime(QDate(2024, 1, 2), QTime(9, 0), Qt::UTC);
+        const MemoryRecord old = m->remember(QStringLiteral("The team meets on Mondays."), o);
+        m_llm->onJson(QStringLiteral("consolidation_plan"),
+                      Json{{"actions", {{{"action", "update"}, {"id", old.id.toStdString()}, {"new_content", "The team meets on Tuesdays."}}}},
+                           {"insert_new", false}});
+        QSignalSpy paths(m.get(), &Memory::analysisCompleted);
+        const MemoryRecord r = m->remember(QStringLiteral("The team meeting moved to Tuesdays."), fields(QStringLiteral("/team")));
+        QCOMPARE(r.id, old.id);                                 // the updated record is the result
+        QCOMPARE(r.content, QStringLiteral("The team meets on Tuesdays."));
+        QCOMPARE(count(*m), 1);
+        const MemoryRecord now = *m->get(old.id);
+        QCOMPARE(now.createdAt, old.createdAt);
+        QCOMPARE(now.categories, old.categories);
+        QCOMPARE(now.importance, 0.7);
+        const QList<HistoryEntry> h = m->history(old.id);
+        QCOMPARE(h.size(), 2);
+        QCOMPARE(h.last().event, HistoryEntry::Event::Update);
+        QCOMPARE(h.last().oldContent, QStringLiteral("The team meets on Mondays."));
+        QCOMPARE(stepsOf(paths, QStringLiteral("llm")), QStringList{QStringLiteral("consolidation")});
+        // Recall finds the new wording (the record was re-embedded).
+        RecallOptions shallow;
+        shallow.depth = RecallDepth::Shallow;
+        QCOMPARE(m->recall(QStringLiteral("when"), shallow).value(0).record.id, old.id);
+
+        // Undo brings the old wording back, and undoing the undo re-applies the update.
+        QCOMPARE(m->undo(old.id).content, QStringLiteral("The team meets on Mondays."));
+        QCOMPARE(m->get(old.id)->content, QStringLiteral("The team meets on Mondays."));
+        QCOMPARE(m->undo(old.id).content, QStringLiteral("The team meets on Tuesdays."));
+    }
+
+    void consolidationDeletesAndKeeps()
+    {
+        m_embedder->setVector(QStringLiteral("Alice leads the project."), kTopic);
+        m_embedder->setVector(QStringLiteral("Alice is the project's sponsor."), kTopic);
+        m_embedder->setVector(QStringLiteral("Bob leads the project now."), kNearTopic);
+        auto m = open();
+        const MemoryRecord stale = m->remember(QStringLiteral("Alice leads the project."), fields(QStringLiteral("/p")));
+        const MemoryRecord kept = m->remember(QStringLiteral("Alice is the project's sponsor."), fields(QStringLiteral("/p")));
+        QCOMPARE(count(*m), 2); // identical vectors, different contents: no consolidation without a plan...
+        m_llm->onJson(QStringLiteral("consolidation_plan"),
+                      Json{{"actions",
+                            {{{"action", "delete"}, {"id", stale.id.toStdString()}, {"reason", "superseded"}},
+                             {{"action", "keep"}, {"id", kept.id.toStdString()}},
+                             {{"action", "delete"}, {"id", "00000000-made-up"}},
+                             {{"action", "update"}, {"id", "7"}, {"new_content", "nonsense"}}}},
+                           {"insert_new", true}});
+        const MemoryRecord r = m->remember(QStringLiteral("Bob leads the project now."), fields(QStringLiteral("/p")));
+        QVERIFY(r.id != stale.id && r.id != kept.id);
+        QVERIFY(!m->get(stale.id));
+        QVERIFY(m->get(kept.id));
+        QCOMPARE(count(*m), 2);
+        QCOMPARE(m->history(stale.id).last().event, HistoryEntry::Event::Delete);
+        // Undo of the delete restores the record with its id and time.
+        const MemoryRecord back = m->undo(stale.id);
+        QCOMPARE(back.id, stale.id);
+        QCOMPARE(back.content, stale.content);
+        QCOMPARE(back.createdAt, stale.createdAt);
+        QCOMPARE(count(*m), 3);
+    }
+
+    void consolidationNeverLosesTheNewFact()
+    {
+        m_embedder->setVector(QStringLiteral("Old A."), kTopic);
+        m_embedder->setVector(QStringLiteral("New A."), kTopic);
+        auto m = open();
+        const MemoryRecord old = m->remember(QStringLiteral("Old A."), fields(QStringLiteral("/")));
+        // Deletes every similar record and says not to insert: the new fact is inserted anyway.
+        m_llm->onJson(QStringLiteral("consolidation_plan"),
+                      Json{{"actions", {{{"action", "delete"}, {"id", old.id.toStdString()}}}}, {"insert_new", false}});
+        const MemoryRecord r = m->remember(QStringLiteral("New A."), fields(QStringLiteral("/")));
+        QCOMPARE(r.content, QStringLiteral("New A."));
+        QCOMPARE(count(*m), 1);
+    }
+
+    void crossItemActionsDedup()
+    {
+        m_embedder->setVector(QStringLiteral("Stored fact."), kTopic);
+        m_embedder->setVector(QStringLiteral("First news."), kNearTopic);
+        m_embedder->setVector(QStringLiteral("Second news."), {0.95f, -0.31f, 0, 0}); // near the stored, not the first
+        auto m = open();
+        const MemoryRecord stored = m->remember(QStringLiteral("Stored fact."), fields(QStringLiteral("/")));
+        m_llm->on(QStringLiteral("consolidation_plan"), [id = stored.id](const Json &body) {
+            const QString prompt = QString::fromStdString(body["messages"].back()["content"].get<std::string>());
+            const std::string text = prompt.contains(QStringLiteral("First news.")) ? "Rewritten by the first." : "Rewritten by the second.";
+            return ScriptedLlm::completion(QString::fromStdString(
+                Json{{"actions", {{{"action", "update"}, {"id", id.toStdString()}, {"new_content", text}}}}, {"insert_new", true}}.dump()));
+        });
+        const SaveResult res =
+            m->rememberMany({QStringLiteral("First news."), QStringLiteral("Second news.")}, fields(QStringLiteral("/"))).result();
+        QCOMPARE(res.stored, 2);
+        QCOMPARE(res.updated, 1);
+        QCOMPARE(m->get(stored.id)->content, QStringLiteral("Rewritten by the first."));
+        QCOMPARE(m->history(stored.id).size(), 2); // one update, not two
+    }
+
+    void belowThresholdNoConsolidation()
+    {
+        m_embedder->setVector(QStringLiteral("A"), kTopic);
+        m_embedder->setVector(QStringLiteral("B"), {0.7f, 0.71f, 0, 0}); // cosine 0.70 < 0.85
+        auto m = open();
+        m->remember(QStringLiteral("A"), fields(QStringLiteral("/")));
+        m->remember(QStringLiteral("B"), fields(QStringLiteral("/")));
+        QCOMPARE(m_llm->calls(QStringLiteral("consolidation_plan")), 0);
+        QCOMPARE(count(*m), 2);
+    }
+
+    void consolidationFailureInsertsAndTouchesNothing_data()
+    {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("reply");
+        QTest::newRow("http 503") << 503 << QString();
+        QTest::newRow("garbage") << 200 << QStringLiteral("delete everything!!!");
+        QTest::newRow("wrong shape") << 200 << QStringLiteral("{\"actions\": \"delete all\", \"insert_new\": \"no\"}");
+    }
+    void consolidationFailureInsertsAndTouchesNothing()
+    {
+        QFETCH(int, status);
+        QFETCH(QString, reply);
+        if (status != 200)
+            m_llm->onError(QStringLiteral("consolidation_plan"), status);
+        else
+            m_llm->onText(QStringLiteral("consolidation_plan"), reply);
+        m_embedder->setVector(QStringLiteral("Stored."), kTopic);
+        m_embedder->setVector(QStringLiteral("New."), kTopic);
+        auto m = open();
+        const MemoryRecord stored = m->remember(QStringLiteral("Stored."), fields(QStringLiteral("/")));
+        const MemoryRecord r = m->remember(QStringLiteral("New."), fields(QStringLiteral("/")));
+        QVERIFY(r.id != stored.id);
+        QCOMPARE(count(*m), 2);
+        QCOMPARE(m->get(stored.id)->content, QStringLiteral("Stored."));
+    }
+
+    // Re-remembering an identical fact creates nothing, deletes nothing and asks the LLM nothing.
+    void identicalReAddIsANoOp_data()
+    {
+        QTest::addColumn<bool>("withScope");
+        QTest::newRow("scope given") << true;
+        QTest::newRow("scope chosen by the LLM") << false;
+    }
+    void identicalReAddIsANoOp()
+    {
+        QFETCH(bool, withScope);
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/db")));
+        m_llm->onJson(QStringLiteral("consolidation_plan"), Json{{"actions", Json::array()}, {"insert_new", true}});
+        auto m = open();
+        const RememberOptions o = withScope ? fields(QStringLiteral("/db")) : RememberOptions();
+        const MemoryRecord first = m->remember(QStringLiteral("We use PostgreSQL 16."), o);
+        const int callsAfterFirst = m_llm->totalCalls();
+        const MemoryRecord again = m->remember(QStringLiteral("We use PostgreSQL 16."), o);
+        QCOMPARE(again.id, first.id);
+        QCOMPARE(count(*m), 1);
+        QCOMPARE(m_llm->totalCalls(), callsAfterFirst);
+        QCOMPARE(m->history(first.id).size(), 1);
+        const SaveResult res = m->rememberMany({QStringLiteral("We use PostgreSQL 16.")}, o).result();
+        QCOMPARE(res.existing, 1);
+        QCOMPARE(res.stored, 0);
+    }
+
+    // Decision 6: only records of the same source and privacy are compared.
+    void consolidationRespectsSourceAndPrivacy()
+    {
+        m_embedder->setVector(QStringLiteral("Alice's salary is 100k."), kTopic);
+        m_embedder->setVector(QStringLiteral("The salary band is 90-110k."), kTopic);
+        auto m = open();
+        RememberOptions priv = fields(QStringLiteral("/hr"));
+        priv.source = QStringLiteral("user:alice");
+        priv.isPrivate = true;
+        const MemoryRecord secret = m->remember(QStringLiteral("Alice's salary is 100k."), priv);
+        m_llm->onJson(QStringLiteral("consolidation_plan"),
+                      Json{{"actions", {{{"action", "update"}, {"id", secret.id.toStdString()}, {"new_content", "leaked"}}}},
+                           {"insert_new", false}});
+        RememberOptions shared = fields(QStringLiteral("/hr"));
+        shared.source = QStringLiteral("user:bob");
+        m->remember(QStringLiteral("The salary band is 90-110k."), shared);
+        QCOMPARE(m_llm->calls(QStringLiteral("consolidation_plan")), 0);
+        QCOMPARE(m->get(secret.id)->content, QStringLiteral("Alice's salary is 100k."));
+        QCOMPARE(count(*m), 2);
+        // The same source but shared (not private): not compared either.
+        RememberOptions alicePublic = fields(QStringLiteral("/hr"));
+        alicePublic.source = QStringLiteral("user:alice");
+        m_embedder->setVector(QStringLiteral("Alice works in HR."), kTopic);
+        m->remember(QStringLiteral("Alice works in HR."), alicePublic);
+        QCOMPARE(m_llm->calls(QStringLiteral("consolidation_plan")), 0);
+        // Same source and privacy: compared; the update keeps the source and privacy.
+        m_embedder->setVector(QStringLiteral("Alice's salary rose to 105k."), kTopic);
+        m->remember(QStringLiteral("Alice's salary rose to 105k."), priv);
+        QCOMPARE(m_llm->calls(QStringLiteral("consolidation_plan")), 1);
+        const MemoryRecord updated = *m->get(secret.id);
+        QCOMPARE(updated.content, QStringLiteral("leaked"));
+        QVERIFY(updated.isPrivate);
+        QCOMPARE(updated.source, QStringLiteral("user:alice"));
+    }
+
+    // ---- Extraction ----------------------------------------------------------------------------
+
+    // Case 18.
+    void extractionUsesTheLlm()
+    {
+        m_llm->onJson(QStringLiteral("extracted_memories"),
+                      Json{{"memories", {"We use Python for the backend.", "API rate limit is 100/min.", " ", "We use Python for the backend."}}});
+        auto m = open();
+        const QStringList facts = m->extractMemories(QStringLiteral("Long meeting notes about Python and rate limits."));
+        QCOMPARE(facts, (QStringList{QStringLiteral("We use Python for the backend."), QStringLiteral("API rate limit is 100/min.")}));
+        QCOMPARE(m_llm->calls(QStringLiteral("extracted_memories")), 1);
+        QVERIFY(m_llm->lastPrompt(QStringLiteral("extracted_memories")).contains(QStringLiteral("Long meeting notes")));
+        // An empty list is an answer too: nothing worth keeping.
+        m_llm->onJson(QStringLiteral("extracted_memories"), Json{{"memories", Json::array()}});
+        QVERIFY(m->extractMemories(QStringLiteral("Hi there!")).isEmpty());
+    }
+
+    // Case 19.
+    void extractionOfBlankTextCallsNothing()
+    {
+        auto m = open();
+        QVERIFY(m->extractMemories(QString()).isEmpty());
+        QVERIFY(m->extractMemories(QStringLiteral(" \n\t ")).isEmpty());
+        QCOMPARE(m_llm->totalCalls(), 0);
+    }
+
+    // Case 23, and the offline splitter when the LLM fails: nothing is lost.
+    void extractionFallsBackToTheSplitter_data()
+    {
+        QTest::addColumn<int>("status");
+        QTest::addColumn<QString>("reply");
+        QTest::newRow("http 500") << 500 << QString();
+        QTest::newRow("http 429") << 429 << QString();
+        QTest::newRow("prose") << 200 << QStringLiteral("Sure! The memories are: Python, rate limits.");
+        QTest::newRow("missing field") << 200 << QStringLiteral("{\"facts\": [\"x\"]}");
+        QTest::newRow("malformed") << 200 << QStringLiteral("{\"memories\": [\"unterminated");
+    }
+    void extractionFallsBackToTheSplitter()
+    {
+        QFETCH(int, status);
+        QFETCH(QString, reply);
+        if (status != 200)
+            m_llm->onError(QStringLiteral("extracted_memories"), status);
+        else
+            m_llm->onText(QStringLiteral("extracted_memories"), reply);
+        auto m = open();
+        QSignalSpy paths(m.get(), &Memory::analysisCompleted);
+        QCOMPARE(m->extractMemories(QStringLiteral("We use Python for the backend.")),
+                 QStringList{QStringLiteral("We use Python for the backend.")});
+        QCOMPARE(m->extractMemories(QStringLiteral("We use Python. The limit is 100 per minute.")),
+                 (QStringList{QStringLiteral("We use Python."), QStringLiteral("The limit is 100 per minute.")}));
+        QCOMPARE(stepsOf(paths, QStringLiteral("offline")), (QStringList{QStringLiteral("extraction"), QStringLiteral("extraction")}));
+        QVERIFY(!paths.first().at(2).toString().isEmpty());
+    }
+
+    // ---- Without an LLM: the offline analyzer ----------------------------------------------------
+
+    void offlineAnalyzerFillsFieldsAndSaysSo()
+    {
+        m_embedder->setVector(QStringLiteral("The backend runs on PostgreSQL."), kTopic);
+        m_embedder->setVector(QStringLiteral("PostgreSQL backups run nightly."), kNearTopic);
+        m_embedder->setVector(QStringLiteral("Lunch was good."), kOther);
+        auto m = open(QString(), false);
+        m->remember(QStringLiteral("The backend runs on PostgreSQL."), fields(QStringLiteral("/project/db"), 0.5, {QStringLiteral("database")}));
+        QSignalSpy paths(m.get(), &Memory::analysisCompleted);
+        QSignalSpy started(m.get(), &Memory::llmCallStarted);
+        const MemoryRecord near = m->remember(QStringLiteral("PostgreSQL backups run nightly."));
+        QCOMPARE(near.scope, QStringLiteral("/project/db"));   // the scope of its nearest neighbours
+        QCOMPARE(near.metadata["analysis"], Json("offline"));
+        QVERIFY(near.metadata.contains("topics"));
+        const MemoryRecord far = m->remember(QStringLiteral("Lunch was good."));
+        QCOMPARE(far.scope, QStringLiteral("/"));              // nothing similar: the root
+        QCOMPARE(stepsOf(paths, QStringLiteral("offline")), (QStringList{QStringLiteral("save_analysis"), QStringLiteral("save_analysis")}));
+        QCOMPARE(paths.first().at(2).toString(), QStringLiteral("no LLM is configured"));
+        QCOMPARE(started.size(), 0);
+        QSignalSpy extraction(m.get(), &Memory::analysisCompleted);
+        QCOMPARE(m->extractMemories(QStringLiteral("One. Two.")).size(), 2);
+        QCOMPARE(stepsOf(extraction, QStringLiteral("offline")), QStringList{QStringLiteral("extraction")});
+    }
+
+    void brokenLlmConfigurationFallsBack()
+    {
+        MemoryConfig c = config();
+        c.llm = Json{{"provider", "no-such-provider"}};
+        Memory m(c, nullptr, m_embedder);
+        QSignalSpy failed(&m, &Memory::llmCallFailed);
+        const MemoryRecord r = m.remember(QStringLiteral("A fact."));
+        QCOMPARE(r.scope, QStringLiteral("/"));
+        QCOMPARE(failed.size(), 1);
+        QVERIFY(failed.first().at(2).toString().contains(QStringLiteral("no-such-provider")));
+        QCOMPARE(m.extractMemories(QStringLiteral("One fact. Another fact.")).size(), 2);
+    }
+
+    // Only storage and embedder failures raise.
+    void embedderFailureStillRaises()
+    {
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/x")));
+        auto m = open();
+        m_embedder->failWith(QStringLiteral("embedder down"));
+        QCOMPARE(errorOf([&] { m->remember(QStringLiteral("A fact.")); }).kind(), ErrorKind::Embedder);
+        m_embedder->failWith(QString());
+        QCOMPARE(count(*m), 0);
+    }
+
+    // Case 41, the memory part: a Memory can share the provider of its crew or agent.
+    void sharedProviderIsUsed()
+    {
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/shared")));
+        auto m = open(QString(), false);
+        QVERIFY(!m->llm());
+        const std::shared_ptr<LlmProvider> agentLlm = m_llm->provider();
+        m->setLlm(agentLlm);
+        QCOMPARE(m->llm().get(), agentLlm.get());
+        QCOMPARE(m->remember(QStringLiteral("A fact.")).scope, QStringLiteral("/shared"));
+        m->setLlm(nullptr); // back to the configuration's: none
+        QVERIFY(!m->llm());
+        QCOMPARE(m->remember(QStringLiteral("Another fact.")).metadata["analysis"], Json("offline"));
+    }
+
+    // ---- Undo ----------------------------------------------------------------------------------
+
+    void undoRefusals()
+    {
+        auto m = open(QString(), false);
+        const MemoryRecord r = m->remember(QStringLiteral("A fact."), fields(QStringLiteral("/")));
+        QCOMPARE(errorOf([&] { m->undo(r.id); }).kind(), ErrorKind::InvalidArgument);
+        QCOMPARE(errorOf([&] { m->undo(QStringLiteral("no-such-id")); }).kind(), ErrorKind::NotFound);
+        UpdateOptions u;
+        u.importance = 0.9;
+        m->update(r.id, u);
+        m.reset();
+        MemoryConfig ro = config(QString(), false);
+        ro.readOnly = true;
+        Memory reader(ro, nullptr, m_embedder);
+        QCOMPARE(errorOf([&] { reader.undo(r.id); }).kind(), ErrorKind::PermissionDenied);
+        QCOMPARE(reader.get(r.id)->importance, 0.9);
+    }
+
+    void undoRestoresFieldsOfAnUpdate()
+    {
+        auto m = open(QString(), false);
+        const MemoryRecord r = m->remember(QStringLiteral("A fact."), fields(QStringLiteral("/a"), 0.3, {QStringLiteral("x")}));
+        UpdateOptions u;
+        u.scope = QStringLiteral("/b");
+        u.categories = QStringList{QStringLiteral("y")};
+        u.importance = 0.9;
+        m->update(r.id, u);
+        const MemoryRecord back = m->undo(r.id);
+        QCOMPARE(back.scope, QStringLiteral("/a"));
+        QCOMPARE(back.categories, QStringList{QStringLiteral("x")});
+        QCOMPARE(back.importance, 0.3);
+        QCOMPARE(back.content, QStringLiteral("A fact."));
+        QCOMPARE(m->history(r.id).size(), 3);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestMemoryIntelligence)
+#include "test_memory_intelligence.moc"
