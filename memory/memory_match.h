@@ -24,7 +24,9 @@ struct MemoryMatch
     MemoryRecord record;
     double score = 0;           // the composite, with recency and importance weighed by relative relevance (Scoring::weighByRelevance)
     MatchSignals signalValues;  // "signals" in JSON (the C++ name avoids Qt's `signals` keyword macro)
-    QStringList matchReasons;   // "semantic", "keyword", "recency", "importance"
+    // "semantic", "keyword", "recency", "importance"; deep recall adds "time_filter" (the record passed
+    // the period the query names) and "offline_analysis" (the offline analyzer read that period).
+    QStringList matchReasons;
     QStringList evidenceGaps;
 
     // The block injected into prompts:

@@ -1,9 +1,11 @@
 // The `mneme` command line with network providers named in --config: an OpenAI-compatible
-// embedder served by the scripted HTTP server, an LLM that is configured but never needed, and a
-// provider failure, with the API key kept out of everything the CLI prints.
+// embedder served by the scripted HTTP server, an LLM that remember, extract and deep recall use,
+// an LLM that cannot be built (no key) and falls back, and a provider failure, with the API key
+// kept out of everything the CLI prints.
 
 #include "cli_runner.h"
 #include "scripted_http_server.h"
+#include "scripted_llm.h"
 #include "temp_store.h"
 
 #include <QCryptographicHash>
@@ -95,10 +97,11 @@ private Q_SLOTS:
         QVERIFY2(!info.out.contains(kSecret) && !info.err.contains(kSecret), info.describe());
     }
 
-    void configuredLlmIsNotNeededForExplicitFields()
+    void configuredLlmWithoutKeyFallsBack()
     {
         m_server->setHandler(embeddings);
-        // No API key for the LLM anywhere: the CLI still runs, because nothing here needs the LLM.
+        // No API key for the LLM anywhere: the save analysis cannot run, and the memory is stored
+        // with the documented defaults.
         writeConfig(Json{{"embedder", embedder()}, {"llm", "gpt-4o-mini"}});
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.remove(QStringLiteral("OPENAI_API_KEY"));
@@ -109,6 +112,51 @@ private Q_SLOTS:
                                                    configPath(), QStringLiteral("--json")},
                                                   m_dir->dir(), {}, env);
         QVERIFY2(stored.exitCode == 0, stored.describe());
+        const Json record = Json::parse(stored.out.toStdString());
+        QCOMPARE(QString::fromStdString(record["scope"].get<std::string>()), QStringLiteral("/team"));
+        QCOMPARE(record["importance"].get<double>(), 0.5);
+    }
+
+    // Issue 3's hand-off: with --config naming an LLM, remember (no scope), extract and deep recall use it.
+    void configuredLlmIsUsed()
+    {
+        m_server->setHandler(embeddings);
+        mneme::test::ScriptedLlm llm;
+        llm.onJson(QStringLiteral("memory_analysis"),
+                   Json{{"scope", "/ops/deploys"}, {"categories", {"process"}}, {"importance", 0.8}});
+        llm.onJson(QStringLiteral("extracted_memories"),
+                   Json{{"memories", {"Deploys happen on Fridays.", "The deploy key rotates monthly."}}});
+        llm.onJson(QStringLiteral("query_analysis"),
+                   Json{{"queries", {"deploy schedule"}}, {"scopes", {"/ops"}}, {"complexity", "simple"}});
+        writeConfig(Json{{"embedder", embedder()}, {"llm", llm.config(Json{{"api_key", kSecret}})}});
+
+        const CliRun stored = cli({QStringLiteral("remember"), QStringLiteral("We deploy on Fridays after the review"),
+                                   QStringLiteral("--verbose")});
+        QVERIFY2(stored.exitCode == 0, stored.describe());
+        const Json record = Json::parse(stored.out.toStdString());
+        QCOMPARE(QString::fromStdString(record["scope"].get<std::string>()), QStringLiteral("/ops/deploys"));
+        QCOMPARE(record["importance"].get<double>(), 0.8);
+        QVERIFY2(stored.err.contains("llm save_analysis"), stored.describe());
+
+        const CliRun facts = cli({QStringLiteral("extract"), QStringLiteral("Notes: deploys on Fridays; key rotates monthly.")});
+        QVERIFY2(facts.exitCode == 0, facts.describe());
+        QVERIFY2(Json::parse(facts.out.toStdString()) == Json({"Deploys happen on Fridays.", "The deploy key rotates monthly."}),
+                 facts.describe());
+
+        const QString longQuery = QStringLiteral("Before we plan the next release, remind me of everything we agreed about "
+                                                 "the deploy schedule, who reviews a deploy, and which day of the week "
+                                                 "deploys are allowed to happen, so the release plan can follow it.");
+        QVERIFY(longQuery.size() >= 200);
+        const CliRun found = cli({QStringLiteral("recall"), longQuery});
+        QVERIFY2(found.exitCode == 0, found.describe());
+        QCOMPARE(QString::fromStdString(found.json()[0]["content"].get<std::string>()),
+                 QStringLiteral("We deploy on Fridays after the review"));
+        QCOMPARE(llm.calls(QStringLiteral("memory_analysis")), 1);
+        QCOMPARE(llm.calls(QStringLiteral("extracted_memories")), 1);
+        QCOMPARE(llm.calls(QStringLiteral("query_analysis")), 1);
+        QVERIFY(llm.lastPrompt(QStringLiteral("query_analysis")).contains(QStringLiteral("\"/ops\"")));
+        for (const CliRun &run : {stored, facts, found})
+            QVERIFY2(!run.out.contains(kSecret) && !run.err.contains(kSecret), run.describe());
     }
 
     void providerFailureIsAClearError()
