@@ -77,6 +77,19 @@ public:
     // neighbouring turns (see ConversationOptions). Same checks, dedup and events as rememberMany().
     QFuture<SaveResult> rememberConversation(const QList<ConversationTurn> &turns, const ConversationOptions &options = {});
 
+    // Mem0-style ingestion (unlike rememberConversation, which logs every turn): extracts candidate
+    // facts from the new messages (a message pair, or any list), with the conversation's rolling
+    // summary and its last m messages as context; compares each fact with the s most similar
+    // memories of the same source and privacy; and lets the LLM ADD a record, UPDATE one (same id and
+    // created_at, history kept), DELETE one or do nothing. Without an LLM, or when it fails, the user
+    // messages' statements are added unless identical records exist (path "offline"). The summary is
+    // refreshed by a later writer task (drainWrites() waits for it). Runs on the writer thread after
+    // earlier saves. Throws Error(InvalidArgument) for an empty conversation id, no messages, an
+    // unknown role or a blank message, Error(PermissionDenied) on a read-only memory; the future fails
+    // only for storage and embedder failures.
+    QFuture<ConversationResult> addConversation(const QList<ConversationMessage> &messages,
+                                                const AddConversationOptions &options);
+
     // Ranked recall. Blocking; waits for pending saves first. The matches' last_accessed and
     // access_count are updated in the background afterwards.
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});

@@ -155,6 +155,8 @@ MemoryConfig MemoryConfig::fromJson(const Json &json)
         {"max_content_chars", [&](const Json &v, const std::string &k) { c.maxContentChars = integer(v, k); }},
         {"conversation_context_window", [&](const Json &v, const std::string &k) { c.conversationContextWindow = integer(v, k); }},
         {"conversation_context_weight", [&](const Json &v, const std::string &k) { c.conversationContextWeight = number(v, k); }},
+        {"conversation_recent_messages", [&](const Json &v, const std::string &k) { c.conversationRecentMessages = integer(v, k); }},
+        {"conversation_similar_memories", [&](const Json &v, const std::string &k) { c.conversationSimilarMemories = integer(v, k); }},
         {"confidence_threshold_high", [&](const Json &v, const std::string &k) { c.confidenceThresholdHigh = number(v, k); }},
         {"confidence_threshold_low", [&](const Json &v, const std::string &k) { c.confidenceThresholdLow = number(v, k); }},
         {"complex_query_threshold", [&](const Json &v, const std::string &k) { c.complexQueryThreshold = number(v, k); }},
@@ -209,6 +211,10 @@ void MemoryConfig::validate() const
     if (conversationContextWindow < 0)
         bad("conversation_context_window", QStringLiteral("must be 0 or more"));
     checkRange(conversationContextWeight, 0, 1, "conversation_context_weight");
+    if (conversationRecentMessages < 0)
+        bad("conversation_recent_messages", QStringLiteral("must be 0 or more"));
+    if (conversationSimilarMemories < 1)
+        bad("conversation_similar_memories", QStringLiteral("must be at least 1"));
     checkRange(confidenceThresholdHigh, 0, 1, "confidence_threshold_high");
     checkRange(confidenceThresholdLow, 0, 1, "confidence_threshold_low");
     checkRange(complexQueryThreshold, 0, 1, "complex_query_threshold");
@@ -240,6 +246,8 @@ Json MemoryConfig::toJson() const
         {"max_content_chars", maxContentChars},
         {"conversation_context_window", conversationContextWindow},
         {"conversation_context_weight", conversationContextWeight},
+        {"conversation_recent_messages", conversationRecentMessages},
+        {"conversation_similar_memories", conversationSimilarMemories},
         {"confidence_threshold_high", confidenceThresholdHigh},
         {"confidence_threshold_low", confidenceThresholdLow},
         {"complex_query_threshold", complexQueryThreshold},

@@ -35,6 +35,11 @@ struct MemoryConfig
     int conversationContextWindow = 1;
     double conversationContextWeight = 0.5;
 
+    // Conversation ingestion (addConversation): earlier messages shown with the new ones (m), and
+    // similar memories compared with each extracted fact (s).
+    int conversationRecentMessages = 10;
+    int conversationSimilarMemories = 10;
+
     // Deep recall.
     double confidenceThresholdHigh = 0.8;
     double confidenceThresholdLow = 0.5;

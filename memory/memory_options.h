@@ -52,6 +52,43 @@ struct ConversationOptions
     std::optional<double> contextWeight;    // unset: conversation_context_weight; 0..1
 };
 
+// One message of a conversation given to Memory::addConversation().
+struct ConversationMessage
+{
+    QString role;                           // "user", "assistant" or "system"
+    QString content;
+    QString name;                           // optional speaker name, shown to the LLM
+    QDateTime at;                           // invalid: unknown (records then take the time of the call)
+};
+
+// How Memory::addConversation() ingests messages (Mem0-style: facts are extracted, then each is
+// added, merged into a similar memory, or used to delete one).
+struct AddConversationOptions
+{
+    QString conversationId;                 // required: keys the rolling summary and the recent messages
+    RememberOptions defaults;               // scope, categories, importance, source, privacy, metadata and
+                                            // root scope of the records it creates; also where it looks
+                                            // for similar memories (same source and privacy only)
+    std::optional<int> recentMessages;      // m, earlier messages shown for context; unset: conversation_recent_messages
+    std::optional<int> similarMemories;     // s, similar memories compared per fact; unset: conversation_similar_memories
+};
+
+// One change addConversation() made (or chose not to make).
+struct ConversationChange
+{
+    QString event;                          // "ADD", "UPDATE", "DELETE" or "NOOP"
+    QString recordId;                       // the record added, updated, deleted or left as it was
+    QString content;                        // its content now (DELETE: the content it had)
+    QString previousContent;                // UPDATE: the content it had
+};
+
+struct ConversationResult
+{
+    QStringList facts;                      // the candidate facts extracted from the new messages
+    QList<ConversationChange> changes;
+    QString path;                           // "llm", or "offline" when the LLM was missing or failed
+};
+
 enum class RecallDepth { Shallow, Deep };
 
 struct RecallOptions

@@ -16,6 +16,7 @@ private Q_SLOTS:
             "recency_half_life_days": 7, "decay_function": "linear", "access_boost": 0.05,
             "consolidation_threshold": 0.9, "consolidation_limit": 3, "default_importance": 0.6,
             "batch_dedup_threshold": 0.95, "max_content_chars": 1000,
+            "conversation_recent_messages": 4, "conversation_similar_memories": 3,
             "confidence_threshold_high": 0.9, "confidence_threshold_low": 0.4, "complex_query_threshold": 0.6,
             "exploration_budget": 2, "query_analysis_threshold": 100, "read_only": true, "root_scope": "/crew/x/",
             "llm": "gpt-4o-mini", "embedder": {"provider": "builtin", "config": {"dimension": 128}},
@@ -33,6 +34,8 @@ private Q_SLOTS:
         QCOMPARE(c.defaultImportance, 0.6);
         QCOMPARE(c.batchDedupThreshold, 0.95);
         QCOMPARE(c.maxContentChars, 1000);
+        QCOMPARE(c.conversationRecentMessages, 4);
+        QCOMPARE(c.conversationSimilarMemories, 3);
         QCOMPARE(c.confidenceThresholdHigh, 0.9);
         QCOMPARE(c.confidenceThresholdLow, 0.4);
         QCOMPARE(c.complexQueryThreshold, 0.6);
@@ -46,6 +49,16 @@ private Q_SLOTS:
         // And back.
         const MemoryConfig again = MemoryConfig::fromJson(c.toJson());
         QCOMPARE(again.toJson(), c.toJson());
+    }
+
+    void conversationIngestionDefaults()
+    {
+        const MemoryConfig c = MemoryConfig::fromJson(Json::object());
+        QCOMPARE(c.conversationRecentMessages, 10);
+        QCOMPARE(c.conversationSimilarMemories, 10);
+        QCOMPARE(c.toJson()["conversation_recent_messages"], 10);
+        // m = 0 is allowed: no earlier messages in the prompt.
+        QCOMPARE(MemoryConfig::fromJson(Json{{"conversation_recent_messages", 0}}).conversationRecentMessages, 0);
     }
 
     void profiles_data()
@@ -88,6 +101,9 @@ private Q_SLOTS:
         QTest::newRow("decay function") << R"({"decay_function": "cubic"})" << "exponential";
         QTest::newRow("fractional limit") << R"({"consolidation_limit": 2.5})" << "whole number";
         QTest::newRow("zero limit") << R"({"consolidation_limit": 0})" << "at least 1";
+        QTest::newRow("negative recent messages") << R"({"conversation_recent_messages": -1})" << "conversation_recent_messages";
+        QTest::newRow("zero similar memories") << R"({"conversation_similar_memories": 0})" << "at least 1";
+        QTest::newRow("fractional similar memories") << R"({"conversation_similar_memories": 2.5})" << "whole number";
         QTest::newRow("negative budget") << R"({"exploration_budget": -1})" << "exploration_budget";
         QTest::newRow("bad root") << R"({"root_scope": "/a/../b"})" << "root_scope";
         QTest::newRow("read_only string") << R"({"read_only": "yes"})" << "true or false";
