@@ -52,6 +52,21 @@ public:
     // Waits for the reply; true when it arrived (validated against the schema when one was given).
     bool wait();
 
+    // wait(), then `reader` on the structured reply: its value, or nullopt with *why set when the
+    // call failed or the reader found nothing usable (`unusable` then says so).
+    template<typename Reader>
+    auto read(Reader &&reader, const QString &unusable, QString *why) -> decltype(reader(Json()))
+    {
+        if (!wait()) {
+            *why = m_failure;
+            return std::nullopt;
+        }
+        auto value = reader(m_response.structured);
+        if (!value)
+            *why = unusable;
+        return value;
+    }
+
     const ChatResponse &response() const { return m_response; }
     const QString &failure() const { return m_failure; }
     // False when no LLM is configured (failure() then says so).

@@ -125,25 +125,6 @@ QStringList offlineFacts(const QList<ConversationMessage> &messages)
     return out;
 }
 
-void checkVectors(const std::vector<Embedding> &vectors, qsizetype expected, const Embedder &embedder)
-{
-    if (qsizetype(vectors.size()) != expected)
-        throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
-                                             .arg(embedder.id())
-                                             .arg(vectors.size())
-                                             .arg(expected));
-}
-
-bool haveLlm(Memory *q)
-{
-    // A configuration that cannot be built counts as an LLM: its calls fail and fall back.
-    try {
-        return q->llm() != nullptr;
-    } catch (const std::exception &) {
-        return true;
-    }
-}
-
 bool toolsAvailable(Memory *q)
 {
     try {
@@ -412,19 +393,13 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
     State state = stateFromJson(d.storage->readState(key).value_or(Json()));
 
     // 1. Candidate facts: from the LLM, or the user's statements split offline.
-    const bool llmConfigured = haveLlm(q);
+    const bool llmConfigured = d.llmConfigured();
     std::optional<QStringList> facts;
     QString why;
     if (llmConfigured) {
         AnalysisCall call(q, AnalysisStep::Facts);
         call.start(factsRequest(state.summary, lastMessages(state.messages, job.recent), job.messages, QDate::currentDate()));
-        if (call.wait()) {
-            facts = readFacts(call.response().structured);
-            if (!facts)
-                why = QStringLiteral("the facts reply has no list of facts");
-        } else {
-            why = call.failure();
-        }
+        facts = call.read(readFacts, QStringLiteral("the facts reply has no list of facts"), &why);
     } else {
         why = QStringLiteral("no LLM is configured");
     }
@@ -440,8 +415,7 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
 
     if (!result.facts.isEmpty()) {
         // 2. One embedding call for every fact.
-        const std::vector<Embedding> factVectors = d.embedder->embed(result.facts);
-        checkVectors(factVectors, result.facts.size(), *d.embedder);
+        const std::vector<Embedding> factVectors = d.embedAll(result.facts);
 
         // 3. The decision: the LLM's, over the s most similar memories of the same source and
         //    privacy (decision 6) under small ids; or, offline, every fact added.
@@ -603,8 +577,7 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
             }
         }
         if (!texts.isEmpty()) {
-            std::vector<Embedding> vectors = d.embedder->embed(texts);
-            checkVectors(vectors, texts.size(), *d.embedder);
+            std::vector<Embedding> vectors = d.embedAll(texts);
             for (size_t k = 0; k < needing.size(); ++k)
                 needing[k]->embedding = std::move(vectors[k]);
         }
@@ -639,7 +612,7 @@ void refreshSummary(MemoryPrivate &d, const Job &job, const Ticket &ticket)
         return; // the ingestion failed: it reported that already
     Memory *q = d.q;
     try {
-        if (!haveLlm(q)) {
+        if (!d.llmConfigured()) {
             reportAnalysis(q, AnalysisStep::Summary, AnalysisPath::Skipped, QStringLiteral("no LLM is configured"));
             return;
         }
@@ -661,15 +634,10 @@ void refreshSummary(MemoryPrivate &d, const Job &job, const Ticket &ticket)
             return;
         AnalysisCall call(q, AnalysisStep::Summary);
         call.start(summaryRequest(state.summary, pending.values()));
-        std::optional<QString> summary;
         QString why;
-        if (call.wait()) {
-            summary = readSummary(call.response().structured);
-            if (!summary)
-                why = QStringLiteral("the summary reply has no summary");
-        } else {
-            why = call.failure();
-        }
+        std::optional<QString> summary = call.read(
+            readSummary,
+            QStringLiteral("the summary reply has no summary"), &why);
         if (!summary) {
             reportAnalysis(q, AnalysisStep::Summary, AnalysisPath::Defaults, why + QStringLiteral("; the previous summary is kept"), true);
             return;

@@ -242,7 +242,8 @@ ChatRequest extractionRequest(const QString &content)
         "conversation, favour what people say about themselves.\n"
         "Leave out greetings, vague summaries, restatements of the task and repeats. Answer with JSON only: "
         "{\"memories\": [...]}, an empty list when nothing is worth keeping.");
-    return structuredRequest(system, QStringLiteral("Text:\n%1").arg(content), Json{{"type", "object"}, {"properties", {{"memories", stringArray()}}}, {"required", {"memories"}}}, QStringLiteral("extracted_memories"));
+    const Json schema = {{"type", "object"}, {"properties", {{"memories", stringArray()}}}, {"required", {"memories"}}};
+    return structuredRequest(system, QStringLiteral("Text:\n%1").arg(content), schema, QStringLiteral("extracted_memories"));
 }
 
 std::optional<QStringList> readExtraction(const Json &reply)
@@ -326,9 +327,10 @@ ChatRequest explorationRequest(const QString &query, const QStringList &excerpts
         "Answer with JSON only.");
     const QString found = excerpts.isEmpty() ? QStringLiteral("(none)") : excerpts.join(QStringLiteral("\n---\n"));
     const QString user = QStringLiteral("Request:\n%1\n\nMemories found:\n%2").arg(query, found);
-    return structuredRequest(system, user, Json{{"type", "object"},
-                            {"properties",
-                             {{"findings", {{"type", "string"}}}, {"missing", {{"type", "string"}}}, {"queries", stringArray()}}}}, QStringLiteral("exploration"));
+    const Json schema = {
+        {"type", "object"},
+        {"properties", {{"findings", {{"type", "string"}}}, {"missing", {{"type", "string"}}}, {"queries", stringArray()}}}};
+    return structuredRequest(system, user, schema, QStringLiteral("exploration"));
 }
 
 std::optional<Exploration> readExploration(const Json &reply)

@@ -157,14 +157,6 @@ MemoryRecord importedRecord(const MemoryRecord &in, const MemoryConfig &config)
     return r;
 }
 
-void checkEmbeddings(const std::vector<Embedding> &vectors, qsizetype expected, const Embedder &embedder)
-{
-    if (qsizetype(vectors.size()) != expected)
-        throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
-                                             .arg(embedder.id())
-                                             .arg(vectors.size())
-                                             .arg(expected));
-}
 
 } // namespace
 
@@ -289,8 +281,7 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
             turns.push_back(i);
             texts << items[i].record.content;
         }
-        const std::vector<Embedding> own = d.embedder->embed(texts);
-        checkEmbeddings(own, texts.size(), *d.embedder);
+        const std::vector<Embedding> own = d.embedAll(texts);
         for (size_t k = 0; k < turns.size(); ++k) {
             Embedding v = own[k];
             const size_t from = k >= size_t(context.window) ? k - size_t(context.window) : 0;
@@ -312,8 +303,7 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         texts.reserve(qsizetype(active.size()));
         for (size_t i : active)
             texts << items[i].record.content;
-        std::vector<Embedding> vectors = d.embedder->embed(texts);
-        checkEmbeddings(vectors, texts.size(), *d.embedder);
+        std::vector<Embedding> vectors = d.embedAll(texts);
         for (size_t k = 0; k < active.size(); ++k)
             items[active[k]].record.embedding = std::move(vectors[k]);
     }
@@ -514,11 +504,29 @@ void MemoryPrivate::touchLater(const QList<MemoryMatch> &matches)
     });
 }
 
+std::vector<Embedding> MemoryPrivate::embedAll(const QStringList &texts)
+{
+    std::vector<Embedding> vectors = embedder->embed(texts);
+    if (qsizetype(vectors.size()) != texts.size())
+        throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
+                                             .arg(embedder->id())
+                                             .arg(vectors.size())
+                                             .arg(texts.size()));
+    return vectors;
+}
+
+bool MemoryPrivate::llmConfigured() const
+{
+    try {
+        return q->llm() != nullptr;
+    } catch (const std::exception &) {
+        return true; // configured but unusable: its calls fail and fall back
+    }
+}
+
 Embedding MemoryPrivate::embedQuery(const QString &text)
 {
-    std::vector<Embedding> qv = embedder->embed({text});
-    checkEmbeddings(qv, 1, *embedder);
-    return std::move(qv.front());
+    return std::move(embedAll({text}).front());
 }
 
 RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const
@@ -747,14 +755,12 @@ QStringList Memory::extractMemories(const QString &content)
     AnalysisCall call(this, AnalysisStep::Extraction);
     call.start(LlmAnalysis::extractionRequest(content.trimmed()));
     QString why;
-    if (call.wait()) {
-        if (std::optional<QStringList> memories = LlmAnalysis::readExtraction(call.response().structured)) {
-            reportAnalysis(this, AnalysisStep::Extraction, AnalysisPath::Llm);
-            return *memories;
-        }
-        why = QStringLiteral("the extraction reply has no list of memories");
-    } else {
-        why = call.failure();
+    if (const std::optional<QStringList> memories =
+            call.read(
+                LlmAnalysis::readExtraction,
+                QStringLiteral("the extraction reply has no list of memories"), &why)) {
+        reportAnalysis(this, AnalysisStep::Extraction, AnalysisPath::Llm);
+        return *memories;
     }
     // Nothing is dropped: the offline splitter keeps every sentence of the text.
     reportAnalysis(this, AnalysisStep::Extraction, AnalysisPath::Offline, why, call.hadLlm());
@@ -805,9 +811,7 @@ MemoryRecord Memory::update(const QString &id, const UpdateOptions &o)
     if (o.content) {
         const QString c = validContent(*o.content, d->config);
         if (c != r.content) {
-            std::vector<Embedding> v = d->embedder->embed({c});
-            checkEmbeddings(v, 1, *d->embedder);
-            r.embedding = std::move(v.front());
+            r.embedding = std::move(d->embedAll({c}).front());
             r.content = c;
         }
     }
@@ -876,9 +880,7 @@ MemoryRecord Memory::undo(const QString &id)
     std::optional<MemoryRecord> current = d->storage->get(previous.id, true);
     const bool needVector = !current || current->content != previous.content;
     if (needVector) {
-        std::vector<Embedding> v = d->embedder->embed({previous.content});
-        checkEmbeddings(v, 1, *d->embedder);
-        previous.embedding = std::move(v.front());
+        previous.embedding = std::move(d->embedAll({previous.content}).front());
         d->ensureBound();
     }
     if (last.event == HistoryEntry::Event::Delete) {
@@ -1022,8 +1024,7 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
             }
         }
         if (!texts.isEmpty()) {
-            std::vector<Embedding> v = d->embedder->embed(texts);
-            checkEmbeddings(v, texts.size(), *d->embedder);
+            std::vector<Embedding> v = d->embedAll(texts);
             for (size_t k = 0; k < need.size(); ++k)
                 fresh[need[k]].embedding = std::move(v[k]);
         }

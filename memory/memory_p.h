@@ -77,6 +77,11 @@ public:
     void touchLater(const QList<MemoryMatch> &matches);
     // The query's embedding (one embedder call); throws Error(Embedder).
     Embedding embedQuery(const QString &text);
+    // One embedder call for all texts; throws Error(Embedder) when it fails or returns another count.
+    std::vector<Embedding> embedAll(const QStringList &texts);
+    // Whether an LLM is configured. One that cannot be built (unknown provider, no API key) counts:
+    // its calls fail, and the analysis falls back as documented.
+    bool llmConfigured() const;
     // The filter of a recall over resolved scopes: categories and the privacy rules of the options.
     RecordFilter recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const;
     RecordFilter readFilter(const QStringList &scopes) const;

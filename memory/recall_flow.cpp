@@ -196,13 +196,7 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
         why = QStringLiteral("the query is shorter than query_analysis_threshold (%1 characters)")
                   .arg(d.config.queryAnalysisThreshold);
     } else {
-        // A broken LLM configuration counts as an LLM: its call fails and falls back.
-        bool haveLlm = true;
-        try {
-            haveLlm = d.q->llm() != nullptr;
-        } catch (const std::exception &) {
-        }
-        if (!haveLlm) {
+        if (!d.llmConfigured()) {
             why = QStringLiteral("no LLM is configured");
         } else {
             const QStringList available = availableScopes(*d.storage, base, scopes);
@@ -211,13 +205,9 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
                 info = d.storage->scopeInfo(base);
             AnalysisCall call(d.q, AnalysisStep::Query);
             call.start(LlmAnalysis::queryRequest(query, available, info, now));
-            if (call.wait()) {
-                a = LlmAnalysis::readQuery(call.response().structured);
-                if (!a)
-                    why = QStringLiteral("the query analysis reply is not a JSON object");
-            } else {
-                why = call.failure();
-            }
+            a = call.read(
+                LlmAnalysis::readQuery,
+                QStringLiteral("the query analysis reply is not a JSON object"), &why);
             failed = !a;
         }
     }
@@ -264,12 +254,7 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
 
 QList<RecallFlow::Phrase> RecallFlow::embedPhrases(const QStringList &texts)
 {
-    std::vector<Embedding> vectors = d.embedder->embed(texts);
-    if (qsizetype(vectors.size()) != texts.size())
-        throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
-                                             .arg(d.embedder->id())
-                                             .arg(vectors.size())
-                                             .arg(texts.size()));
+    std::vector<Embedding> vectors = d.embedAll(texts);
     QList<Phrase> out;
     for (qsizetype i = 0; i < texts.size(); ++i)
         if (!vectors[size_t(i)].empty())
@@ -307,15 +292,10 @@ bool RecallFlow::explore(const QString &query, const Plan &plan, bool timed, QLi
     }
     AnalysisCall call(d.q, AnalysisStep::Exploration);
     call.start(LlmAnalysis::explorationRequest(query, excerpts));
-    std::optional<LlmAnalysis::Exploration> e;
     QString why;
-    if (call.wait()) {
-        e = LlmAnalysis::readExploration(call.response().structured);
-        if (!e)
-            why = QStringLiteral("the exploration reply is not a JSON object");
-    } else {
-        why = call.failure();
-    }
+    std::optional<LlmAnalysis::Exploration> e = call.read(
+        LlmAnalysis::readExploration,
+        QStringLiteral("the exploration reply is not a JSON object"), &why);
     if (!call.hadLlm()) {
         reportAnalysis(d.q, AnalysisStep::Exploration, AnalysisPath::Skipped,
                        QStringLiteral("no LLM is configured; the results of the first search are returned"));

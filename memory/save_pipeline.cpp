@@ -69,12 +69,7 @@ QStringList cleanCategories(const QStringList &in)
 
 void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<size_t> &active)
 {
-    // Whether an LLM is configured at all (a broken configuration counts: its calls fail and fall back).
-    bool haveLlm = true;
-    try {
-        haveLlm = q->llm() != nullptr;
-    } catch (const std::exception &) {
-    }
+    const bool haveLlm = llmConfigured();
 
     std::vector<size_t> work;
     for (size_t i : active)
@@ -174,15 +169,10 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             continue;
         }
         AnalysisCall &call = *saveCalls[i];
-        std::optional<SaveAnalysis> a;
         QString why;
-        if (call.wait()) {
-            a = LlmAnalysis::readSave(call.response().structured);
-            if (!a)
-                why = QStringLiteral("the save analysis reply has no usable scope");
-        } else {
-            why = call.failure();
-        }
+        std::optional<SaveAnalysis> a = call.read(
+            LlmAnalysis::readSave,
+            QStringLiteral("the save analysis reply has no usable scope"), &why);
         if (!a) {
             // The seed's fallback: the memory is stored with the defaults already resolved.
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Defaults, why, true);
@@ -204,15 +194,10 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             continue;
         AnalysisCall &call = *planCalls[i];
         Item &it = items[i];
-        std::optional<ConsolidationPlan> plan;
         QString why;
-        if (call.wait()) {
-            plan = LlmAnalysis::readConsolidation(call.response().structured, it.similar);
-            if (!plan)
-                why = QStringLiteral("the consolidation reply is not a plan");
-        } else {
-            why = call.failure();
-        }
+        std::optional<ConsolidationPlan> plan = call.read(
+            [&](const Json &j) { return LlmAnalysis::readConsolidation(j, it.similar); },
+            QStringLiteral("the consolidation reply is not a plan"), &why);
         if (plan) {
             it.plan = std::move(plan);
             reportAnalysis(q, AnalysisStep::Consolidation, AnalysisPath::Llm);
@@ -281,12 +266,7 @@ std::pair<int, int> MemoryPrivate::applyPlans(std::vector<Item> &items, const st
         QStringList texts;
         for (const MemoryRecord &r : updates)
             texts << r.content;
-        std::vector<Embedding> vectors = embedder->embed(texts);
-        if (qsizetype(vectors.size()) != texts.size())
-            throw Error(ErrorKind::Embedder, QStringLiteral("the embedder %1 returned %2 vectors for %3 texts")
-                                                 .arg(embedder->id())
-                                                 .arg(vectors.size())
-                                                 .arg(texts.size()));
+        std::vector<Embedding> vectors = embedAll(texts);
         for (size_t k = 0; k < updates.size(); ++k)
             updates[k].embedding = std::move(vectors[k]);
     }

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "fake_embedder.h"
+#include "memory_test_util.h"
 #include "memory/memory.h"
 #include "memory/statement_splitter.h"
 #include "scripted_llm.h"
@@ -16,7 +17,9 @@
 #include <QtTest>
 
 using namespace mneme;
+using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
+using mneme::test::fields;
 using mneme::test::ScriptedLlm;
 using mneme::test::ScriptedReply;
 using mneme::test::TempStore;
@@ -84,21 +87,7 @@ Json changes(std::initializer_list<Json> items)
 // An OpenAI reply with one tool call whose arguments are `raw`, verbatim (valid JSON or not).
 ScriptedReply toolReply(const QString &raw)
 {
-    const Json reply = {{"id", "chatcmpl-test"},
-                        {"object", "chat.completion"},
-                        {"model", "gpt-test"},
-                        {"choices",
-                         {{{"index", 0},
-                           {"message",
-                            {{"role", "assistant"},
-                             {"content", nullptr},
-                             {"tool_calls",
-                              {{{"id", "call_1"},
-                                {"type", "function"},
-                                {"function", {{"name", "record_memory_changes"}, {"arguments", raw.toStdString()}}}}}}}},
-                           {"finish_reason", "tool_calls"}}}},
-                        {"usage", {{"prompt_tokens", 3}, {"completion_tokens", 2}, {"total_tokens", 5}}}};
-    return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
+    return ScriptedLlm::toolCallReply(QStringLiteral("record_memory_changes"), raw);
 }
 
 QStringList events(const ConversationResult &r)
@@ -126,17 +115,6 @@ QStringList pathsOf(const QSignalSpy &spy, const QString &step)
         if (args.at(0).toString() == step)
             out << args.at(1).toString();
     return out;
-}
-
-template<typename F>
-Error errorOf(F &&f)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        return e;
-    }
-    return Error(ErrorKind::Internal, QStringLiteral("no error was raised"));
 }
 
 const QDateTime kLongAgo = QDateTime(QDate(2021, 3, 4), QTime(5, 6, 7), Qt::UTC);

@@ -8,6 +8,7 @@
 #include "core/plugin_registry.h"
 #include "core/storage_backend.h"
 #include "fake_embedder.h"
+#include "memory_test_util.h"
 #include "memory/memory.h"
 #include "scripted_llm.h"
 #include "temp_store.h"
@@ -17,7 +18,9 @@
 #include <cmath>
 
 using namespace mneme;
+using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
+using mneme::test::fields;
 using mneme::test::ScriptedLlm;
 using mneme::test::ScriptedReply;
 using mneme::test::TempStore;
@@ -174,17 +177,6 @@ QStringList steps(const QSignalSpy &spy)
     for (const QList<QVariant> &args : spy)
         out << args.at(0).toString();
     return out;
-}
-
-template<typename F>
-Error errorOf(F &&f)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        return e;
-    }
-    return Error(ErrorKind::Internal, QStringLiteral("no error was raised"));
 }
 
 const QString kShort = QStringLiteral("payment outage");

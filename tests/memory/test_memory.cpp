@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "fake_embedder.h"
+#include "memory_test_util.h"
 #include "memory/memory.h"
 #include "temp_store.h"
 
@@ -12,7 +13,9 @@
 #include <QtTest>
 
 using namespace mneme;
+using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
+using mneme::test::fields;
 using mneme::test::TempStore;
 
 namespace {
@@ -44,15 +47,6 @@ public:
     }
 };
 
-RememberOptions fields(const QString &scope, double importance = 0.5, const QStringList &categories = {})
-{
-    RememberOptions o;
-    o.scope = scope;
-    o.importance = importance;
-    o.categories = categories;
-    return o;
-}
-
 RecallOptions shallow(int limit = 10)
 {
     RecallOptions o;
@@ -66,17 +60,6 @@ UpdateOptions newContent(const QString &content)
     UpdateOptions u;
     u.content = content;
     return u;
-}
-
-template<typename F>
-Error errorOf(F &&f)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        return e;
-    }
-    return Error(ErrorKind::Internal, QStringLiteral("no error was raised"));
 }
 
 } // namespace

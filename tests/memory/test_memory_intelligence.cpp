@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "fake_embedder.h"
+#include "memory_test_util.h"
 #include "memory/memory.h"
 #include "scripted_llm.h"
 #include "temp_store.h"
@@ -13,7 +14,9 @@
 #include <QtTest>
 
 using namespace mneme;
+using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
+using mneme::test::fields;
 using mneme::test::ScriptedLlm;
 using mneme::test::ScriptedReply;
 using mneme::test::TempStore;
@@ -24,15 +27,6 @@ const Embedding kTopic = {1, 0, 0, 0};
 const Embedding kNearTopic = {0.95f, 0.31f, 0, 0};   // cosine 0.95 with kTopic
 const Embedding kOther = {0, 0, 1, 0};
 
-RememberOptions fields(const QString &scope, double importance = 0.5, const QStringList &categories = {})
-{
-    RememberOptions o;
-    o.scope = scope;
-    o.importance = importance;
-    o.categories = categories;
-    return o;
-}
-
 Json analysis(const QString &scope, const QStringList &categories = {}, double importance = 0.5)
 {
     Json c = Json::array();
@@ -42,17 +36,6 @@ Json analysis(const QString &scope, const QStringList &categories = {}, double i
                 {"categories", c},
                 {"importance", importance},
                 {"metadata", {{"entities", {"PostgreSQL"}}, {"dates", Json::array()}, {"topics", {"database"}}}}};
-}
-
-template<typename F>
-Error errorOf(F &&f)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        return e;
-    }
-    return Error(ErrorKind::Internal, QStringLiteral("no error was raised"));
 }
 
 QStringList stepsOf(const QSignalSpy &spy, const QString &path = {})

@@ -76,7 +76,7 @@ void ScriptedLlm::onError(const QString &step, int status)
     });
 }
 
-void ScriptedLlm::onToolCall(const QString &step, const QString &tool, const Json &arguments)
+ScriptedReply ScriptedLlm::toolCallReply(const QString &tool, const QString &rawArguments)
 {
     const Json reply = {{"id", "chatcmpl-test"},
                         {"object", "chat.completion"},
@@ -89,11 +89,16 @@ void ScriptedLlm::onToolCall(const QString &step, const QString &tool, const Jso
                              {"tool_calls",
                               {{{"id", "call_1"},
                                 {"type", "function"},
-                                {"function", {{"name", tool.toStdString()}, {"arguments", arguments.dump()}}}}}}}},
+                                {"function", {{"name", tool.toStdString()}, {"arguments", rawArguments.toStdString()}}}}}}}},
                            {"finish_reason", "tool_calls"}}}},
                         {"usage", {{"prompt_tokens", 11}, {"completion_tokens", 7}, {"total_tokens", 18}}}};
-    const QByteArray bytes = QByteArray::fromStdString(reply.dump());
-    on(step, [bytes](const Json &) { return ScriptedReply::json(bytes); });
+    return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
+}
+
+void ScriptedLlm::onToolCall(const QString &step, const QString &tool, const Json &arguments)
+{
+    const ScriptedReply reply = toolCallReply(tool, QString::fromStdString(arguments.dump()));
+    on(step, [reply](const Json &) { return reply; });
 }
 
 int ScriptedLlm::calls(const QString &step) const

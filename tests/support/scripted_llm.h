@@ -49,7 +49,10 @@ public:
     // The provider itself, built through the registry.
     std::shared_ptr<LlmProvider> provider(const Json &extra = Json::object()) const;
 
+    // A chat completion whose message content is `content`.
     static ScriptedReply completion(const QString &content);
+    // A chat completion with one call of `tool` whose arguments are `rawArguments` verbatim (JSON or not).
+    static ScriptedReply toolCallReply(const QString &tool, const QString &rawArguments);
     static QString stepOf(const Json &body);
 
 private:
