@@ -8,6 +8,7 @@
 #include "core/plugin_registry.h"
 #include "core/storage_backend.h"
 #include "fake_embedder.h"
+#include "counting_storage.h"
 #include "memory_test_util.h"
 #include "memory/memory.h"
 #include "scripted_llm.h"
@@ -18,6 +19,7 @@
 #include <cmath>
 
 using namespace mneme;
+using mneme::test::CountingStorage;
 using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
 using mneme::test::fields;
@@ -59,77 +61,6 @@ struct Rec
     QStringList categories = {};
     QString source = {};
     bool isPrivate = false;
-};
-
-// The SQLite store, recording the filter of every vector search.
-class CountingStorage : public StorageBackend
-{
-public:
-    explicit CountingStorage(std::unique_ptr<StorageBackend> inner) : m_inner(std::move(inner)) {}
-
-    QList<RecordFilter> searches() const
-    {
-        QMutexLocker lock(&m_mutex);
-        return m_searches;
-    }
-    QStringList searchedScopes() const
-    {
-        QStringList out;
-        for (const RecordFilter &f : searches())
-            out << (f.scopes.isEmpty() ? QStringLiteral("/") : f.scopes.join(QLatin1Char('+')));
-        return out;
-    }
-    void clear()
-    {
-        QMutexLocker lock(&m_mutex);
-        m_searches.clear();
-    }
-
-    QString location() const override { return m_inner->location(); }
-    int schemaVersion() const override { return m_inner->schemaVersion(); }
-    std::optional<EmbedderBinding> embedderBinding() const override { return m_inner->embedderBinding(); }
-    void bindEmbedder(const EmbedderBinding &b) override { m_inner->bindEmbedder(b); }
-    void save(const std::vector<MemoryRecord> &records) override { m_inner->save(records); }
-    void update(const MemoryRecord &record) override { m_inner->update(record); }
-    int remove(const RecordFilter &filter) override { return m_inner->remove(filter); }
-    int reset(const QString &scopePrefix) override { return m_inner->reset(scopePrefix); }
-    void restore(const MemoryRecord &record) override { m_inner->restore(record); }
-    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override
-    {
-        {
-            QMutexLocker lock(&m_mutex);
-            m_searches << filter;
-        }
-        return m_inner->search(query, filter, limit);
-    }
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) override
-    {
-        return m_inner->keywordSearch(text, filter, limit);
-    }
-    std::optional<MemoryRecord> get(const QString &id, bool withEmbedding) override { return m_inner->get(id, withEmbedding); }
-    std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override
-    {
-        return m_inner->list(filter, limit, offset);
-    }
-    std::optional<MemoryRecord> findExact(const QString &content, const QString &scope, const QString &source,
-                                          bool isPrivate) override
-    {
-        return m_inner->findExact(content, scope, source, isPrivate);
-    }
-    int count(const RecordFilter &filter) override { return m_inner->count(filter); }
-    ScopeInfo scopeInfo(const QString &scope) override { return m_inner->scopeInfo(scope); }
-    QStringList childScopes(const QString &parent) override { return m_inner->childScopes(parent); }
-    QMap<QString, int> categories(const RecordFilter &filter) override { return m_inner->categories(filter); }
-    void touch(const QStringList &ids, const QDateTime &at) override { m_inner->touch(ids, at); }
-    std::vector<HistoryEntry> history(const QString &recordId) override { return m_inner->history(recordId); }
-    std::optional<Json> readState(const QString &key) override { return m_inner->readState(key); }
-    void writeState(const QString &key, const Json &value) override { m_inner->writeState(key, value); }
-    void close() override { m_inner->close(); }
-
-private:
-    std::unique_ptr<StorageBackend> m_inner;
-    mutable QMutex m_mutex;
-    QList<RecordFilter> m_searches;
 };
 
 Json strings(const QStringList &list)

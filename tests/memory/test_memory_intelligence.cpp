@@ -4,6 +4,8 @@
 // vectors decide what counts as similar. Case numbers are crewai-behaviour.md section 13's.
 
 #include "core/error.h"
+#include "core/plugin_registry.h"
+#include "counting_storage.h"
 #include "fake_embedder.h"
 #include "memory_test_util.h"
 #include "memory/memory.h"
@@ -14,6 +16,7 @@
 #include <QtTest>
 
 using namespace mneme;
+using mneme::test::CountingStorage;
 using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
 using mneme::test::fields;
@@ -238,6 +241,42 @@ private Q_SLOTS:
         const MemoryRecord r = view.isEmpty() ? m->remember(QStringLiteral("Quarterly results are in."))
                                               : m->scope(view).remember(QStringLiteral("Quarterly results are in."));
         QCOMPARE(r.scope, expected);
+    }
+
+    // Case 30: one similarity search per item of a batch (with an LLM, for consolidation); case 43:
+    // bounded by the item's scope under the root. Without an LLM and with every field given, none.
+    void similaritySearchesPerItem_data()
+    {
+        QTest::addColumn<bool>("withLlm");
+        QTest::addColumn<QString>("root");
+        QTest::addColumn<QString>("scope");
+        QTest::addColumn<int>("searches");
+        QTest::addColumn<QString>("bound");
+        QTest::newRow("llm, root and scope") << true << "/crew/a" << "/inner" << 3 << "/crew/a/inner";
+        QTest::newRow("llm, no root") << true << "" << "/inner" << 3 << "/inner";
+        QTest::newRow("no llm, all fields") << false << "/crew/a" << "/inner" << 0 << "";
+    }
+    void similaritySearchesPerItem()
+    {
+        QFETCH(bool, withLlm);
+        QFETCH(QString, root);
+        QFETCH(QString, scope);
+        QFETCH(int, searches);
+        QFETCH(QString, bound);
+        auto storage = std::make_shared<CountingStorage>(
+            PluginRegistry::instance().createStorage(QStringLiteral("sqlite"), Json{{"path", m_dir->path().toStdString()}}));
+        Memory m(config(root, withLlm), storage, m_embedder);
+        m_embedder->setVector(QStringLiteral("one"), {1, 0, 0, 0});
+        m_embedder->setVector(QStringLiteral("two"), {0, 1, 0, 0});
+        m_embedder->setVector(QStringLiteral("three"), {0, 0, 1, 0});
+        const SaveResult res = m.rememberMany({QStringLiteral("one"), QStringLiteral("two"), QStringLiteral("three")},
+                                              fields(scope))
+                                   .result();
+        QCOMPARE(res.stored, 3);
+        const QList<RecordFilter> done = storage->searches();
+        QCOMPARE(int(done.size()), searches);
+        for (const RecordFilter &f : done)
+            QCOMPARE(f.scopes, QStringList{bound});
     }
 
     // ---- Consolidation -------------------------------------------------------------------------
