@@ -42,6 +42,14 @@ QStringList scopesBelow(StorageBackend &storage, const QString &root)
     return out.mid(0, 50);
 }
 
+// The cosine at which a stored record votes for its scope in the offline analysis. The builtin
+// feature-hashing embedders score related sentences lower than neural ones (about 0.35-0.5 for two
+// sentences on one subject, under 0.05 for unrelated ones), so they get a lower bar.
+double scopeVoteSimilarity(const Embedder &embedder)
+{
+    return embedder.id().startsWith(QLatin1String("builtin/")) ? 0.3 : 0.55;
+}
+
 Json mergedMetadata(const Json &caller, const Json &extracted)
 {
     Json m = extracted.is_object() ? extracted : Json::object();
@@ -156,7 +164,8 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
                 QList<QPair<QString, double>> neighbours;
                 for (size_t k = 0; k < it.similar.size(); ++k)
                     neighbours << qMakePair(it.similar[k].scope, it.similarity[k]);
-                it.record.scope = LlmAnalysis::clampScope(root, LlmAnalysis::relativeScope(root, OfflineAnalyzer::chooseScope(neighbours, root)));
+                const QString chosen = OfflineAnalyzer::chooseScope(neighbours, root, scopeVoteSimilarity(*embedder));
+                it.record.scope = LlmAnalysis::clampScope(root, LlmAnalysis::relativeScope(root, chosen));
             }
             if (!o.categories)
                 it.record.categories = cleanCategories(a.categories);

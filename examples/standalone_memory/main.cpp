@@ -1,5 +1,6 @@
 // Mneme standalone memory: remember facts in several scopes, recall them with scores and reasons,
-// look at the scope tree. Offline: SQLite storage and the builtin embedder, no LLM, no API key.
+// look at the scope tree, let the offline analyzer file a note and split a meeting note into facts,
+// undo an edit. Offline: SQLite storage and the builtin embedder, no LLM, no API key.
 
 #include "memory/memory.h"
 
@@ -84,6 +85,27 @@ int main(int argc, char **argv)
         print(QStringLiteral("\nread-only slice over /agent/researcher and /product/docs:"));
         for (const MemoryMatch &m : view.recall(QStringLiteral("papers and limits")))
             print(QStringLiteral("  [%1] %2").arg(m.score, 0, 'f', 2).arg(m.record.content));
+
+        // No scope, categories or importance: without an LLM the offline analyzer fills them in, taking
+        // the scope of the most similar stored records.
+        const MemoryRecord filed = memory.remember(QStringLiteral("The user database runs PostgreSQL 16 on the staging environment."));
+        print(QStringLiteral("\nfiled offline: \"%1\" -> %2, categories [%3], importance %4")
+                  .arg(filed.content, filed.scope, filed.categories.join(QStringLiteral(", ")))
+                  .arg(filed.importance, 0, 'f', 2));
+
+        // A meeting note becomes separate facts (an LLM would also rewrite them to stand alone).
+        print(QStringLiteral("\nfacts in a meeting note:"));
+        for (const QString &fact : memory.extractMemories(QStringLiteral(
+                 "Standup notes: we moved the release to June 3; Bob owns the migration. Alice will review the API.")))
+            print(QStringLiteral("  - ") + fact);
+
+        // Every change is in the history, and the last one can be undone.
+        UpdateOptions edit;
+        edit.content = QStringLiteral("The user database runs PostgreSQL 17 on the staging environment.");
+        memory.update(filed.id, edit);
+        print(QStringLiteral("\nundo of an edit restores: \"%1\" (%2 changes in its history)")
+                  .arg(memory.undo(filed.id).content)
+                  .arg(memory.history(filed.id).size()));
 
         print(QStringLiteral("\nscope tree:"));
         print(memory.tree());

@@ -583,6 +583,18 @@ private Q_SLOTS:
         QCOMPARE(stepsOf(extraction, QStringLiteral("offline")), QStringList{QStringLiteral("extraction")});
     }
 
+    // With the builtin embedder (lower cosines for related sentences), a related note still finds its scope.
+    void offlineScopeWithTheBuiltinEmbedder()
+    {
+        Memory m(config(QString(), false));
+        QVERIFY(m.embedder().id().startsWith(QLatin1String("builtin/")));
+        m.remember(QStringLiteral("We decided to use PostgreSQL for the user database."), fields(QStringLiteral("/project/db")));
+        m.remember(QStringLiteral("Acme Corp prefers email communication."), fields(QStringLiteral("/customer/acme")));
+        QCOMPARE(m.remember(QStringLiteral("The user database runs PostgreSQL 16.")).scope, QStringLiteral("/project/db"));
+        QCOMPARE(m.remember(QStringLiteral("Acme Corp asked us to email the invoices.")).scope, QStringLiteral("/customer/acme"));
+        QCOMPARE(m.remember(QStringLiteral("Lunch is at noon.")).scope, QStringLiteral("/"));
+    }
+
     void brokenLlmConfigurationFallsBack()
     {
         MemoryConfig c = config();
