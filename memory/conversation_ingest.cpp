@@ -398,7 +398,7 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
     QString why;
     if (llmConfigured) {
         AnalysisCall call(q, AnalysisStep::Facts);
-        call.start(factsRequest(state.summary, lastMessages(state.messages, job.recent), job.messages, QDate::currentDate()));
+        call.start(factsRequest(state.summary, lastMessages(state.messages, job.recent), job.messages, QDateTime::currentDateTimeUtc().date()));
         facts = call.read(readFacts, QStringLiteral("the facts reply has no list of facts"), &why);
     } else {
         why = QStringLiteral("no LLM is configured");
@@ -489,37 +489,47 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
                 createdAt = m.at.toUTC();
         if (!createdAt.isValid())
             createdAt = now;
+        // Only an update or a delete claims a record: the first one wins. A NOOP claims nothing, so a
+        // later change of the same record from another fact still applies; an update pre-empted by an
+        // earlier one is stored as a new memory instead of being lost.
         QSet<QString> claimed;
+        QSet<QString> noted;   // records already reported as NOOP
         QSet<QString> addedTexts;
         std::vector<MemoryRecord> adds, updates;
         QStringList deletes;
+        const auto noop = [&](const MemoryRecord &r) {
+            if (!noted.contains(r.id)) {
+                noted.insert(r.id);
+                result.changes << ConversationChange{QStringLiteral("NOOP"), r.id, r.content, QString()};
+            }
+        };
+        const auto add = [&](const QString &text) {
+            if (text.isEmpty() || addedTexts.contains(text))
+                return;
+            if (text.size() > d.config.maxContentChars) {
+                qCWarning(lcMemory) << "conversation ingestion skipped a fact over max_content_chars";
+                return;
+            }
+            addedTexts.insert(text);
+            if (auto same = d.storage->findExact(text, base.scope, base.source, base.isPrivate)) {
+                noop(*same);
+                return;
+            }
+            MemoryRecord r = base;
+            r.id = MemoryRecord::create(QString()).id;
+            r.content = text;
+            r.createdAt = createdAt;
+            r.updatedAt = now;
+            r.lastAccessed = now;
+            r.accessCount = 0;
+            r.embedding.clear();
+            result.changes << ConversationChange{QStringLiteral("ADD"), r.id, text, QString()};
+            adds.push_back(std::move(r));
+        };
         for (const Decision &dec : std::as_const(decisions)) {
             const QString text = dec.text.trimmed();
             if (dec.event == QLatin1String("ADD")) {
-                if (text.isEmpty() || addedTexts.contains(text))
-                    continue;
-                if (text.size() > d.config.maxContentChars) {
-                    qCWarning(lcMemory) << "conversation ingestion skipped a fact over max_content_chars";
-                    continue;
-                }
-                addedTexts.insert(text);
-                if (auto same = d.storage->findExact(text, base.scope, base.source, base.isPrivate)) {
-                    if (!claimed.contains(same->id)) {
-                        claimed.insert(same->id);
-                        result.changes << ConversationChange{QStringLiteral("NOOP"), same->id, same->content, QString()};
-                    }
-                    continue;
-                }
-                MemoryRecord r = base;
-                r.id = MemoryRecord::create(QString()).id;
-                r.content = text;
-                r.createdAt = createdAt;
-                r.updatedAt = now;
-                r.lastAccessed = now;
-                r.accessCount = 0;
-                r.embedding.clear();
-                result.changes << ConversationChange{QStringLiteral("ADD"), r.id, text, QString()};
-                adds.push_back(std::move(r));
+                add(text);
                 continue;
             }
             const bool update = dec.event == QLatin1String("UPDATE");
@@ -535,30 +545,35 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
                 continue;
             }
             const MemoryRecord &old = *target;
-            if (claimed.contains(old.id))
+            if (!update && !remove) {
+                if (!claimed.contains(old.id))
+                    noop(old);
                 continue;
+            }
+            if (claimed.contains(old.id)) {
+                if (update)
+                    add(text);
+                continue;
+            }
             if (update) {
                 if (text.isEmpty() || text.size() > d.config.maxContentChars)
                     continue;
-                claimed.insert(old.id);
                 // Keep the richer content: a rewrite that only drops words is no update.
                 if (text == old.content || (text.size() < old.content.size() && old.content.contains(text, Qt::CaseInsensitive))) {
-                    result.changes << ConversationChange{QStringLiteral("NOOP"), old.id, old.content, QString()};
+                    noop(old);
                     continue;
                 }
+                claimed.insert(old.id);
                 MemoryRecord r = old; // same id, scope, source, privacy and created_at
                 r.content = text;
                 r.updatedAt = now;
                 r.lastAccessed = now;
                 result.changes << ConversationChange{QStringLiteral("UPDATE"), r.id, text, old.content};
                 updates.push_back(std::move(r));
-            } else if (remove) {
+            } else {
                 claimed.insert(old.id);
                 deletes << old.id;
                 result.changes << ConversationChange{QStringLiteral("DELETE"), old.id, old.content, QString()};
-            } else {
-                claimed.insert(old.id);
-                result.changes << ConversationChange{QStringLiteral("NOOP"), old.id, old.content, QString()};
             }
         }
 

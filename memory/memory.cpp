@@ -860,6 +860,11 @@ QList<HistoryEntry> Memory::history(const QString &id)
 MemoryRecord Memory::undo(const QString &id)
 {
     d->checkWritable("undo");
+    d->checkNotOnWriter("undo()");
+    // The history is read with saves excluded: a save consolidating this record in between would
+    // otherwise be reverted along with the change meant.
+    QMutexLocker lock(&d->submitLock);
+    drainWrites();
     const QList<HistoryEntry> entries = history(id); // NotFound, root confinement
     if (entries.isEmpty() || entries.back().oldRecord.is_null() || !entries.back().oldRecord.is_object())
         throw Error(ErrorKind::InvalidArgument,
@@ -874,9 +879,6 @@ MemoryRecord Memory::undo(const QString &id)
         throw Error(ErrorKind::Corrupt, QStringLiteral("the history of memory \"%1\" cannot be read (%2); the record is unchanged")
                                             .arg(id.trimmed(), QString::fromUtf8(e.what())));
     }
-    d->checkNotOnWriter("undo()");
-    QMutexLocker lock(&d->submitLock);
-    drainWrites();
     std::optional<MemoryRecord> current = d->storage->get(previous.id, true);
     const bool needVector = !current || current->content != previous.content;
     if (needVector) {

@@ -110,7 +110,8 @@ public:
     QList<HistoryEntry> history(const QString &id);
     // Reverts the record's last change: an update is rolled back to the previous content and fields,
     // a delete brings the record back with its id and times. The undo is itself recorded in the
-    // history (so undoing twice re-applies the change). Returns the record as restored. Throws
+    // history: undoing an update twice re-applies it; a record brought back stays (forget() deletes
+    // it again). Returns the record as restored. Throws
     // Error(NotFound) for an unknown id and Error(InvalidArgument) when the last change is the
     // record's creation (nothing to undo: forget() deletes it).
     MemoryRecord undo(const QString &id);

@@ -219,56 +219,68 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
 
 std::pair<int, int> MemoryPrivate::applyPlans(std::vector<Item> &items, const std::vector<size_t> &active)
 {
-    // Cross-item dedup: the first update or delete of a record wins; later ones are ignored.
+    // Cross-item dedup: the first update or delete of a record wins; later ones are ignored, and the
+    // item whose action was ignored is stored in its own right (its plan relied on that action).
     QSet<QString> claimed;
     QSet<QString> deleted;
     std::vector<MemoryRecord> updates;
-    std::vector<size_t> updateOwner;
     for (size_t i : active) {
         Item &it = items[i];
         if (!it.plan || it.dropped || !it.existingId.isEmpty())
             continue;
+        bool skipped = false;
         for (const ConsolidationAction &a : std::as_const(it.plan->actions)) {
-            if (a.kind == ConsolidationAction::Kind::Keep || claimed.contains(a.recordId))
+            if (a.kind == ConsolidationAction::Kind::Keep)
                 continue;
             const auto found = std::find_if(it.similar.begin(), it.similar.end(),
                                             [&](const MemoryRecord &r) { return r.id == a.recordId; });
             if (found == it.similar.end())
                 continue;
+            if (claimed.contains(a.recordId)) {
+                skipped = true;
+                continue;
+            }
             if (a.kind == ConsolidationAction::Kind::Delete) {
                 claimed.insert(a.recordId);
                 deleted.insert(a.recordId);
                 continue;
             }
             const QString content = a.newContent.trimmed();
-            if (content == found->content || content.size() > config.maxContentChars)
-                continue; // nothing to change, or a rewrite over the size limit: keep the record
+            if (content == found->content) { // the record already says it: as good as a keep that covers it
+                if (it.mergedInto.isEmpty())
+                    it.mergedInto = a.recordId;
+                continue;
+            }
+            if (content.size() > config.maxContentChars) {
+                skipped = true;
+                continue;
+            }
             claimed.insert(a.recordId);
             MemoryRecord r = *found; // same id, scope, source, privacy, created_at (decision 6)
             r.content = content;
             r.embedding.clear();
             updates.push_back(std::move(r));
-            updateOwner.push_back(i);
             if (it.mergedInto.isEmpty())
                 it.mergedInto = a.recordId;
         }
+        if (skipped)
+            it.plan->insertNew = true;
     }
-    // Which items still need a record of their own.
+    // Which items need no record of their own: those a surviving record covers, either one their plan
+    // updated or one it keeps that is at least consolidation_threshold similar. Otherwise the new fact
+    // is stored, whatever the plan says: it is never lost.
     for (size_t i : active) {
         Item &it = items[i];
         if (!it.plan || it.plan->insertNew)
             continue;
-        if (it.mergedInto.isEmpty()) {
-            // Covered by a stored record it keeps: the first similar one that survives.
-            for (const MemoryRecord &r : it.similar) {
-                if (!deleted.contains(r.id)) {
-                    it.mergedInto = r.id;
-                    break;
-                }
-            }
+        if (deleted.contains(it.mergedInto))
+            it.mergedInto.clear();
+        for (size_t k = 0; it.mergedInto.isEmpty() && k < it.similar.size(); ++k) {
+            if (it.similarity[k] >= config.consolidationThreshold && !deleted.contains(it.similar[k].id))
+                it.mergedInto = it.similar[k].id;
         }
         if (it.mergedInto.isEmpty())
-            it.plan->insertNew = true; // every similar record is going: never lose the new fact too
+            it.plan->insertNew = true;
     }
 
     if (!updates.empty()) {

@@ -405,6 +405,52 @@ private Q_SLOTS:
         QCOMPARE(m->history(stored.id).size(), 2); // one update, not two
     }
 
+    // An item whose plan relied on an action another item's plan pre-empted is stored in its own right,
+    // and a plan that says "covered" is believed only for a record at least consolidation_threshold close.
+    void preemptedPlansStillStoreTheFact()
+    {
+        m_embedder->setVector(QStringLiteral("I live in Munich."), kTopic);
+        m_embedder->setVector(QStringLiteral("I like pizza."), {0.6f, 0, 0.8f, 0});        // 0.6 from kTopic
+        m_embedder->setVector(QStringLiteral("I moved to Berlin."), kNearTopic);
+        m_embedder->setVector(QStringLiteral("My new address is Hauptstr 5 in Berlin."), {0.95f, -0.31f, 0, 0});
+        auto m = open();
+        const MemoryRecord munich = m->remember(QStringLiteral("I live in Munich."), fields(QStringLiteral("/")));
+        const MemoryRecord pizza = m->remember(QStringLiteral("I like pizza."), fields(QStringLiteral("/")));
+        m_llm->on(QStringLiteral("consolidation_plan"), [id = munich.id.toStdString()](const Json &body) {
+            const std::string prompt = body["messages"].back()["content"].get<std::string>();
+            const Json plan = prompt.find("I moved to Berlin.") != std::string::npos
+                ? Json{{"actions", {{{"action", "delete"}, {"id", id}}}}, {"insert_new", true}}
+                : Json{{"actions", {{{"action", "update"}, {"id", id}, {"new_content", "I live at Hauptstr 5 in Berlin."}}}},
+                       {"insert_new", false}};
+            return ScriptedLlm::completion(QString::fromStdString(plan.dump()));
+        });
+        const SaveResult res = m->rememberMany({QStringLiteral("I moved to Berlin."), QStringLiteral("My new address is Hauptstr 5 in Berlin.")},
+                                               fields(QStringLiteral("/")))
+                                   .result();
+        QCOMPARE(res.stored, 2);
+        QCOMPARE(res.deleted, 1);
+        QCOMPARE(res.updated, 0);
+        QVERIFY(!m->get(munich.id));
+        QVERIFY(!res.ids.contains(pizza.id));
+        QCOMPARE(m->get(pizza.id)->content, QStringLiteral("I like pizza."));
+
+        // "Covered" by a kept record below consolidation_threshold while the close one is deleted: not
+        // believed, the fact is stored.
+        m_embedder->setVector(QStringLiteral("Pizza night is on Friday."), kTopic);
+        m_embedder->setVector(QStringLiteral("We order from Luigi's."), {0.6f, 0.8f, 0, 0});
+        m_embedder->setVector(QStringLiteral("Pizza night moved to Saturday."), kNearTopic);   // 0.95 and 0.82
+        m->forget(ForgetOptions{std::nullopt, {pizza.id}});
+        const MemoryRecord close = m->remember(QStringLiteral("Pizza night is on Friday."), fields(QStringLiteral("/food")));
+        const MemoryRecord far = m->remember(QStringLiteral("We order from Luigi's."), fields(QStringLiteral("/food")));
+        m_llm->onJson(QStringLiteral("consolidation_plan"),
+                      Json{{"actions", {{{"action", "delete"}, {"id", close.id.toStdString()}}, {{"action", "keep"}, {"id", far.id.toStdString()}}}},
+                           {"insert_new", false}});
+        const MemoryRecord r = m->remember(QStringLiteral("Pizza night moved to Saturday."), fields(QStringLiteral("/food")));
+        QCOMPARE(r.content, QStringLiteral("Pizza night moved to Saturday."));
+        QVERIFY(!m->get(close.id));
+        QCOMPARE(m->info(QStringLiteral("/food")).recordCount, 2);
+    }
+
     void belowThresholdNoConsolidation()
     {
         m_embedder->setVector(QStringLiteral("A"), kTopic);
