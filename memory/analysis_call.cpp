@@ -3,6 +3,8 @@
 #include "core/error.h"
 #include "memory/memory.h"
 
+#include <algorithm>
+
 namespace mneme {
 
 Q_LOGGING_CATEGORY(lcMemory, "mneme.memory", QtWarningMsg)
@@ -76,6 +78,21 @@ bool AnalysisCall::wait()
     Q_EMIT m_memory->llmCallCompleted(QLatin1String(m_step), m_model.isEmpty() ? m_response.model : m_model, ms,
                                       m_response.usage.promptTokens, m_response.usage.completionTokens);
     return true;
+}
+
+size_t AnalysisBatch::add(const char *step, ChatRequest request)
+{
+    m_calls.push_back(std::make_unique<AnalysisCall>(m_memory, step));
+    m_requests.push_back(std::move(request));
+    return m_calls.size() - 1;
+}
+
+AnalysisCall &AnalysisBatch::at(size_t index)
+{
+    const size_t end = std::min(m_calls.size(), index + size_t(std::max(1, m_limit)));
+    for (; m_next < end; ++m_next)
+        m_calls[m_next]->start(std::move(m_requests[m_next]));
+    return *m_calls[index];
 }
 
 ChatRequest structuredRequest(const QString &system, const QString &user, const Json &schema, const QString &schemaName)

@@ -9,6 +9,7 @@
 #include <QLoggingCategory>
 #include <QString>
 #include <memory>
+#include <vector>
 
 namespace mneme {
 
@@ -86,6 +87,26 @@ private:
     bool m_waiting = false;
     bool m_done = false;
     bool m_hadLlm = true;
+};
+
+// Calls that run concurrently, at most `limit` in flight, started in the order they were added. Get a
+// call with at() just before waiting for it: that starts it if it was not yet, and keeps the window
+// full behind it. Waiting in the order of adding keeps `limit` requests on the wire (a provider's
+// connection pool queues the rest, and their waiting would count against their timeouts).
+class AnalysisBatch
+{
+public:
+    explicit AnalysisBatch(Memory *memory, int limit = 8) : m_memory(memory), m_limit(limit) {}
+    // Queues a call and returns its index.
+    size_t add(const char *step, ChatRequest request);
+    AnalysisCall &at(size_t index);
+
+private:
+    Memory *m_memory;
+    int m_limit;
+    size_t m_next = 0;  // the first call not started
+    std::vector<std::unique_ptr<AnalysisCall>> m_calls;
+    std::vector<ChatRequest> m_requests;
 };
 
 // A [system, user] request for a structured reply.

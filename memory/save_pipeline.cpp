@@ -133,21 +133,19 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         }
     }
 
-    // 3. Every LLM call of the batch is sent before any is waited for.
-    std::vector<std::optional<AnalysisCall>> saveCalls(items.size()), planCalls(items.size());
+    // 3. The batch's LLM calls run concurrently (the saves' analyses first, in item order, then the
+    //    consolidations: the order they are waited for).
+    AnalysisBatch calls(q);
+    std::vector<std::optional<size_t>> saveCall(items.size()), planCall(items.size());
     if (haveLlm) {
+        for (size_t i : work)
+            if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input))
+                saveCall[i] = calls.add(AnalysisStep::Save,
+                                        LlmAnalysis::saveRequest(items[i].record.content, existingScopes, existingCategories));
         for (size_t i : work) {
-            Item &it = items[i];
-            if (!it.existingId.isEmpty())
-                continue;
-            if (fieldsMissing(it.input)) {
-                saveCalls[i].emplace(q, AnalysisStep::Save);
-                saveCalls[i]->start(LlmAnalysis::saveRequest(it.record.content, existingScopes, existingCategories));
-            }
-            if (!it.similarity.empty() && it.similarity.front() >= config.consolidationThreshold) {
-                planCalls[i].emplace(q, AnalysisStep::Consolidation);
-                planCalls[i]->start(LlmAnalysis::consolidationRequest(it.record.content, it.similar));
-            }
+            const Item &it = items[i];
+            if (it.existingId.isEmpty() && !it.similarity.empty() && it.similarity.front() >= config.consolidationThreshold)
+                planCall[i] = calls.add(AnalysisStep::Consolidation, LlmAnalysis::consolidationRequest(it.record.content, it.similar));
         }
     }
 
@@ -177,7 +175,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, QStringLiteral("no LLM is configured"));
             continue;
         }
-        AnalysisCall &call = *saveCalls[i];
+        AnalysisCall &call = calls.at(*saveCall[i]);
         QString why;
         std::optional<SaveAnalysis> a = call.read(
             LlmAnalysis::readSave,
@@ -199,9 +197,9 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
 
     // 5. Consolidation plans; a failed call inserts the memory and touches nothing.
     for (size_t i : work) {
-        if (!planCalls[i])
+        if (!planCall[i])
             continue;
-        AnalysisCall &call = *planCalls[i];
+        AnalysisCall &call = calls.at(*planCall[i]);
         Item &it = items[i];
         QString why;
         std::optional<ConsolidationPlan> plan = call.read(

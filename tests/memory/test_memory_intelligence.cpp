@@ -12,7 +12,10 @@
 #include "scripted_llm.h"
 #include "temp_store.h"
 
+#include <QMutex>
+#include <QPromise>
 #include <QSignalSpy>
+#include <QThread>
 #include <QtTest>
 
 using namespace mneme;
@@ -49,6 +52,43 @@ QStringList stepsOf(const QSignalSpy &spy, const QString &path = {})
             out << args.at(0).toString();
     return out;
 }
+
+// A provider whose replies the test hands out one by one, counting the requests in flight.
+class GatedLlm : public LlmProvider
+{
+public:
+    QString id() const override { return QStringLiteral("test/gated"); }
+    Capabilities capabilities() const override { return Capability::JsonSchema; }
+    QFuture<ChatResponse> chat(const ChatRequest &) override
+    {
+        auto promise = std::make_shared<QPromise<ChatResponse>>();
+        promise->start();
+        QMutexLocker lock(&mutex);
+        pending << promise;
+        maxInFlight = std::max(maxInFlight, int(pending.size()));
+        return promise->future();
+    }
+    // Answers the oldest request; false when none is waiting.
+    bool answerOne(const Json &structured)
+    {
+        std::shared_ptr<QPromise<ChatResponse>> p;
+        {
+            QMutexLocker lock(&mutex);
+            if (pending.isEmpty())
+                return false;
+            p = pending.takeFirst();
+        }
+        ChatResponse r;
+        r.text = QString::fromStdString(structured.dump());
+        r.structured = structured;
+        p->addResult(r);
+        p->finish();
+        return true;
+    }
+    QMutex mutex;
+    QList<std::shared_ptr<QPromise<ChatResponse>>> pending;
+    int maxInFlight = 0;
+};
 
 } // namespace
 
@@ -663,6 +703,35 @@ private Q_SLOTS:
         QCOMPARE(errorOf([&] { m->remember(QStringLiteral("A fact.")); }).kind(), ErrorKind::Embedder);
         m_embedder->failWith(QString());
         QCOMPARE(count(*m), 0);
+    }
+
+    // A batch's analysis calls run concurrently, but at most 8 at a time.
+    void batchCallsAreBounded()
+    {
+        auto gated = std::make_shared<GatedLlm>();
+        auto embedder = std::make_shared<FakeEmbedder>(64);
+        Memory memory(config(QString(), false), nullptr, embedder);
+        Memory *m = &memory;
+        m->setLlm(gated);
+        QStringList texts;
+        for (int i = 0; i < 20; ++i) {
+            Embedding v(64, 0.0f);
+            v[size_t(i)] = 1; // 20 unrelated facts: no dedup, no consolidation
+            texts << QStringLiteral("fact number %1").arg(i);
+            embedder->setVector(texts.last(), v);
+        }
+        QFuture<SaveResult> saved = m->rememberMany(texts);
+        int answered = 0;
+        while (!saved.isFinished()) {
+            if (gated->answerOne(analysis(QStringLiteral("/batch"))))
+                ++answered;
+            else
+                QThread::msleep(1);
+        }
+        QCOMPARE(saved.result().stored, 20);
+        QCOMPARE(answered, 20);
+        QCOMPARE(gated->maxInFlight, 8);
+        QCOMPARE(m->info(QStringLiteral("/batch")).recordCount, 20);
     }
 
     // Case 41, the memory part: a Memory can share the provider of its crew or agent.
