@@ -186,6 +186,9 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
     Plan plan;
     plan.scopes = scopes;
     const std::optional<TimeRange> offline = TimeExpression::parse(query, now);
+    // Without the LLM's reading, only a period that cannot mean anything else filters the search
+    // ("last week", "in May 2023"): in "Are deployments allowed on Friday?" the day is the subject.
+    const bool offlineDefinite = offline && offline->definite;
     const bool longQuery = query.size() >= d.config.queryAnalysisThreshold;
 
     std::optional<QueryAnalysis> a;
@@ -234,13 +237,13 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
         }
         reportAnalysis(d.q, AnalysisStep::Query, AnalysisPath::Llm);
     } else {
-        if (offline) {
+        if (offlineDefinite) {
             plan.after = offline->from;
             plan.before = offline->to;
             plan.period = offline->phrase;
             plan.offlinePeriod = true;
         }
-        const char *path = (longQuery || offline) ? AnalysisPath::Offline : AnalysisPath::Skipped;
+        const char *path = (longQuery || offlineDefinite) ? AnalysisPath::Offline : AnalysisPath::Skipped;
         reportAnalysis(d.q, AnalysisStep::Query, path, why, failed);
     }
 

@@ -391,7 +391,10 @@ std::optional<TimeRange> TimeExpression::parse(const QString &text, const QDateT
     } else if (bestPrefix == QLatin1String("until") || bestPrefix == QLatin1String("till") || bestPrefix == QLatin1String("up to")) {
         p.from = QDateTime();
     }
-    return TimeRange{p.from, p.to, text.mid(bestStart, end - bestStart).trimmed()};
+    static const QRegularExpression definite(
+        QStringLiteral("(?<![\\w/-])(?:1[89]\\d{2}|2[01]\\d{2})(?![\\w/])|\\b(?:yesterday|ago|last|past|previous)\\b"), kOptions);
+    const QString phrase = text.mid(bestStart, end - bestStart).trimmed();
+    return TimeRange{p.from, p.to, phrase, definite.match(phrase).hasMatch()};
 }
 
 QDateTime TimeExpression::parseIso(const QString &text)

@@ -11,6 +11,12 @@ struct TimeRange {
     QDateTime from;   // UTC
     QDateTime to;     // UTC, exclusive
     QString phrase;   // the words that named it, as written ("last week")
+    // True when the phrase can only mean a past period: it carries a year ("in May 2023",
+    // "2023-05-07"), or is relative to now with yesterday / last / past / previous / ago
+    // ("last Friday", "3 days ago", "the past week"). A bare weekday ("on Friday"), "today", "this
+    // week" or a month or day without a year ("in December", "May 7") is not: such words often say
+    // when something happens, not when it was said, and deep recall filters only by definite periods.
+    bool definite = false;
 };
 
 // The offline stand-in for the query analysis' time_filter: reads the period a recall query names.

@@ -453,6 +453,23 @@ private Q_SLOTS:
         }
     }
 
+    // A day or a month that is the subject of the question ("on Friday", "in December") is no filter
+    // without the LLM: only definite periods are.
+    void offlineAmbiguousPeriodIsNoFilter()
+    {
+        const QString query = QStringLiteral("Are deployments allowed on Friday?");
+        setQuery(query, axis(0));
+        seed({{"Deployments are frozen on Friday afternoons.", "/", cosTo(0.9, 1), day(2024, 5, 1)},
+              {"Lunch on Friday was pizza.", "/", cosTo(0.4, 2), day(2024, 6, 7)}});
+        auto m = open(false);
+        const auto deepResults = m->recall(query, deep());
+        QCOMPARE(contents(deepResults).value(0), QStringLiteral("Deployments are frozen on Friday afternoons."));
+        for (const MemoryMatch &match : deepResults)
+            QVERIFY(!match.matchReasons.contains(QStringLiteral("time_filter")));
+        for (const RecordFilter &f : m_storage->searches())
+            QVERIFY(!f.createdAfter.isValid() && !f.createdBefore.isValid());
+    }
+
     // Without an LLM (or when it fails) the offline analyzer reads the period, and says so.
     void offlinePeriod_data()
     {

@@ -177,6 +177,38 @@ private Q_SLOTS:
         QCOMPARE(range->phrase, phrase);
     }
 
+    // Which periods can only mean the past (deep recall filters by those alone).
+    void definite_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<bool>("definite");
+        const auto row = [](const char *text, bool definite) { QTest::newRow(text) << QString::fromUtf8(text) << definite; };
+        row("what did we decide last week", true);
+        row("notes from yesterday", true);
+        row("the day before yesterday", true);
+        row("3 days ago", true);
+        row("in the past two weeks", true);
+        row("last Friday's meeting", true);
+        row("in May 2023", true);
+        row("on 2023-05-07", true);
+        row("May 7, 2023", true);
+        row("since 2021", true);
+        row("Are deployments allowed on Friday?", false);
+        row("what is on today", false);
+        row("plans for this week", false);
+        row("the launch in December", false);
+        row("the party on May 7", false);
+        row("since Monday", false);
+    }
+    void definite()
+    {
+        QFETCH(QString, text);
+        QFETCH(bool, definite);
+        const std::optional<TimeRange> range = TimeExpression::parse(text, QDateTime(QDate(2024, 5, 15), QTime(12, 0), Qt::UTC));
+        QVERIFY2(range.has_value(), qPrintable(text));
+        QCOMPARE(range->definite, definite);
+    }
+
     void noPeriod_data()
     {
         QTest::addColumn<QString>("text");
