@@ -95,6 +95,8 @@ public:
     // Stores `value` (any JSON) under `key`, replacing what was there, in a transaction of its own;
     // a null value deletes the key (deleting a missing key is no error).
     virtual void writeState(const QString &key, const Json &value) = 0;
+    // The keys that start with `prefix` (empty: every key), sorted.
+    virtual QStringList stateKeys(const QString &prefix) = 0;
 
     // Flushes and releases the store; later calls throw Error(Storage).
     virtual void close() = 0;

@@ -4,10 +4,12 @@
 
 #include "core/error.h"
 #include "core/json_reply.h"
+#include "core/scope_path.h"
 #include "memory/analysis_call.h"
 #include "memory/memory_p.h"
 #include "memory/statement_splitter.h"
 
+#include <QCryptographicHash>
 #include <QElapsedTimer>
 #include <QHash>
 #include <QMap>
@@ -148,9 +150,27 @@ QList<Decision> addEach(const QStringList &facts)
 // ---------------------------------------------------------------------------------------------
 // State
 
-QString stateKey(const QString &conversationId)
+QString stateKey(const Job &job)
 {
-    return QStringLiteral("conversation:") + conversationId;
+    const QByteArray owner = QStringList{job.base.scope, job.base.source, job.base.isPrivate ? QStringLiteral("private") : QString(),
+                                         job.conversationId}
+                                 .join(QLatin1Char('\n'))
+                                 .toUtf8();
+    return QStringLiteral("conversation:")
+        + QString::fromLatin1(QCryptographicHash::hash(owner, QCryptographicHash::Sha256).toHex().left(40));
+}
+
+int removeStates(StorageBackend &storage, const QString &scope)
+{
+    int removed = 0;
+    for (const QString &key : storage.stateKeys(QStringLiteral("conversation:"))) {
+        const State s = stateFromJson(storage.readState(key).value_or(Json()));
+        if (s.scope.isEmpty() || ScopePath::contains(scope, s.scope)) {
+            storage.writeState(key, Json());
+            ++removed;
+        }
+    }
+    return removed;
 }
 
 State stateFromJson(const Json &json)
@@ -158,6 +178,10 @@ State stateFromJson(const Json &json)
     State s;
     if (!json.is_object())
         return s;
+    s.conversationId = str(json, {"conversation_id"});
+    s.scope = str(json, {"scope"});
+    s.source = str(json, {"source"});
+    s.isPrivate = json.value("private", false) == true;
     s.summary = str(json, {"summary"});
     const auto count = [&](const char *key) -> qint64 {
         const auto it = json.find(key);
@@ -189,7 +213,11 @@ Json stateToJson(const State &state)
         j["at"] = m.at.isValid() ? Json(toIso(m.at)) : Json(nullptr);
         messages.push_back(std::move(j));
     }
-    return Json{{"summary", state.summary},
+    return Json{{"conversation_id", state.conversationId},
+                {"scope", state.scope},
+                {"source", state.source},
+                {"private", state.isPrivate},
+                {"summary", state.summary},
                 {"messages", std::move(messages)},
                 {"message_count", state.messageCount},
                 {"summarized_through", state.summarizedThrough}};
@@ -389,7 +417,7 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
     Memory *q = d.q;
     const MemoryRecord &base = job.base;
     ConversationResult result;
-    const QString key = stateKey(job.conversationId);
+    const QString key = stateKey(job);
     State state = stateFromJson(d.storage->readState(key).value_or(Json()));
 
     // 1. Candidate facts: from the LLM, or the user's statements split offline.
@@ -613,6 +641,10 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
 
     // 6. The new messages join the window of recent messages; the summary follows in its own task.
     ticket.firstIndex = state.messageCount;
+    state.conversationId = job.conversationId;
+    state.scope = base.scope;
+    state.source = base.source;
+    state.isPrivate = base.isPrivate;
     state.messages += job.messages;
     state.messages = lastMessages(state.messages, job.recent);
     state.messageCount += job.messages.size();
@@ -631,7 +663,7 @@ void refreshSummary(MemoryPrivate &d, const Job &job, const Ticket &ticket)
             reportAnalysis(q, AnalysisStep::Summary, AnalysisPath::Skipped, QStringLiteral("no LLM is configured"));
             return;
         }
-        const QString key = stateKey(job.conversationId);
+        const QString key = stateKey(job);
         const State state = stateFromJson(d.storage->readState(key).value_or(Json()));
         // The messages the summary does not cover yet that are still known: the stored window, and
         // this call's own (the window may be shorter than the call).

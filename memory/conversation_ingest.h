@@ -12,6 +12,7 @@
 
 #include "core/llm_provider.h"
 #include "core/memory_record.h"
+#include "core/storage_backend.h"
 #include "memory/memory_options.h"
 
 #include <QDate>
@@ -29,17 +30,28 @@ namespace ConversationIngest {
 // The tool the update decision is asked for through.
 inline constexpr const char *UpdateTool = "record_memory_changes";
 
-// A conversation's state, stored as JSON under stateKey(id):
-// {"summary", "messages": [{role, content, name, at}], "message_count", "summarized_through"}.
+// A conversation's state, stored as JSON under stateKey():
+// {"conversation_id", "scope", "source", "private", "summary", "messages": [{role, content, name, at}],
+//  "message_count", "summarized_through"}.
 struct State
 {
+    QString conversationId;                 // whose state it is: the id and where its records go
+    QString scope;
+    QString source;
+    bool isPrivate = false;
     QString summary;
     QList<ConversationMessage> messages;    // the last m messages, oldest first
     qint64 messageCount = 0;                // messages ever added to the conversation
     qint64 summarizedThrough = 0;           // how many of them the summary covers
 };
 
-QString stateKey(const QString &conversationId);
+struct Job;
+// The key of a conversation's state: one per conversation id *and* records' scope, source and
+// privacy, so Memories with other roots, other sources or private and shared ingestion that reuse an
+// id never see each other's summary or messages.
+QString stateKey(const Job &job);
+// Deletes the state of every conversation whose records go to `scope` or below; returns how many.
+int removeStates(StorageBackend &storage, const QString &scope);
 // Lenient: a missing or malformed document is an empty state.
 State stateFromJson(const Json &json);
 Json stateToJson(const State &state);

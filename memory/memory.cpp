@@ -6,6 +6,7 @@
 #include "core/scope_path.h"
 #include "core/vector_math.h"
 #include "memory/analysis_call.h"
+#include "memory/conversation_ingest.h"
 #include "memory/llm_analysis.h"
 #include "memory/memory_p.h"
 #include "memory/memory_scope.h"
@@ -1050,6 +1051,8 @@ int Memory::reset(const QString &scope)
     drainWrites();
     const QString target = d->readScope(scope);
     const int n = d->storage->reset(target);
+    if (target != QLatin1String("/")) // a reset of everything cleared the state with the records
+        ConversationIngest::removeStates(*d->storage, target);
     return n;
 }
 

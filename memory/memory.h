@@ -138,7 +138,8 @@ public:
     // whose id is already stored are skipped (counted in `existing`). Blocking.
     SaveResult importRecords(const QList<MemoryRecord> &records, bool keepEmbeddings);
 
-    // Deletes the root scope's records (or a subtree of it) after draining saves; returns how many.
+    // Deletes the root scope's records (or a subtree of it) after draining saves, with the state of
+    // the conversations (addConversation) whose records go there; returns how many records.
     int reset(const QString &scope = {});
     // Deletes everything in the store, ignoring the root scope, with the history and the embedder
     // binding, so the store can be rebuilt with another embedder.

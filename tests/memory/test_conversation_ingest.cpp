@@ -158,7 +158,13 @@ class TestConversationIngest : public QObject
     }
     static Json state(Memory &m, const QString &id = QStringLiteral("c1"))
     {
-        return m.storage().readState(QStringLiteral("conversation:") + id).value_or(Json());
+        // Keys are hashes of the conversation's id, scope, source and privacy: find it by its id.
+        for (const QString &key : m.storage().stateKeys(QStringLiteral("conversation:"))) {
+            const Json s = m.storage().readState(key).value_or(Json());
+            if (s.value("conversation_id", std::string()) == id.toStdString())
+                return s;
+        }
+        return Json();
     }
 
 private Q_SLOTS:
@@ -715,6 +721,38 @@ private Q_SLOTS:
         QVERIFY(prompt.contains(QStringLiteral("Uses Python daily")));
         QVERIFY(!prompt.contains(QStringLiteral("hobby")));
         QCOMPARE(r.changes.value(0).recordId, work);
+    }
+
+    // A conversation's state belongs to its id *and* where its records go: another root, another
+    // source or private ingestion reusing the id never sees it, and a reset of the root removes it.
+    void stateIsIsolatedAndReset()
+    {
+        m_llm->onJson(kFacts, facts({}));
+        MemoryConfig a = config();
+        a.rootScope = QStringLiteral("/tenant/alice");
+        MemoryConfig b = config();
+        b.rootScope = QStringLiteral("/tenant/bob");
+        Memory alice(a, nullptr, m_embedder);
+        Memory bob(b, nullptr, m_embedder);
+        alice.addConversation(pair(QStringLiteral("My bank PIN is 4321, keep it secret.")), conv(QStringLiteral("chat-1"))).result();
+        alice.drainWrites();
+        bob.addConversation(pair(QStringLiteral("Hello there.")), conv(QStringLiteral("chat-1"))).result();
+        bob.drainWrites();
+        QVERIFY2(!m_llm->lastPrompt(kFacts).contains(QStringLiteral("4321")), qPrintable(m_llm->lastPrompt(kFacts)));
+
+        AddConversationOptions priv = conv(QStringLiteral("chat-1"));
+        priv.defaults.source = QStringLiteral("user:alice");
+        priv.defaults.isPrivate = true;
+        alice.addConversation(pair(QStringLiteral("Private hello.")), priv).result();
+        alice.drainWrites();
+        QVERIFY(!m_llm->lastPrompt(kFacts).contains(QStringLiteral("4321")));
+        QCOMPARE(alice.storage().stateKeys(QStringLiteral("conversation:")).size(), 3);
+
+        alice.reset(); // the root's records and its two conversations
+        const QStringList left = alice.storage().stateKeys(QStringLiteral("conversation:"));
+        QCOMPARE(left.size(), 1);
+        QCOMPARE(QString::fromStdString(alice.storage().readState(left.first())->value("scope", std::string())),
+                 QStringLiteral("/tenant/bob"));
     }
 
     // ---- Failures and validation ---------------------------------------------------------------

@@ -296,6 +296,7 @@ private Q_SLOTS:
     void stateRoundTrip_data();
     void stateRoundTrip();
     void stateOverwriteAndDelete();
+    void stateKeysByPrefix();
     void stateUnicodeAndLargeValues();
     void stateInvalidKeys_data();
     void stateInvalidKeys();
@@ -1306,6 +1307,24 @@ void TestSqliteStorage::stateOverwriteAndDelete()
     COMPARE_JSON(store->readState(QStringLiteral("other")).value_or(Json()), Json("stays"));
     store->writeState(key, Json(3)); // and the key can be written again
     COMPARE_JSON(store->readState(key).value_or(Json()), Json(3));
+}
+
+void TestSqliteStorage::stateKeysByPrefix()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    QVERIFY(store->stateKeys(QString()).isEmpty());
+    const QString smile = QString::fromUtf8("\xF0\x9F\x99\x82");
+    for (const QString &k : {QStringLiteral("conversation:b"), QStringLiteral("conversation:a"), QStringLiteral("conversationX"),
+                             QStringLiteral("c%_1"), QStringLiteral("cx_1"), smile + QStringLiteral("/one"), QStringLiteral("other")})
+        store->writeState(k, Json(1));
+    QCOMPARE(store->stateKeys(QStringLiteral("conversation:")),
+             (QStringList{QStringLiteral("conversation:a"), QStringLiteral("conversation:b")}));
+    QCOMPARE(store->stateKeys(QStringLiteral("c%_")), QStringList{QStringLiteral("c%_1")}); // no wildcards
+    QCOMPARE(store->stateKeys(smile), QStringList{smile + QStringLiteral("/one")});         // code points, not UTF-16 units
+    QCOMPARE(store->stateKeys(QString()).size(), 7);
+    store->writeState(QStringLiteral("conversation:a"), Json());
+    QCOMPARE(store->stateKeys(QStringLiteral("conversation:")), QStringList{QStringLiteral("conversation:b")});
 }
 
 void TestSqliteStorage::stateUnicodeAndLargeValues()

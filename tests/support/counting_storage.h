@@ -72,6 +72,7 @@ public:
     std::vector<HistoryEntry> history(const QString &recordId) override { return m_inner->history(recordId); }
     std::optional<Json> readState(const QString &key) override { return m_inner->readState(key); }
     void writeState(const QString &key, const Json &value) override { m_inner->writeState(key, value); }
+    QStringList stateKeys(const QString &prefix) override { return m_inner->stateKeys(prefix); }
     void close() override { m_inner->close(); }
 
 private:

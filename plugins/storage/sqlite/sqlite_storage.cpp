@@ -2106,6 +2106,21 @@ void SqliteStorage::writeState(const QString &key, const Json &value)
     t.commit();
 }
 
+QStringList SqliteStorage::stateKeys(const QString &prefix)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    QStringList keys;
+    if (!hasStateTable())
+        return keys;
+    // substr() compares characters exactly (LIKE would treat '%' and '_' in the prefix as wildcards).
+    Statement st(*this, "SELECT key FROM state WHERE substr(key, 1, ?) = ? ORDER BY key");
+    st.bind(1, qint64(prefix.toUcs4().size())).bindText(2, prefix); // SQLite counts code points
+    while (st.step(QStringLiteral("listing the state")))
+        keys << st.text(0);
+    return keys;
+}
+
 void SqliteStorage::close()
 {
     QMutexLocker lock(&m_mutex);

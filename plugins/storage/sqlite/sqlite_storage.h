@@ -101,6 +101,7 @@ public:
     // On a read-only store of schema 1 (no state table yet) readState() finds nothing.
     std::optional<Json> readState(const QString &key) override;
     void writeState(const QString &key, const Json &value) override;
+    QStringList stateKeys(const QString &prefix) override;
 
     void close() override;
 
