@@ -7,6 +7,7 @@
 #include "memory/memory_p.h"
 #include "memory/offline_analyzer.h"
 
+#include <QHash>
 #include <QSet>
 #include <optional>
 
@@ -117,31 +118,41 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         }
     }
 
-    // 2. Existing scopes and categories, fetched once for the prompts and the offline analyzer.
-    QString sharedRoot;
-    QStringList existingScopes, existingCategories;
-    for (size_t i : work) {
-        if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input)) {
-            sharedRoot = rootOf(config, items[i].input);
+    // 2. Existing scopes and categories under each item's root (a batch usually has one), for the
+    //    prompts and the offline analyzer.
+    struct Existing
+    {
+        QStringList scopes;
+        QStringList categories;
+    };
+    QHash<QString, Existing> existing;
+    const auto existingFor = [&](const MemoryInput &in) -> const Existing & {
+        const QString root = rootOf(config, in);
+        auto it = existing.find(root);
+        if (it == existing.end()) {
+            Existing e;
             RecordFilter f;
-            if (sharedRoot != QLatin1String("/"))
-                f.scopes << sharedRoot;
-            existingCategories = storage->categories(f).keys();
+            if (root != QLatin1String("/"))
+                f.scopes << root;
+            e.categories = storage->categories(f).keys();
             if (haveLlm)
-                existingScopes = scopesBelow(*storage, sharedRoot);
-            break;
+                e.scopes = scopesBelow(*storage, root);
+            it = existing.insert(root, e);
         }
-    }
+        return *it;
+    };
 
     // 3. The batch's LLM calls run concurrently (the saves' analyses first, in item order, then the
     //    consolidations: the order they are waited for).
     AnalysisBatch calls(q);
     std::vector<std::optional<size_t>> saveCall(items.size()), planCall(items.size());
     if (haveLlm) {
-        for (size_t i : work)
-            if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input))
-                saveCall[i] = calls.add(AnalysisStep::Save,
-                                        LlmAnalysis::saveRequest(items[i].record.content, existingScopes, existingCategories));
+        for (size_t i : work) {
+            if (!items[i].existingId.isEmpty() || !fieldsMissing(items[i].input))
+                continue;
+            const Existing &e = existingFor(items[i].input);
+            saveCall[i] = calls.add(AnalysisStep::Save, LlmAnalysis::saveRequest(items[i].record.content, e.scopes, e.categories));
+        }
         for (size_t i : work) {
             const Item &it = items[i];
             if (it.existingId.isEmpty() && !it.similarity.empty() && it.similarity.front() >= config.consolidationThreshold)
@@ -157,7 +168,8 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         const RememberOptions &o = it.input.options;
         const QString root = rootOf(config, it.input);
         if (!haveLlm) {
-            const OfflineAnalysis a = OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingCategories);
+            const OfflineAnalysis a =
+                OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingFor(it.input).categories);
             if (!o.scope) {
                 QList<QPair<QString, double>> neighbours;
                 for (size_t k = 0; k < it.similar.size(); ++k)

@@ -237,6 +237,32 @@ private Q_SLOTS:
         QVERIFY(prompt.contains(QStringLiteral("A new note.")));
     }
 
+    // A batch whose items have other roots: each prompt shows its own root's scopes only.
+    void promptsShowEachItemsOwnRoot()
+    {
+        m_llm->onJson(QStringLiteral("memory_analysis"), analysis(QStringLiteral("/")));
+        auto m = open(QString());
+        m_embedder->setVector(QStringLiteral("alpha fact"), {1, 0, 0, 0});
+        m_embedder->setVector(QStringLiteral("beta fact"), {0, 1, 0, 0});
+        m_embedder->setVector(QStringLiteral("first note"), {0, 0, 1, 0});
+        m_embedder->setVector(QStringLiteral("second note"), {0, 0, 0, 1});
+        m->remember(QStringLiteral("alpha fact"), fields(QStringLiteral("/a/alpha-only")));
+        m->remember(QStringLiteral("beta fact"), fields(QStringLiteral("/b/beta-only")));
+        MemoryInput one{QStringLiteral("first note"), {}};
+        one.options.rootScope = QStringLiteral("/a");
+        MemoryInput two{QStringLiteral("second note"), {}};
+        two.options.rootScope = QStringLiteral("/b");
+        QCOMPARE(m->rememberMany(QList<MemoryInput>{one, two}).result().stored, 2);
+        const QList<Json> requests = m_llm->requests(QStringLiteral("memory_analysis"));
+        QCOMPARE(requests.size(), 2);
+        for (const Json &r : requests) {
+            const QString prompt = QString::fromStdString(r["messages"].back()["content"].get<std::string>());
+            const bool first = prompt.contains(QStringLiteral("first note"));
+            QVERIFY2(prompt.contains(first ? QStringLiteral("alpha-only") : QStringLiteral("beta-only")), qPrintable(prompt));
+            QVERIFY2(!prompt.contains(first ? QStringLiteral("beta-only") : QStringLiteral("alpha-only")), qPrintable(prompt));
+        }
+    }
+
     // Case 31: three items without fields, three analysis calls, three records.
     void batchAnalysesEveryItem()
     {
