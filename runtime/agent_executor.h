@@ -1,0 +1,100 @@
+#pragma once
+
+#include "core/json.h"
+#include "core/llm_provider.h"
+#include "core/tool.h"
+
+#include <QFuture>
+#include <QObject>
+#include <QString>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace mneme {
+
+struct AgentOptions
+{
+    // LLM calls with tools before the executor asks for the final answer without tools (CrewAI's max_iter).
+    int maxIterations = 25;
+    // How often one tool may run with the same arguments in a turn; further identical calls are not run,
+    // the model is told it already has that result.
+    int maxRepeatedCalls = 1;
+    // Forwarded to every request when set.
+    std::optional<double> temperature;
+    std::optional<int> maxTokens;
+    // A tool that has not answered after this many milliseconds is abandoned (its future cancelled) and
+    // the model is told it timed out; 0 waits as long as the tool takes.
+    int toolTimeoutMs = 0;
+};
+
+// One tool call the executor handled.
+struct AgentToolCall
+{
+    QString name;
+    Json arguments;
+    QString output;             // what the model was given back
+    bool isError = false;       // unknown tool, invalid arguments, a failing tool, a refused repeat
+};
+
+struct AgentResult
+{
+    QString finalAnswer;
+    int iterations = 0;         // LLM calls made, the forced final one included
+    std::vector<AgentToolCall> toolCalls;
+    TokenUsage usage;           // summed over every LLM call
+    bool forcedFinal = false;   // maxIterations was reached and the answer was asked for without tools
+};
+
+// Runs one agent turn to a final answer: sends the messages with the tools, runs the tools the model
+// calls, feeds their results back, and repeats until a reply calls no tool. Native tool calling is used
+// when the provider supports it; otherwise a ReAct text protocol (Thought / Action / Action Input /
+// Observation / Final Answer) described in the system prompt.
+//
+// Nothing blocks the thread that owns the executor: run() returns at once and the loop advances in
+// continuations on that thread. Cancelling the returned future stops the loop; no request follows.
+// An LLM failure fails the future with the provider's mneme::Error. Tool failures do not: their text
+// goes back to the model. Signals are emitted on the owner's thread.
+class AgentExecutor : public QObject
+{
+    Q_OBJECT
+public:
+    explicit AgentExecutor(std::shared_ptr<LlmProvider> llm, QObject *parent = nullptr);
+    ~AgentExecutor() override;
+
+    QFuture<AgentResult> run(const std::vector<ChatMessage> &messages, const std::vector<std::shared_ptr<Tool>> &tools,
+                             const AgentOptions &options = {});
+
+    // The text protocol's system-prompt section for these tools (used when the provider lacks native tools).
+    static QString reactInstructions(const std::vector<std::shared_ptr<Tool>> &tools);
+
+    // A reply of the text protocol, parsed.
+    struct ReactStep
+    {
+        bool isFinal = true;
+        QString finalAnswer;    // isFinal
+        QString tool;           // !isFinal
+        Json arguments;         // !isFinal; null when the input was not JSON
+        QString inputProblem;   // !isFinal and arguments null: what was wrong with the input
+    };
+    static ReactStep parseReact(const QString &text);
+
+Q_SIGNALS:
+    void iterationStarted(int iteration);
+    void llmCallStarted(int iteration);
+    void llmCallCompleted(int iteration, int promptTokens, int completionTokens);
+    void llmCallFailed(int iteration, const QString &error);
+    void toolStarted(const QString &name, const QString &argumentsJson);
+    void toolFinished(const QString &name, const QString &output, bool isError, qint64 durationMs);
+
+private:
+    struct Run;
+    void step(const std::shared_ptr<Run> &run);
+    void onReply(const std::shared_ptr<Run> &run, const ChatResponse &reply);
+    void runTools(const std::shared_ptr<Run> &run, std::vector<ToolCall> calls);
+    void finish(const std::shared_ptr<Run> &run);
+
+    std::shared_ptr<LlmProvider> m_llm;
+};
+
+} // namespace mneme
