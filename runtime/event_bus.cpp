@@ -1,0 +1,333 @@
+#include "runtime/event_bus.h"
+
+#include "memory/memory.h"
+#include "runtime/agent_executor.h"
+
+#include <QDebug>
+#include <QHash>
+#include <QMutex>
+#include <QUuid>
+#include <atomic>
+#include <deque>
+#include <unordered_map>
+#include <memory>
+
+namespace mneme {
+
+namespace events {
+
+QString startTypeOf(const QString &type)
+{
+    static const QHash<QString, QString> pairs = {
+        {QLatin1String(kCrewKickoffCompleted), QLatin1String(kCrewKickoffStarted)},
+        {QLatin1String(kCrewKickoffFailed), QLatin1String(kCrewKickoffStarted)},
+        {QLatin1String(kTaskCompleted), QLatin1String(kTaskStarted)},
+        {QLatin1String(kTaskFailed), QLatin1String(kTaskStarted)},
+        {QLatin1String(kAgentExecutionCompleted), QLatin1String(kAgentExecutionStarted)},
+        {QLatin1String(kAgentExecutionError), QLatin1String(kAgentExecutionStarted)},
+        {QLatin1String(kLlmCallCompleted), QLatin1String(kLlmCallStarted)},
+        {QLatin1String(kLlmCallFailed), QLatin1String(kLlmCallStarted)},
+        {QLatin1String(kToolUsageFinished), QLatin1String(kToolUsageStarted)},
+        {QLatin1String(kToolUsageError), QLatin1String(kToolUsageStarted)},
+        {QLatin1String(kMemoryQueryCompleted), QLatin1String(kMemoryQueryStarted)},
+        {QLatin1String(kMemoryQueryFailed), QLatin1String(kMemoryQueryStarted)},
+        {QLatin1String(kMemorySaveCompleted), QLatin1String(kMemorySaveStarted)},
+        {QLatin1String(kMemorySaveFailed), QLatin1String(kMemorySaveStarted)},
+        {QLatin1String(kMemoryRetrievalCompleted), QLatin1String(kMemoryRetrievalStarted)},
+        {QLatin1String(kMemoryRetrievalFailed), QLatin1String(kMemoryRetrievalStarted)},
+    };
+    return pairs.value(type);
+}
+
+bool isStartType(const QString &type)
+{
+    return type.endsWith(QLatin1String("_started"));
+}
+
+} // namespace events
+
+Json Event::toJson() const
+{
+    return Json{{"type", type},
+                {"event_id", id},
+                {"parent_event_id", parentId.isEmpty() ? Json(nullptr) : Json(parentId)},
+                {"timestamp", toIso(timestamp)},
+                {"source_type", sourceType.isEmpty() ? Json(nullptr) : Json(sourceType)},
+                {"task_id", taskId.isEmpty() ? Json(nullptr) : Json(taskId)},
+                {"agent_id", agentId.isEmpty() ? Json(nullptr) : Json(agentId)},
+                {"properties", properties.is_null() ? Json::object() : properties}};
+}
+
+namespace {
+std::atomic<quint64> g_nextSerial{1};
+} // namespace
+
+EventBus::EventBus(QObject *parent) : QObject(parent), m_serial(g_nextSerial.fetch_add(1))
+{
+    // Queued delivery to receivers on other threads copies the event through the meta-type system.
+    qRegisterMetaType<mneme::Event>();
+}
+
+EventBus::~EventBus() = default;
+
+namespace {
+template<typename Frame>
+std::unordered_map<quint64, std::vector<Frame>> &threadStacks()
+{
+    thread_local std::unordered_map<quint64, std::vector<Frame>> stacks;
+    return stacks;
+}
+} // namespace
+
+std::vector<EventBus::Frame> &EventBus::stack() const
+{
+    return threadStacks<Frame>()[m_serial];
+}
+
+void EventBus::releaseIfEmpty() const
+{
+    auto &stacks = threadStacks<Frame>();
+    if (auto it = stacks.find(m_serial); it != stacks.end() && it->second.empty())
+        stacks.erase(it);
+}
+
+QString EventBus::publish(Event event)
+{
+    return publishAs(std::move(event), true);
+}
+
+QString EventBus::publishAs(Event event, bool inheritParent)
+{
+    if (event.id.isEmpty())
+        event.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    if (!event.timestamp.isValid())
+        event.timestamp = nowUtc();
+    if (inheritParent && event.parentId.isEmpty() && !stack().empty())
+        event.parentId = stack().back().id;
+    if (event.properties.is_null())
+        event.properties = Json::object();
+    releaseIfEmpty();
+
+    Q_EMIT eventPublished(event);
+    const QString &t = event.type;
+    if (t.startsWith(QLatin1String("crew_")))
+        Q_EMIT crewEvent(event);
+    else if (t.startsWith(QLatin1String("task_")))
+        Q_EMIT taskEvent(event);
+    else if (t.startsWith(QLatin1String("agent_")))
+        Q_EMIT agentEvent(event);
+    else if (t.startsWith(QLatin1String("llm_")))
+        Q_EMIT llmEvent(event);
+    else if (t.startsWith(QLatin1String("tool_")))
+        Q_EMIT toolEvent(event);
+    else if (t.startsWith(QLatin1String("memory_")))
+        Q_EMIT memoryEvent(event);
+    return event.id;
+}
+
+QString EventBus::publish(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
+                          const QString &agentId)
+{
+    Event e;
+    e.type = type;
+    e.properties = properties;
+    e.sourceType = sourceType;
+    e.taskId = taskId;
+    e.agentId = agentId;
+    return publish(std::move(e));
+}
+
+QString EventBus::begin(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
+                        const QString &agentId)
+{
+    if (!events::isStartType(type))
+        qWarning().noquote() << "EventBus::begin:" << type << "is not a *_started type; it opens a scope anyway";
+    Event e;
+    e.type = type;
+    e.properties = properties;
+    e.sourceType = sourceType;
+    e.taskId = taskId;
+    e.agentId = agentId;
+    e.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    // Published before it is pushed, so its parent is the scope around it rather than itself.
+    publish(e);
+    stack().push_back(Frame{e.id, type, sourceType, taskId, agentId, properties});
+    return e.id;
+}
+
+const EventBus::Frame *EventBus::openFrame(const QString &startType, const QString &startId) const
+{
+    const std::vector<Frame> &s = stack();
+    for (auto it = s.rbegin(); it != s.rend(); ++it) {
+        if (startId.isEmpty() ? it->type == startType : it->id == startId)
+            return &*it;
+    }
+    return nullptr;
+}
+
+QString EventBus::end(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
+                      const QString &agentId, const QString &startId)
+{
+    Event e;
+    e.type = type;
+    e.properties = properties;
+    e.sourceType = sourceType;
+    e.taskId = taskId;
+    e.agentId = agentId;
+
+    const QString startType = events::startTypeOf(type);
+    const Frame *frame = startType.isEmpty() && startId.isEmpty() ? nullptr : openFrame(startType, startId);
+    if (!frame) {
+        qWarning().noquote() << "EventBus::end:" << type << "has no open"
+                             << (startType.isEmpty() ? QStringLiteral("start") : startType)
+                             << "on this thread; published without parent";
+        // Not the enclosing scope either: an unpaired end must not look like a child of other work.
+        return publishAs(std::move(e), false);
+    }
+
+    e.parentId = frame->id;
+    if (e.sourceType.isEmpty())
+        e.sourceType = frame->sourceType;
+    if (e.taskId.isEmpty())
+        e.taskId = frame->taskId;
+    if (e.agentId.isEmpty())
+        e.agentId = frame->agentId;
+    // Only the matched frame closes: concurrent starts of one thread (parallel tool calls) may end in
+    // any order.
+    std::vector<Frame> &s = stack();
+    const QString frameId = frame->id;
+    for (auto it = s.begin(); it != s.end(); ++it) {
+        if (it->id == frameId) {
+            s.erase(it);
+            break;
+        }
+    }
+    return publish(std::move(e));
+}
+
+bool EventBus::isOpen(const QString &startType) const
+{
+    const bool open = openFrame(startType) != nullptr;
+    releaseIfEmpty();
+    return open;
+}
+
+int EventBus::openScopes() const
+{
+    const int n = int(stack().size());
+    releaseIfEmpty();
+    return n;
+}
+
+QString EventBus::endOrPublish(const QString &type, const Json &properties, const QString &sourceType)
+{
+    if (isOpen(events::startTypeOf(type)))
+        return end(type, properties, sourceType);
+    return publish(type, properties, sourceType);
+}
+
+void EventBus::attachMemory(Memory *memory)
+{
+    const QString src = QStringLiteral("unified_memory");
+    const auto direct = Qt::DirectConnection;
+    connect(memory, &Memory::queryStarted, this, [this, src](const QString &query, int limit) {
+        begin(QLatin1String(events::kMemoryQueryStarted), {{"query", query}, {"limit", limit}}, src);
+    }, direct);
+    connect(memory, &Memory::queryCompleted, this,
+            [this, src](const QString &query, const QList<MemoryMatch> &results, double ms) {
+                Json list = Json::array();
+                for (const MemoryMatch &m : results)
+                    list.push_back({{"id", m.record.id}, {"scope", m.record.scope}, {"score", m.score}});
+                Json props = {{"query", query}, {"results_count", results.size()}, {"results", list}, {"query_time_ms", ms}};
+                if (const Frame *f = openFrame(QLatin1String(events::kMemoryQueryStarted)); f && f->properties.contains("limit"))
+                    props["limit"] = f->properties["limit"];
+                end(QLatin1String(events::kMemoryQueryCompleted), props, src);
+            }, direct);
+    connect(memory, &Memory::queryFailed, this, [this, src](const QString &query, const QString &error) {
+        Json props = {{"query", query}, {"error", error}};
+        if (const Frame *f = openFrame(QLatin1String(events::kMemoryQueryStarted)); f && f->properties.contains("limit"))
+            props["limit"] = f->properties["limit"];
+        endOrPublish(QLatin1String(events::kMemoryQueryFailed), props, src);
+    }, direct);
+    connect(memory, &Memory::saveStarted, this, [this, src](const QString &value, const QJsonObject &metadata) {
+        begin(QLatin1String(events::kMemorySaveStarted), {{"value", value}, {"metadata", fromQJson(metadata)}}, src);
+    }, direct);
+    connect(memory, &Memory::saveCompleted, this,
+            [this, src](const QString &value, const QJsonObject &metadata, double ms) {
+                end(QLatin1String(events::kMemorySaveCompleted),
+                    {{"value", value}, {"metadata", fromQJson(metadata)}, {"save_time_ms", ms}}, src);
+            }, direct);
+    // Background batch saves report failures without a start.
+    connect(memory, &Memory::saveFailed, this, [this, src](const QString &value, const QString &error) {
+        endOrPublish(QLatin1String(events::kMemorySaveFailed), {{"value", value}, {"error", error}}, src);
+    }, direct);
+    connect(memory, &Memory::llmCallStarted, this, [this, src](const QString &step, const QString &model) {
+        begin(QLatin1String(events::kLlmCallStarted), {{"step", step}, {"model", model}}, src);
+    }, direct);
+    connect(memory, &Memory::llmCallCompleted, this,
+            [this, src](const QString &step, const QString &model, double ms, int prompt, int completion) {
+                end(QLatin1String(events::kLlmCallCompleted),
+                    {{"step", step}, {"model", model}, {"duration_ms", ms}, {"prompt_tokens", prompt},
+                     {"completion_tokens", completion}},
+                    src);
+            }, direct);
+    // A call that could not even start (no LLM configured) fails without a start.
+    connect(memory, &Memory::llmCallFailed, this,
+            [this, src](const QString &step, const QString &model, const QString &error, double ms) {
+                endOrPublish(QLatin1String(events::kLlmCallFailed),
+                             {{"step", step}, {"model", model}, {"error", error}, {"duration_ms", ms}}, src);
+            }, direct);
+}
+
+void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId)
+{
+    const QString src = QStringLiteral("agent");
+    const auto direct = Qt::DirectConnection;
+    connect(executor, &AgentExecutor::llmCallStarted, this, [this, src, agentId](int iteration) {
+        begin(QLatin1String(events::kLlmCallStarted), {{"iteration", iteration}}, src, {}, agentId);
+    }, direct);
+    connect(executor, &AgentExecutor::llmCallCompleted, this, [this, src](int iteration, int prompt, int completion) {
+        end(QLatin1String(events::kLlmCallCompleted),
+            {{"iteration", iteration}, {"prompt_tokens", prompt}, {"completion_tokens", completion}}, src);
+    }, direct);
+    connect(executor, &AgentExecutor::llmCallFailed, this, [this, src](int iteration, const QString &error) {
+        end(QLatin1String(events::kLlmCallFailed), {{"iteration", iteration}, {"error", error}}, src);
+    }, direct);
+
+    // Tools of one reply run concurrently and finish in any order: each finish pairs with the oldest
+    // open start of its tool name, by id.
+    struct Pending
+    {
+        QMutex mutex;
+        QHash<QString, std::deque<QString>> ids;
+    };
+    auto pending = std::make_shared<Pending>();
+    connect(executor, &AgentExecutor::toolStarted, this,
+            [this, src, agentId, pending](const QString &name, const QString &argumentsJson) {
+                const QString id = begin(QLatin1String(events::kToolUsageStarted),
+                                         {{"tool_name", name}, {"tool_args", argumentsJson}}, src, {}, agentId);
+                QMutexLocker lock(&pending->mutex);
+                pending->ids[name].push_back(id);
+            }, direct);
+    connect(executor, &AgentExecutor::toolFinished, this,
+            [this, src, pending](const QString &name, const QString &output, bool isError, qint64 ms) {
+                QString startId;
+                {
+                    QMutexLocker lock(&pending->mutex);
+                    auto &queue = pending->ids[name];
+                    if (!queue.empty()) {
+                        startId = queue.front();
+                        queue.pop_front();
+                    }
+                }
+                Json props = {{"tool_name", name}, {"duration_ms", ms}};
+                props[isError ? "error" : "output"] = output;
+                const QLatin1String type(isError ? events::kToolUsageError : events::kToolUsageFinished);
+                if (startId.isEmpty())
+                    end(type, props, src);
+                else
+                    end(type, props, src, {}, {}, startId);
+            }, direct);
+}
+
+} // namespace mneme

@@ -1,0 +1,145 @@
+#pragma once
+
+#include "core/json.h"
+
+#include <QDateTime>
+#include <QMetaType>
+#include <QObject>
+#include <QString>
+#include <vector>
+
+namespace mneme {
+
+class AgentExecutor;
+class Memory;
+
+// Event type names. A `*_started` type opens a scope that its completed / failed (finished / error)
+// counterpart closes; the others are single events.
+namespace events {
+inline constexpr char kCrewKickoffStarted[] = "crew_kickoff_started";
+inline constexpr char kCrewKickoffCompleted[] = "crew_kickoff_completed";
+inline constexpr char kCrewKickoffFailed[] = "crew_kickoff_failed";
+inline constexpr char kTaskStarted[] = "task_started";
+inline constexpr char kTaskCompleted[] = "task_completed";
+inline constexpr char kTaskFailed[] = "task_failed";
+inline constexpr char kAgentExecutionStarted[] = "agent_execution_started";
+inline constexpr char kAgentExecutionCompleted[] = "agent_execution_completed";
+inline constexpr char kAgentExecutionError[] = "agent_execution_error";
+inline constexpr char kLlmCallStarted[] = "llm_call_started";
+inline constexpr char kLlmCallCompleted[] = "llm_call_completed";
+inline constexpr char kLlmCallFailed[] = "llm_call_failed";
+inline constexpr char kLlmStreamChunk[] = "llm_stream_chunk";
+inline constexpr char kToolUsageStarted[] = "tool_usage_started";
+inline constexpr char kToolUsageFinished[] = "tool_usage_finished";
+inline constexpr char kToolUsageError[] = "tool_usage_error";
+inline constexpr char kMemoryQueryStarted[] = "memory_query_started";
+inline constexpr char kMemoryQueryCompleted[] = "memory_query_completed";
+inline constexpr char kMemoryQueryFailed[] = "memory_query_failed";
+inline constexpr char kMemorySaveStarted[] = "memory_save_started";
+inline constexpr char kMemorySaveCompleted[] = "memory_save_completed";
+inline constexpr char kMemorySaveFailed[] = "memory_save_failed";
+inline constexpr char kMemoryRetrievalStarted[] = "memory_retrieval_started";
+inline constexpr char kMemoryRetrievalCompleted[] = "memory_retrieval_completed";
+inline constexpr char kMemoryRetrievalFailed[] = "memory_retrieval_failed";
+
+// The `*_started` type an end type closes; empty when `type` closes nothing.
+QString startTypeOf(const QString &type);
+bool isStartType(const QString &type);
+} // namespace events
+
+struct Event
+{
+    QString type;
+    QString id;             // a uuid, set by the bus when empty
+    QString parentId;       // the start event an end event closes, else the innermost open scope
+    QDateTime timestamp;    // UTC, set by the bus when invalid
+    QString sourceType;     // "unified_memory", "agent", "crew", ...
+    QString taskId;
+    QString agentId;
+    Json properties = Json::object();
+
+    Json toJson() const;
+};
+
+// The process's event stream. publish() may be called from any thread; the signals are emitted on
+// the publishing thread, so Qt's connection rules decide where receivers run (queued into a
+// receiver's thread with AutoConnection, at once with DirectConnection).
+//
+// Scopes. begin() publishes a start event and pushes it on the calling thread's scope stack; end()
+// closes the innermost open start of the matching type on that thread and takes it as parent.
+// Every other event published on a thread with an open scope gets the innermost one as parent. The
+// stacks are per thread because work that starts on one thread ends on it (Memory's writer, the
+// executor's thread), and so that concurrent threads do not adopt each other's scopes.
+class EventBus : public QObject
+{
+    Q_OBJECT
+public:
+    explicit EventBus(QObject *parent = nullptr);
+    ~EventBus() override;
+
+    // Publishes as given, filling an empty id, an invalid timestamp and (from the open scope) an
+    // empty parent id. Returns the id.
+    QString publish(Event event);
+    QString publish(const QString &type, const Json &properties = Json::object(), const QString &sourceType = {},
+                    const QString &taskId = {}, const QString &agentId = {});
+
+    // Publishes a start event and opens its scope on this thread. Returns its id.
+    QString begin(const QString &type, const Json &properties = Json::object(), const QString &sourceType = {},
+                  const QString &taskId = {}, const QString &agentId = {});
+    // Publishes an end event paired with the innermost open start of the matching type on this
+    // thread (or with the open start `startId` when given), closing it; source, task and agent ids
+    // missing here are taken from the start. An end with no such open start is a caller bug: it is
+    // reported with qWarning and still published, without parent.
+    QString end(const QString &type, const Json &properties = Json::object(), const QString &sourceType = {},
+                const QString &taskId = {}, const QString &agentId = {}, const QString &startId = {});
+
+    // Whether this thread has an open start of `startType`.
+    bool isOpen(const QString &startType) const;
+    // How many scopes are open on this thread.
+    int openScopes() const;
+
+    // Republishes Memory's signals as memory events (source "unified_memory") and its analysis LLM
+    // calls as llm_call events with a `step`. Connected directly: they come from the writer thread
+    // and must pair there.
+    void attachMemory(Memory *memory);
+    // Republishes the executor's LLM calls and tool runs (source "agent").
+    void attachExecutor(AgentExecutor *executor, const QString &agentId = {});
+
+Q_SIGNALS:
+    void eventPublished(const mneme::Event &event);
+    void crewEvent(const mneme::Event &event);
+    void taskEvent(const mneme::Event &event);
+    void agentEvent(const mneme::Event &event);
+    void llmEvent(const mneme::Event &event);
+    void toolEvent(const mneme::Event &event);
+    void memoryEvent(const mneme::Event &event);
+
+private:
+    struct Frame
+    {
+        QString id;
+        QString type;
+        QString sourceType;
+        QString taskId;
+        QString agentId;
+        Json properties;
+    };
+    // This thread's open scopes of this bus (created empty on demand).
+    std::vector<Frame> &stack() const;
+    // Drops this thread's stack entry once empty, so threads keep nothing for buses they are done with.
+    void releaseIfEmpty() const;
+    QString publishAs(Event event, bool inheritParent);
+    // The open frame `end` would close, or null.
+    const Frame *openFrame(const QString &startType, const QString &startId = {}) const;
+    // end() when a matching start is open, else a plain publish without a warning (for sources
+    // that report some failures without a start, like Memory's background saves).
+    QString endOrPublish(const QString &type, const Json &properties, const QString &sourceType);
+
+    // Stacks live in a thread_local map keyed by a per-bus serial (never reused, unlike an address):
+    // unlike QThreadStorage it tolerates a bus dying before the threads that published on it.
+    const quint64 m_serial;
+};
+
+} // namespace mneme
+
+Q_DECLARE_METATYPE(mneme::Event)
