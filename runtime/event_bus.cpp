@@ -125,8 +125,10 @@ QString EventBus::publishAs(Event event, bool inheritParent)
     return event.id;
 }
 
-QString EventBus::publish(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
-                          const QString &agentId)
+namespace {
+
+Event makeEvent(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
+                const QString &agentId)
 {
     Event e;
     e.type = type;
@@ -134,7 +136,15 @@ QString EventBus::publish(const QString &type, const Json &properties, const QSt
     e.sourceType = sourceType;
     e.taskId = taskId;
     e.agentId = agentId;
-    return publish(std::move(e));
+    return e;
+}
+
+} // namespace
+
+QString EventBus::publish(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
+                          const QString &agentId)
+{
+    return publish(makeEvent(type, properties, sourceType, taskId, agentId));
 }
 
 QString EventBus::begin(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
@@ -142,12 +152,7 @@ QString EventBus::begin(const QString &type, const Json &properties, const QStri
 {
     if (!events::isStartType(type))
         qWarning().noquote() << "EventBus::begin:" << type << "is not a *_started type; it opens a scope anyway";
-    Event e;
-    e.type = type;
-    e.properties = properties;
-    e.sourceType = sourceType;
-    e.taskId = taskId;
-    e.agentId = agentId;
+    Event e = makeEvent(type, properties, sourceType, taskId, agentId);
     e.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
     // Published before it is pushed, so its parent is the scope around it rather than itself.
     publish(e);
@@ -168,12 +173,7 @@ const EventBus::Frame *EventBus::openFrame(const QString &startType, const QStri
 QString EventBus::end(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
                       const QString &agentId, const QString &startId)
 {
-    Event e;
-    e.type = type;
-    e.properties = properties;
-    e.sourceType = sourceType;
-    e.taskId = taskId;
-    e.agentId = agentId;
+    Event e = makeEvent(type, properties, sourceType, taskId, agentId);
 
     const QString startType = events::startTypeOf(type);
     const Frame *frame = startType.isEmpty() && startId.isEmpty() ? nullptr : openFrame(startType, startId);
