@@ -73,6 +73,20 @@ QString relativeScope(const QString &root, const QString &scope)
     return scope;
 }
 
+QStringList scopesForPrompt(StorageBackend &storage, const QString &base, const QStringList &tops, int max)
+{
+    QStringList out;
+    for (const QString &top : tops) {
+        out << relativeScope(base, top);
+        for (const QString &child : storage.childScopes(top))
+            out << relativeScope(base, child);
+        if (out.size() >= max)
+            break;
+    }
+    out.removeDuplicates();
+    return out.mid(0, max);
+}
+
 QString clampScope(const QString &root, const QString &suggested)
 {
     const QString base = root.isEmpty() ? QStringLiteral("/") : root;

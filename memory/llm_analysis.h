@@ -7,6 +7,7 @@
 #include "core/llm_provider.h"
 #include "core/memory_record.h"
 #include "core/scope_info.h"
+#include "core/storage_backend.h"
 
 #include <QDateTime>
 #include <QList>
@@ -56,6 +57,9 @@ namespace LlmAnalysis {
 
 // Scopes are shown to the model relative to `root` ("/" is the root itself).
 QString relativeScope(const QString &root, const QString &scope);
+// The scopes a prompt offers a model, relative to `base`: each of `tops` and the scopes just below
+// it, without repeats, at most `max`.
+QStringList scopesForPrompt(StorageBackend &storage, const QString &base, const QStringList &tops, int max = 50);
 // A scope a model suggested, made safe: ".", "..", empty and control-character segments dropped,
 // the root's own prefix removed when the model repeated it, then joined under `root`. The result is
 // always `root` or a path below it (Mneme decision 4).

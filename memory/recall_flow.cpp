@@ -14,29 +14,9 @@ namespace mneme {
 
 namespace {
 
-constexpr int kMaxShownScopes = 50;
 constexpr int kMaxSuggestedScopes = 20;
 constexpr int kExcerpts = 5;
 constexpr int kExcerptChars = 1000;
-
-// The scopes the query analysis may choose among, relative to `base`: the children and grandchildren
-// of the searched prefix (of each scope of a slice, the scope itself first).
-QStringList availableScopes(StorageBackend &storage, const QString &base, const QStringList &scopes)
-{
-    QStringList out;
-    const bool slice = scopes.size() > 1;
-    for (const QString &top : slice ? scopes : storage.childScopes(base)) {
-        out << LlmAnalysis::relativeScope(base, top);
-        for (const QString &child : storage.childScopes(top))
-            out << LlmAnalysis::relativeScope(base, child);
-        if (out.size() >= kMaxShownScopes)
-            break;
-    }
-    out.removeDuplicates();
-    if (out.isEmpty())
-        out << QStringLiteral("/");
-    return out.mid(0, kMaxShownScopes);
-}
 
 // The scopes the LLM suggested, clamped inside the searched scopes (decision 4), without repeats and
 // without scopes another suggestion already covers.
@@ -202,7 +182,11 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
         if (!d.llmConfigured()) {
             why = QStringLiteral("no LLM is configured");
         } else {
-            const QStringList available = availableScopes(*d.storage, base, scopes);
+            // Of a slice, its scopes and what is below them; else the prefix's children and grandchildren.
+            const QStringList tops = scopes.size() > 1 ? scopes : d.storage->childScopes(base);
+            QStringList available = LlmAnalysis::scopesForPrompt(*d.storage, base, tops);
+            if (available.isEmpty())
+                available << QStringLiteral("/");
             std::optional<ScopeInfo> info;
             if (!o.scopes.isEmpty() && scopes.size() == 1)
                 info = d.storage->scopeInfo(base);

@@ -29,20 +29,6 @@ QString rootOf(const MemoryConfig &config, const MemoryInput &in)
     return config.rootScope.isEmpty() ? QStringLiteral("/") : config.rootScope;
 }
 
-// Scopes below `root`, two levels deep, relative to it, for the save-analysis prompt.
-QStringList scopesBelow(StorageBackend &storage, const QString &root)
-{
-    QStringList out;
-    for (const QString &child : storage.childScopes(root)) {
-        out << LlmAnalysis::relativeScope(root, child);
-        for (const QString &grandchild : storage.childScopes(child))
-            out << LlmAnalysis::relativeScope(root, grandchild);
-        if (out.size() >= 50)
-            break;
-    }
-    return out.mid(0, 50);
-}
-
 // The cosine at which a stored record votes for its scope in the offline analysis. The builtin
 // feature-hashing embedders score related sentences lower than neural ones (about 0.35-0.5 for two
 // sentences on one subject, under 0.05 for unrelated ones), so they get a lower bar.
@@ -136,7 +122,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
                 f.scopes << root;
             e.categories = storage->categories(f).keys();
             if (haveLlm)
-                e.scopes = scopesBelow(*storage, root);
+                e.scopes = LlmAnalysis::scopesForPrompt(*storage, root, storage->childScopes(root));
             it = existing.insert(root, e);
         }
         return *it;
