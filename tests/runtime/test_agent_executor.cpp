@@ -28,35 +28,14 @@ const Json kKeySchema = {{"type", "object"},
                          {"properties", {{"key", {{"type", "string"}}}}},
                          {"required", {"key"}}};
 
-// A chat completion with these tool calls (ids call_1, call_2, ...) and this usage.
 ScriptedReply toolCalls(const QList<QPair<QString, QString>> &calls, int prompt = 11, int completion = 7)
 {
-    Json list = Json::array();
-    int n = 0;
-    for (const auto &[name, args] : calls)
-        list.push_back({{"id", "call_" + std::to_string(++n)},
-                        {"type", "function"},
-                        {"function", {{"name", name.toStdString()}, {"arguments", args.toStdString()}}}});
-    const Json reply = {{"id", "chatcmpl-test"},
-                        {"object", "chat.completion"},
-                        {"model", "gpt-test"},
-                        {"choices",
-                         {{{"index", 0},
-                           {"message", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", list}}},
-                           {"finish_reason", "tool_calls"}}}},
-                        {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}}}};
-    return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
+    return ScriptedLlm::toolCallsReply(calls, prompt, completion);
 }
 
 ScriptedReply text(const QString &content, int prompt = 11, int completion = 7)
 {
-    const Json reply = {{"id", "chatcmpl-test"},
-                        {"object", "chat.completion"},
-                        {"model", "gpt-test"},
-                        {"choices",
-                         {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content.toStdString()}}}, {"finish_reason", "stop"}}}},
-                        {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}}}};
-    return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
+    return ScriptedLlm::completion(content, prompt, completion);
 }
 
 // Answers the n-th request with the n-th reply (the last one again after that).

@@ -47,15 +47,43 @@ void ScriptedLlm::on(const QString &step, Responder responder)
     m_responders[step] = std::move(responder);
 }
 
-ScriptedReply ScriptedLlm::completion(const QString &content)
+namespace {
+
+ScriptedReply chatCompletion(const Json &message, const char *finishReason, int promptTokens, int completionTokens)
 {
     const Json reply = {{"id", "chatcmpl-test"},
                         {"object", "chat.completion"},
                         {"model", "gpt-test"},
-                        {"choices",
-                         {{{"index", 0}, {"message", {{"role", "assistant"}, {"content", content.toStdString()}}}, {"finish_reason", "stop"}}}},
-                        {"usage", {{"prompt_tokens", 11}, {"completion_tokens", 7}, {"total_tokens", 18}}}};
+                        {"choices", {{{"index", 0}, {"message", message}, {"finish_reason", finishReason}}}},
+                        {"usage",
+                         {{"prompt_tokens", promptTokens},
+                          {"completion_tokens", completionTokens},
+                          {"total_tokens", promptTokens + completionTokens}}}};
     return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
+}
+
+} // namespace
+
+ScriptedReply ScriptedLlm::completion(const QString &content, int promptTokens, int completionTokens)
+{
+    return chatCompletion(Json{{"role", "assistant"}, {"content", content.toStdString()}}, "stop", promptTokens, completionTokens);
+}
+
+ScriptedReply ScriptedLlm::toolCallsReply(const QList<QPair<QString, QString>> &calls, int promptTokens, int completionTokens)
+{
+    Json list = Json::array();
+    int n = 0;
+    for (const auto &[name, arguments] : calls)
+        list.push_back({{"id", "call_" + std::to_string(++n)},
+                        {"type", "function"},
+                        {"function", {{"name", name.toStdString()}, {"arguments", arguments.toStdString()}}}});
+    return chatCompletion(Json{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", list}}, "tool_calls", promptTokens,
+                          completionTokens);
+}
+
+ScriptedReply ScriptedLlm::toolCallReply(const QString &tool, const QString &rawArguments)
+{
+    return toolCallsReply({{tool, rawArguments}});
 }
 
 void ScriptedLlm::onJson(const QString &step, const Json &value)
@@ -74,25 +102,6 @@ void ScriptedLlm::onError(const QString &step, int status)
     on(step, [status](const Json &) {
         return ScriptedReply::json(R"({"error":{"message":"scripted failure","type":"server_error"}})", status);
     });
-}
-
-ScriptedReply ScriptedLlm::toolCallReply(const QString &tool, const QString &rawArguments)
-{
-    const Json reply = {{"id", "chatcmpl-test"},
-                        {"object", "chat.completion"},
-                        {"model", "gpt-test"},
-                        {"choices",
-                         {{{"index", 0},
-                           {"message",
-                            {{"role", "assistant"},
-                             {"content", nullptr},
-                             {"tool_calls",
-                              {{{"id", "call_1"},
-                                {"type", "function"},
-                                {"function", {{"name", tool.toStdString()}, {"arguments", rawArguments.toStdString()}}}}}}}},
-                           {"finish_reason", "tool_calls"}}}},
-                        {"usage", {{"prompt_tokens", 11}, {"completion_tokens", 7}, {"total_tokens", 18}}}};
-    return ScriptedReply::json(QByteArray::fromStdString(reply.dump()));
 }
 
 void ScriptedLlm::onToolCall(const QString &step, const QString &tool, const Json &arguments)

@@ -49,9 +49,13 @@ public:
     // The provider itself, built through the registry.
     std::shared_ptr<LlmProvider> provider(const Json &extra = Json::object()) const;
 
-    // A chat completion whose message content is `content`.
-    static ScriptedReply completion(const QString &content);
-    // A chat completion with one call of `tool` whose arguments are `rawArguments` verbatim (JSON or not).
+    // A chat completion whose message content is `content`, reporting this token usage.
+    static ScriptedReply completion(const QString &content, int promptTokens = 11, int completionTokens = 7);
+    // A chat completion with these tool calls (name, arguments verbatim, JSON or not; ids call_1,
+    // call_2, ...), reporting this token usage.
+    static ScriptedReply toolCallsReply(const QList<QPair<QString, QString>> &calls, int promptTokens = 11,
+                                        int completionTokens = 7);
+    // One call of `tool` whose arguments are `rawArguments`.
     static ScriptedReply toolCallReply(const QString &tool, const QString &rawArguments);
     static QString stepOf(const Json &body);
 
