@@ -505,7 +505,9 @@ private Q_SLOTS:
         m_embedder->setVector(QStringLiteral("Pizza night is on Friday."), kTopic);
         m_embedder->setVector(QStringLiteral("We order from Luigi's."), {0.6f, 0.8f, 0, 0});
         m_embedder->setVector(QStringLiteral("Pizza night moved to Saturday."), kNearTopic);   // 0.95 and 0.82
-        m->forget(ForgetOptions{std::nullopt, {pizza.id}});
+        ForgetOptions pizzaOnly;
+        pizzaOnly.ids = {pizza.id};
+        m->forget(pizzaOnly);
         const MemoryRecord close = m->remember(QStringLiteral("Pizza night is on Friday."), fields(QStringLiteral("/food")));
         const MemoryRecord far = m->remember(QStringLiteral("We order from Luigi's."), fields(QStringLiteral("/food")));
         m_llm->onJson(QStringLiteral("consolidation_plan"),
