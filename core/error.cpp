@@ -53,6 +53,7 @@ QString Error::kindName(ErrorKind kind)
     case ErrorKind::Timeout: return QStringLiteral("timeout");
     case ErrorKind::MalformedReply: return QStringLiteral("malformed_reply");
     case ErrorKind::Cancelled: return QStringLiteral("cancelled");
+    case ErrorKind::GuardrailFailed: return QStringLiteral("guardrail_failed");
     case ErrorKind::Internal: return QStringLiteral("internal");
     }
     return QStringLiteral("internal");

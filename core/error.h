@@ -29,6 +29,7 @@ enum class ErrorKind {
     Timeout,            // no answer within the timeout
     MalformedReply,     // the reply is not what the protocol promises (bad JSON, an HTML page, no JSON object)
     Cancelled,
+    GuardrailFailed,    // a task's output still failed a guardrail (or its output schema) after every retry
     Internal,
 };
 

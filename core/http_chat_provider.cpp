@@ -199,7 +199,7 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
         http.what = context();
     http.cancelWith = cancelWith;
     if (request.stream)
-        return streamWithRetries(http, 0);
+        return streamWithRetries(http, 0, request.onTextDelta);
     HttpClient *client = currentClient();
     if (!client)
         return failedFuture<ChatResponse>(Error(ErrorKind::Cancelled, QStringLiteral("%1: the provider was shut down.").arg(context())));
@@ -224,7 +224,8 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
     });
 }
 
-QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &http, int retry)
+QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &http, int retry,
+                                                          const std::function<void(const QString &)> &onTextDelta)
 {
     HttpClient *client = currentClient();
     if (!client)
@@ -234,7 +235,7 @@ QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &htt
     promise->start();
     QFuture<ChatResponse> out = promise->future();
     const HttpPolicy policy = m_settings.http;
-    sendStreaming(*client, http, committed).then(QtFuture::Launch::Sync, [this, http, retry, committed, promise, policy](QFuture<ChatResponse> f) {
+    sendStreaming(*client, http, committed, onTextDelta).then(QtFuture::Launch::Sync, [this, http, retry, committed, promise, policy, onTextDelta](QFuture<ChatResponse> f) {
         try {
             promise->addResult(f.result());
         } catch (const Error &e) {
@@ -249,7 +250,7 @@ QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &htt
                 // or fails with Cancelled when the provider shuts down first.
                 HttpClient *client = currentClient();
                 if (client) {
-                    client->after(delay).then(QtFuture::Launch::Sync, [this, http, retry, promise](QFuture<void> waited) {
+                    client->after(delay).then(QtFuture::Launch::Sync, [this, http, retry, promise, onTextDelta](QFuture<void> waited) {
                         try {
                             waited.waitForFinished(); // rethrows Cancelled
                         } catch (...) {
@@ -257,7 +258,7 @@ QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &htt
                             promise->finish();
                             return;
                         }
-                        streamWithRetries(http, retry + 1).then(QtFuture::Launch::Sync, [promise](QFuture<ChatResponse> g) {
+                        streamWithRetries(http, retry + 1, onTextDelta).then(QtFuture::Launch::Sync, [promise](QFuture<ChatResponse> g) {
                             try {
                                 promise->addResult(g.result());
                             } catch (...) {
@@ -279,7 +280,8 @@ QFuture<ChatResponse> HttpChatProvider::streamWithRetries(const HttpRequest &htt
 }
 
 QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const HttpRequest &http,
-                                                      const std::shared_ptr<std::atomic_bool> &committed)
+                                                      const std::shared_ptr<std::atomic_bool> &committed,
+                                                      const std::function<void(const QString &)> &onTextDelta)
 {
     struct Stream
     {
@@ -290,6 +292,7 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
         bool sawEvent = false;
     };
     auto stream = std::make_shared<Stream>();
+    stream->state.onTextDelta = onTextDelta;
     const StreamFormat format = streamFormat();
     const QString what = context();
     const QStringList secrets = m_settings.http.secrets;
@@ -372,6 +375,8 @@ void HttpChatProvider::appendText(StreamState &state, const QString &text)
         return;
     state.committed = true;
     state.response.text += text;
+    if (state.onTextDelta)
+        state.onTextDelta(text);
     Q_EMIT textDelta(text);
 }
 

@@ -50,6 +50,7 @@ protected:
         // own end marker). A stream that ends without it fails with Error(Network): it was cut.
         bool done = false;
         bool committed = false;             // a delta was emitted: the reply can no longer be retried
+        std::function<void(const QString &)> onTextDelta;  // the request's own sink, if any
     };
 
     // The request for `request` (with the settings' temperature / max tokens already applied when the
@@ -87,9 +88,11 @@ private:
     QFuture<ChatResponse> sendOnce(const ChatRequest &request, const QFuture<void> &cancelWith);
     // Streams, retrying (with the client's backoff and retry budget) when the stream fails with a
     // server or rate-limit error before any delta was emitted.
-    QFuture<ChatResponse> streamWithRetries(const HttpRequest &http, int retry);
+    QFuture<ChatResponse> streamWithRetries(const HttpRequest &http, int retry,
+                                            const std::function<void(const QString &)> &onTextDelta);
     QFuture<ChatResponse> sendStreaming(HttpClient &client, const HttpRequest &http,
-                                        const std::shared_ptr<std::atomic_bool> &committed);
+                                        const std::shared_ptr<std::atomic_bool> &committed,
+                                        const std::function<void(const QString &)> &onTextDelta);
 
     ProviderSettings m_settings;
     ProviderDefaults m_defaults;

@@ -8,6 +8,7 @@
 #include <QString>
 #include <QStringList>
 #include <QtPlugin>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -69,6 +70,10 @@ struct ChatRequest
     std::optional<int> maxTokens;
     QStringList stop;
     bool stream = false;                // emit textDelta / toolCallDelta while the reply arrives
+    // Streaming: also called with each piece of text of this request's reply, on the thread it arrives
+    // on (the network thread), so pieces stay tied to their request when several share a provider.
+    // Not part of toJson().
+    std::function<void(const QString &text)> onTextDelta;
 
     Json toJson() const;                // canonical form (cassettes, logs without secrets)
 };

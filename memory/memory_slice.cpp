@@ -26,6 +26,11 @@ MemorySlice::MemorySlice(Memory *memory, const QStringList &scopes, const QStrin
     }
 }
 
+Memory *MemorySlice::memory() const
+{
+    return m_memory.data();
+}
+
 Memory &MemorySlice::bound() const
 {
     if (!m_memory)

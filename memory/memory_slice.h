@@ -25,6 +25,7 @@ public:
     QStringList scopes() const { return m_scopes; }
     QStringList categories() const { return m_categories; }
     bool isReadOnly() const { return m_readOnly; }
+    Memory *memory() const;
 
     MemoryRecord remember(const QString &content, const RememberOptions &options);
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});

@@ -190,8 +190,11 @@ QFuture<ChatResponse> ReplayProvider::replay(const ChatRequest &request)
         answer = match->response;
     }
     if (request.stream) {
-        if (!answer.text.isEmpty())
+        if (!answer.text.isEmpty()) {
+            if (request.onTextDelta)
+                request.onTextDelta(answer.text);
             Q_EMIT textDelta(answer.text);
+        }
         for (size_t i = 0; i < answer.toolCalls.size(); ++i) {
             const ToolCall &c = answer.toolCalls[i];
             Q_EMIT toolCallDelta(int(i), c.id, c.name, QString::fromStdString(c.arguments.dump()));
