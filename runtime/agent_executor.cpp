@@ -3,12 +3,15 @@
 #include "core/error.h"
 #include "core/json_reply.h"
 
+#include <QDebug>
 #include <QElapsedTimer>
+#include <QMutex>
 #include <QFutureWatcher>
 #include <QPointer>
 #include <QPromise>
 #include <QRegularExpression>
 #include <QTimer>
+#include <algorithm>
 #include <exception>
 #include <map>
 #include <utility>
@@ -61,6 +64,12 @@ QString stripThink(QString text)
 
 } // namespace
 
+struct AgentExecutor::Relay
+{
+    QMutex mutex;
+    AgentExecutor *target = nullptr;
+};
+
 struct AgentExecutor::Run
 {
     QPromise<AgentResult> promise;
@@ -71,8 +80,19 @@ struct AgentExecutor::Run
     bool react = false;
     bool done = false;
     bool forcedRequest = false;
+    QString stepText;                           // what the model wrote with the tool calls being run
     AgentResult result;
     QFuture<ChatResponse> pendingChat;
+    bool chatInFlight = false;
+    // Tools started and not yet answered, so a cancellation can close them.
+    struct RunningTool
+    {
+        QString name;
+        std::shared_ptr<bool> settled;
+        std::shared_ptr<QElapsedTimer> clock;
+        QFuture<QString> future;
+    };
+    std::vector<RunningTool> runningTools;
     std::map<std::string, int> callCounts;      // tool name + arguments -> times run
     QPointer<QFutureWatcher<AgentResult>> cancelWatch;
 
@@ -85,13 +105,53 @@ struct AgentExecutor::Run
     }
 };
 
-AgentExecutor::AgentExecutor(std::shared_ptr<LlmProvider> llm, QObject *parent) : QObject(parent), m_llm(std::move(llm))
+AgentExecutor::AgentExecutor(std::shared_ptr<LlmProvider> llm, QObject *parent)
+    : QObject(parent), m_llm(std::move(llm)), m_relay(std::make_shared<Relay>())
 {
     if (!m_llm)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("An AgentExecutor needs an LLM provider."));
+    m_relay->target = this;
 }
 
-AgentExecutor::~AgentExecutor() = default;
+AgentExecutor::~AgentExecutor()
+{
+    {
+        QMutexLocker lock(&m_relay->mutex);
+        m_relay->target = nullptr;
+    }
+    // Runs still going end cancelled, and their requests are aborted rather than left to finish unheard.
+    cancel();
+}
+
+void AgentExecutor::cancel()
+{
+    for (const auto &weak : std::vector<std::weak_ptr<Run>>(m_runs))
+        if (const auto run = weak.lock())
+            abort(run);
+}
+
+void AgentExecutor::abort(const std::shared_ptr<Run> &run)
+{
+    if (run->done)
+        return;
+    run->done = true;
+    // What was started is reported as ended, so every start signal has its end.
+    if (std::exchange(run->chatInFlight, false)) {
+        run->pendingChat.cancel();
+        Q_EMIT llmCallFailed(run->result.iterations, QStringLiteral("The run was cancelled before the LLM answered."));
+    }
+    for (const Run::RunningTool &t : run->runningTools) {
+        if (std::exchange(*t.settled, true))
+            continue;
+        QFuture<QString>(t.future).cancel();
+        Q_EMIT toolFinished(t.name, QStringLiteral("Error: the run was cancelled before the tool answered."), true, t.clock->elapsed());
+    }
+    run->runningTools.clear();
+    run->promise.future().cancel();
+    run->promise.finish();
+    if (run->cancelWatch)
+        run->cancelWatch->deleteLater();
+}
 
 QString AgentExecutor::reactInstructions(const std::vector<std::shared_ptr<Tool>> &tools)
 {
@@ -185,6 +245,8 @@ QFuture<AgentResult> AgentExecutor::run(const std::vector<ChatMessage> &messages
     }
     run->messages = messages;
     run->options = options;
+    m_runs.erase(std::remove_if(m_runs.begin(), m_runs.end(), [](const auto &w) { return w.expired(); }), m_runs.end());
+    m_runs.push_back(run);
     for (const auto &t : tools) {
         if (!t)
             continue;
@@ -209,12 +271,7 @@ QFuture<AgentResult> AgentExecutor::run(const std::vector<ChatMessage> &messages
     // Cancelling the caller's future ends the run at once; the request in flight is aborted.
     auto *watch = new QFutureWatcher<AgentResult>(this);
     run->cancelWatch = watch;
-    connect(watch, &QFutureWatcherBase::canceled, this, [this, run] {
-        if (run->done)
-            return;
-        run->pendingChat.cancel();
-        finish(run);
-    });
+    connect(watch, &QFutureWatcherBase::canceled, this, [this, run] { abort(run); });
     watch->setFuture(future);
 
     step(run);
@@ -244,6 +301,17 @@ void AgentExecutor::step(const std::shared_ptr<Run> &run)
     request.messages = run->messages;
 
     const int iteration = ++run->result.iterations;
+    if (run->options.stream) {
+        request.stream = true;
+        // Pieces arrive on the network thread; they are queued to this executor's thread, ahead of the
+        // reply's own completion, which is queued after them.
+        request.onTextDelta = [relay = m_relay, iteration](const QString &text) {
+            QMutexLocker lock(&relay->mutex);
+            if (AgentExecutor *target = relay->target)
+                QMetaObject::invokeMethod(target, [target, iteration, text] { Q_EMIT target->textChunk(iteration, text); },
+                                          Qt::QueuedConnection);
+        };
+    }
     Q_EMIT iterationStarted(iteration);
     Q_EMIT llmCallStarted(iteration);
     QFuture<ChatResponse> chat;
@@ -253,6 +321,7 @@ void AgentExecutor::step(const std::shared_ptr<Run> &run)
         chat = QtFuture::makeExceptionalFuture<ChatResponse>(e);
     }
     run->pendingChat = chat;
+    run->chatInFlight = true;
 
     auto *watcher = new QFutureWatcher<ChatResponse>(this);
     connect(watcher, &QFutureWatcherBase::finished, this, [this, run, watcher, iteration] {
@@ -260,8 +329,10 @@ void AgentExecutor::step(const std::shared_ptr<Run> &run)
         QFuture<ChatResponse> f = watcher->future();
         if (run->done)
             return;
+        run->chatInFlight = false;
         if (run->promise.isCanceled()) {
-            finish(run);
+            Q_EMIT llmCallFailed(iteration, QStringLiteral("The run was cancelled before the LLM answered."));
+            abort(run);
             return;
         }
         if (f.resultCount() > 0) {
@@ -308,6 +379,7 @@ void AgentExecutor::onReply(const std::shared_ptr<Run> &run, const ChatResponse 
             return;
         }
         run->messages.push_back(ChatMessage::assistant(reply.text, reply.toolCalls));
+        run->stepText = reply.text.trimmed();
         runTools(run, reply.toolCalls);
         return;
     }
@@ -322,6 +394,7 @@ void AgentExecutor::onReply(const std::shared_ptr<Run> &run, const ChatResponse 
     if (observation >= 0)
         said.truncate(observation);
     run->messages.push_back(ChatMessage::assistant(said.trimmed()));
+    run->stepText = said.trimmed();
     ToolCall call;
     call.id = QStringLiteral("react-%1").arg(run->result.iterations);
     call.name = parsed.tool;
@@ -355,6 +428,9 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
             else
                 run->messages.push_back(ChatMessage::toolResult(batch->calls[i].id, outcome.name, outcome.output));
         }
+        reportStep(run, AgentStep{run->result.iterations, run->stepText, batch->outcomes, false});
+        if (run->done)  // the step callback may have cancelled the run
+            return;
         step(run);
     };
 
@@ -419,6 +495,7 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
         auto clock = std::make_shared<QElapsedTimer>();
         clock->start();
         auto settled = std::make_shared<bool>(false);   // the answer or the timeout, whichever comes first
+        run->runningTools.push_back(Run::RunningTool{call.name, settled, clock, running});
         auto *watcher = new QFutureWatcher<QString>(this);
         connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, batch, i, clock, complete, settled] {
             watcher->deleteLater();
@@ -457,10 +534,25 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
     complete();
 }
 
+void AgentExecutor::reportStep(const std::shared_ptr<Run> &run, AgentStep step)
+{
+    if (!run->options.stepCallback)
+        return;
+    try {
+        run->options.stepCallback(step);
+    } catch (const std::exception &e) {
+        qWarning().noquote() << "AgentExecutor: the step callback threw:" << e.what();
+    } catch (...) {
+        qWarning().noquote() << "AgentExecutor: the step callback threw an unknown exception";
+    }
+}
+
 void AgentExecutor::finish(const std::shared_ptr<Run> &run)
 {
     if (run->done)
         return;
+    if (!run->promise.isCanceled())
+        reportStep(run, AgentStep{run->result.iterations, run->result.finalAnswer, {}, true});
     run->done = true;
     if (!run->promise.isCanceled())
         run->promise.addResult(run->result);

@@ -7,11 +7,14 @@
 #include <QFuture>
 #include <QObject>
 #include <QString>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 namespace mneme {
+
+struct AgentStep;
 
 struct AgentOptions
 {
@@ -26,6 +29,11 @@ struct AgentOptions
     // A tool that has not answered after this many milliseconds is abandoned (its future cancelled) and
     // the model is told it timed out; 0 waits as long as the tool takes.
     int toolTimeoutMs = 0;
+    // Stream the replies: each piece of text is emitted as textChunk() while it arrives.
+    bool stream = false;
+    // Called on the executor's thread after each step: a batch of tool calls with their results, and the
+    // final answer. An exception it throws is reported with qWarning and ignored.
+    std::function<void(const AgentStep &)> stepCallback;
 };
 
 // One tool call the executor handled.
@@ -35,6 +43,15 @@ struct AgentToolCall
     Json arguments;
     QString output;             // what the model was given back
     bool isError = false;       // unknown tool, invalid arguments, a failing tool, a refused repeat
+};
+
+// One step of a run, as given to AgentOptions::stepCallback.
+struct AgentStep
+{
+    int iteration = 0;                  // the LLM call this step followed
+    QString text;                       // what the model wrote (its thought, or the final answer)
+    std::vector<AgentToolCall> toolCalls;   // the calls it made, with their outputs; empty for the final step
+    bool isFinal = false;
 };
 
 struct AgentResult
@@ -64,6 +81,11 @@ public:
 
     QFuture<AgentResult> run(const std::vector<ChatMessage> &messages, const std::vector<std::shared_ptr<Tool>> &tools,
                              const AgentOptions &options = {});
+    // Cancels every run at once, on this thread: the request in flight is aborted and reported with
+    // llmCallFailed, tools still running are reported with toolFinished (as errors), and the runs'
+    // futures end cancelled. Cancelling a run's future does the same for that run, when the
+    // cancellation reaches this thread.
+    void cancel();
 
     // The text protocol's system-prompt section for these tools (used when the provider lacks native tools).
     static QString reactInstructions(const std::vector<std::shared_ptr<Tool>> &tools);
@@ -86,6 +108,8 @@ Q_SIGNALS:
     void llmCallFailed(int iteration, const QString &error);
     void toolStarted(const QString &name, const QString &argumentsJson);
     void toolFinished(const QString &name, const QString &output, bool isError, qint64 durationMs);
+    // A piece of a streamed reply (AgentOptions::stream), in order, before llmCallCompleted of its iteration.
+    void textChunk(int iteration, const QString &text);
 
 private:
     struct Run;
@@ -93,8 +117,14 @@ private:
     void onReply(const std::shared_ptr<Run> &run, const ChatResponse &reply);
     void runTools(const std::shared_ptr<Run> &run, std::vector<ToolCall> calls);
     void finish(const std::shared_ptr<Run> &run);
+    void reportStep(const std::shared_ptr<Run> &run, AgentStep step);
+    void abort(const std::shared_ptr<Run> &run);
 
     std::shared_ptr<LlmProvider> m_llm;
+    // Lets stream pieces arriving on the network thread reach this executor only while it exists.
+    struct Relay;
+    std::shared_ptr<Relay> m_relay;
+    std::vector<std::weak_ptr<Run>> m_runs;     // to abort their requests when the executor goes
 };
 
 } // namespace mneme

@@ -11,6 +11,8 @@
 #include <deque>
 #include <unordered_map>
 #include <memory>
+#include <optional>
+#include <utility>
 
 namespace mneme {
 
@@ -35,6 +37,8 @@ QString startTypeOf(const QString &type)
         {QLatin1String(kMemorySaveFailed), QLatin1String(kMemorySaveStarted)},
         {QLatin1String(kMemoryRetrievalCompleted), QLatin1String(kMemoryRetrievalStarted)},
         {QLatin1String(kMemoryRetrievalFailed), QLatin1String(kMemoryRetrievalStarted)},
+        {QLatin1String(kLlmGuardrailCompleted), QLatin1String(kLlmGuardrailStarted)},
+        {QLatin1String(kLlmGuardrailFailed), QLatin1String(kLlmGuardrailStarted)},
     };
     return pairs.value(type);
 }
@@ -45,6 +49,19 @@ bool isStartType(const QString &type)
 }
 
 } // namespace events
+
+Event Event::make(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
+                  const QString &agentId, const QString &parentId)
+{
+    Event e;
+    e.type = type;
+    e.properties = properties;
+    e.sourceType = sourceType;
+    e.taskId = taskId;
+    e.agentId = agentId;
+    e.parentId = parentId;
+    return e;
+}
 
 Json Event::toJson() const
 {
@@ -69,6 +86,14 @@ EventBus::EventBus(QObject *parent) : QObject(parent), m_serial(g_nextSerial.fet
 }
 
 EventBus::~EventBus() = default;
+
+EventBus &EventBus::instance()
+{
+    // Deliberately leaked: crews, memories' writer threads and pool threads may publish while the
+    // program's statics are being torn down.
+    static EventBus *bus = new EventBus;
+    return *bus;
+}
 
 namespace {
 template<typename Frame>
@@ -125,39 +150,67 @@ QString EventBus::publishAs(Event event, bool inheritParent)
     return event.id;
 }
 
-namespace {
-
-Event makeEvent(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
-                const QString &agentId)
-{
-    Event e;
-    e.type = type;
-    e.properties = properties;
-    e.sourceType = sourceType;
-    e.taskId = taskId;
-    e.agentId = agentId;
-    return e;
-}
-
-} // namespace
 
 QString EventBus::publish(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
                           const QString &agentId)
 {
-    return publish(makeEvent(type, properties, sourceType, taskId, agentId));
+    return publish(Event::make(type, properties, sourceType, taskId, agentId));
 }
 
 QString EventBus::begin(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
                         const QString &agentId)
 {
-    if (!events::isStartType(type))
-        qWarning().noquote() << "EventBus::begin:" << type << "is not a *_started type; it opens a scope anyway";
-    Event e = makeEvent(type, properties, sourceType, taskId, agentId);
-    e.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    return begin(Event::make(type, properties, sourceType, taskId, agentId));
+}
+
+QString EventBus::begin(Event e)
+{
+    if (!events::isStartType(e.type))
+        qWarning().noquote() << "EventBus::begin:" << e.type << "is not a *_started type; it opens a scope anyway";
+    if (e.id.isEmpty())
+        e.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
     // Published before it is pushed, so its parent is the scope around it rather than itself.
     publish(e);
-    stack().push_back(Frame{e.id, type, sourceType, taskId, agentId, properties});
+    stack().push_back(Frame{e.id, e.type, e.sourceType, e.taskId, e.agentId, e.properties});
     return e.id;
+}
+
+QString EventBus::open(Event e)
+{
+    if (!events::isStartType(e.type))
+        qWarning().noquote() << "EventBus::open:" << e.type << "is not a *_started type; it is paired anyway";
+    if (e.id.isEmpty())
+        e.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    {
+        QMutexLocker lock(&m_openMutex);
+        m_open.insert(e.id, Frame{e.id, e.type, e.sourceType, e.taskId, e.agentId, e.properties});
+    }
+    return publish(std::move(e));
+}
+
+QString EventBus::close(const QString &startId, Event e)
+{
+    std::optional<Frame> frame;
+    {
+        QMutexLocker lock(&m_openMutex);
+        if (auto it = m_open.find(startId); it != m_open.end()) {
+            frame = *it;
+            m_open.erase(it);
+        }
+    }
+    if (!frame) {
+        qWarning().noquote() << "EventBus::close:" << e.type << "names no open start (" << startId
+                             << "); published without parent";
+        return publishAs(std::move(e), false);
+    }
+    e.parentId = frame->id;
+    if (e.sourceType.isEmpty())
+        e.sourceType = frame->sourceType;
+    if (e.taskId.isEmpty())
+        e.taskId = frame->taskId;
+    if (e.agentId.isEmpty())
+        e.agentId = frame->agentId;
+    return publishAs(std::move(e), false);
 }
 
 const EventBus::Frame *EventBus::openFrame(const QString &startType, const QString &startId) const
@@ -173,7 +226,7 @@ const EventBus::Frame *EventBus::openFrame(const QString &startType, const QStri
 QString EventBus::end(const QString &type, const Json &properties, const QString &sourceType, const QString &taskId,
                       const QString &agentId, const QString &startId)
 {
-    Event e = makeEvent(type, properties, sourceType, taskId, agentId);
+    Event e = Event::make(type, properties, sourceType, taskId, agentId);
 
     const QString startType = events::startTypeOf(type);
     const Frame *frame = startType.isEmpty() && startId.isEmpty() ? nullptr : openFrame(startType, startId);
@@ -226,8 +279,24 @@ QString EventBus::endOrPublish(const QString &type, const Json &properties, cons
     return publish(type, properties, sourceType);
 }
 
+bool EventBus::isAttached(Memory *memory) const
+{
+    QMutexLocker lock(&m_openMutex);
+    return m_memories.contains(memory);
+}
+
 void EventBus::attachMemory(Memory *memory)
 {
+    {
+        QMutexLocker lock(&m_openMutex);
+        if (!memory || m_memories.contains(memory))
+            return;
+        m_memories.insert(memory);
+    }
+    connect(memory, &QObject::destroyed, this, [this, memory] {
+        QMutexLocker lock(&m_openMutex);
+        m_memories.remove(memory);
+    }, Qt::DirectConnection);
     const QString src = QStringLiteral("unified_memory");
     const auto direct = Qt::DirectConnection;
     connect(memory, &Memory::queryStarted, this, [this, src](const QString &query, int limit) {
@@ -279,42 +348,64 @@ void EventBus::attachMemory(Memory *memory)
             }, direct);
 }
 
-void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId)
+void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, const QString &taskId,
+                              const QString &parentId)
 {
     const QString src = QStringLiteral("agent");
     const auto direct = Qt::DirectConnection;
-    connect(executor, &AgentExecutor::llmCallStarted, this, [this, src, agentId](int iteration) {
-        begin(QLatin1String(events::kLlmCallStarted), {{"iteration", iteration}}, src, {}, agentId);
-    }, direct);
-    connect(executor, &AgentExecutor::llmCallCompleted, this, [this, src](int iteration, int prompt, int completion) {
-        end(QLatin1String(events::kLlmCallCompleted),
-            {{"iteration", iteration}, {"prompt_tokens", prompt}, {"completion_tokens", completion}}, src);
-    }, direct);
-    connect(executor, &AgentExecutor::llmCallFailed, this, [this, src](int iteration, const QString &error) {
-        end(QLatin1String(events::kLlmCallFailed), {{"iteration", iteration}, {"error", error}}, src);
-    }, direct);
-
-    // Tools of one reply run concurrently and finish in any order: each finish pairs with the oldest
-    // open start of its tool name, by id.
-    struct Pending
+    // What this executor has open: its LLM call (one at a time) and its tool runs, which run
+    // concurrently and finish in any order (each finish pairs with the oldest open start of its name).
+    struct Open
     {
         QMutex mutex;
-        QHash<QString, std::deque<QString>> ids;
+        QString llmCall;
+        QHash<QString, std::deque<QString>> tools;
     };
-    auto pending = std::make_shared<Pending>();
-    connect(executor, &AgentExecutor::toolStarted, this,
-            [this, src, agentId, pending](const QString &name, const QString &argumentsJson) {
-                const QString id = begin(QLatin1String(events::kToolUsageStarted),
-                                         {{"tool_name", name}, {"tool_args", argumentsJson}}, src, {}, agentId);
-                QMutexLocker lock(&pending->mutex);
-                pending->ids[name].push_back(id);
-            }, direct);
+    auto open = std::make_shared<Open>();
+    const auto start = [this, src, agentId, taskId, parentId](const char *type, const Json &props) {
+        Event e = Event::make(QLatin1String(type), props, src, taskId, agentId);
+        e.parentId = parentId;
+        return this->open(std::move(e));
+    };
+    connect(executor, &AgentExecutor::llmCallStarted, this, [open, start](int iteration) {
+        const QString id = start(events::kLlmCallStarted, {{"iteration", iteration}});
+        QMutexLocker lock(&open->mutex);
+        open->llmCall = id;
+    }, direct);
+    const auto endLlm = [this, open](const char *type, const Json &props) {
+        QString id;
+        {
+            QMutexLocker lock(&open->mutex);
+            id = std::exchange(open->llmCall, QString());
+        }
+        close(id, Event::make(QLatin1String(type), props, {}, {}, {}));
+    };
+    connect(executor, &AgentExecutor::llmCallCompleted, this, [endLlm](int iteration, int prompt, int completion) {
+        endLlm(events::kLlmCallCompleted, {{"iteration", iteration}, {"prompt_tokens", prompt}, {"completion_tokens", completion}});
+    }, direct);
+    connect(executor, &AgentExecutor::llmCallFailed, this, [endLlm](int iteration, const QString &error) {
+        endLlm(events::kLlmCallFailed, {{"iteration", iteration}, {"error", error}});
+    }, direct);
+    connect(executor, &AgentExecutor::textChunk, this, [this, open, src, agentId, taskId](int iteration, const QString &chunk) {
+        Event e = Event::make(QLatin1String(events::kLlmStreamChunk), {{"iteration", iteration}, {"chunk", chunk}}, src,
+                            taskId, agentId);
+        {
+            QMutexLocker lock(&open->mutex);
+            e.parentId = open->llmCall;
+        }
+        publishAs(std::move(e), false);
+    }, direct);
+    connect(executor, &AgentExecutor::toolStarted, this, [open, start](const QString &name, const QString &argumentsJson) {
+        const QString id = start(events::kToolUsageStarted, {{"tool_name", name}, {"tool_args", argumentsJson}});
+        QMutexLocker lock(&open->mutex);
+        open->tools[name].push_back(id);
+    }, direct);
     connect(executor, &AgentExecutor::toolFinished, this,
-            [this, src, pending](const QString &name, const QString &output, bool isError, qint64 ms) {
+            [this, open](const QString &name, const QString &output, bool isError, qint64 ms) {
                 QString startId;
                 {
-                    QMutexLocker lock(&pending->mutex);
-                    auto &queue = pending->ids[name];
+                    QMutexLocker lock(&open->mutex);
+                    auto &queue = open->tools[name];
                     if (!queue.empty()) {
                         startId = queue.front();
                         queue.pop_front();
@@ -322,11 +413,8 @@ void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId)
                 }
                 Json props = {{"tool_name", name}, {"duration_ms", ms}};
                 props[isError ? "error" : "output"] = output;
-                const QLatin1String type(isError ? events::kToolUsageError : events::kToolUsageFinished);
-                if (startId.isEmpty())
-                    end(type, props, src);
-                else
-                    end(type, props, src, {}, {}, startId);
+                close(startId, Event::make(QLatin1String(isError ? events::kToolUsageError : events::kToolUsageFinished),
+                                         props, {}, {}, {}));
             }, direct);
 }
 

@@ -3,7 +3,10 @@
 #include "core/json.h"
 
 #include <QDateTime>
+#include <QHash>
 #include <QMetaType>
+#include <QMutex>
+#include <QSet>
 #include <QObject>
 #include <QString>
 #include <vector>
@@ -41,6 +44,9 @@ inline constexpr char kMemorySaveFailed[] = "memory_save_failed";
 inline constexpr char kMemoryRetrievalStarted[] = "memory_retrieval_started";
 inline constexpr char kMemoryRetrievalCompleted[] = "memory_retrieval_completed";
 inline constexpr char kMemoryRetrievalFailed[] = "memory_retrieval_failed";
+inline constexpr char kLlmGuardrailStarted[] = "llm_guardrail_started";
+inline constexpr char kLlmGuardrailCompleted[] = "llm_guardrail_completed";
+inline constexpr char kLlmGuardrailFailed[] = "llm_guardrail_failed";
 
 // The `*_started` type an end type closes; empty when `type` closes nothing.
 QString startTypeOf(const QString &type);
@@ -58,6 +64,8 @@ struct Event
     QString agentId;
     Json properties = Json::object();
 
+    static Event make(const QString &type, const Json &properties = Json::object(), const QString &sourceType = {},
+                      const QString &taskId = {}, const QString &agentId = {}, const QString &parentId = {});
     Json toJson() const;
 };
 
@@ -77,6 +85,10 @@ public:
     explicit EventBus(QObject *parent = nullptr);
     ~EventBus() override;
 
+    // The process-wide bus crews publish on unless they are given another. Created on first use and
+    // never destroyed (it outlives every crew and thread that may publish on it).
+    static EventBus &instance();
+
     // Publishes as given, filling an empty id, an invalid timestamp and (from the open scope) an
     // empty parent id. Returns the id.
     QString publish(Event event);
@@ -93,6 +105,20 @@ public:
     QString end(const QString &type, const Json &properties = Json::object(), const QString &sourceType = {},
                 const QString &taskId = {}, const QString &agentId = {}, const QString &startId = {});
 
+    // Like begin(type, ...), with the event as given: an explicit parentId is kept (else the innermost
+    // open scope is the parent).
+    QString begin(Event start);
+
+    // Explicit pairing, for work that interleaves on one thread or moves between threads (a crew's
+    // tasks and agents all advance on the event loop's thread): open() publishes a start event with
+    // the given parent (when empty, the innermost open scope of this thread) without pushing it on any
+    // thread's stack, and remembers it; close() publishes the end paired with it (parent = the start;
+    // source, task and agent ids the end leaves empty are taken from the start) and forgets it. Any
+    // thread may close what another opened. close() of an unknown id is a caller bug: reported with
+    // qWarning and published without parent.
+    QString open(Event start);
+    QString close(const QString &startId, Event end);
+
     // Whether this thread has an open start of `startType`.
     bool isOpen(const QString &startType) const;
     // How many scopes are open on this thread.
@@ -100,10 +126,15 @@ public:
 
     // Republishes Memory's signals as memory events (source "unified_memory") and its analysis LLM
     // calls as llm_call events with a `step`. Connected directly: they come from the writer thread
-    // and must pair there.
+    // and must pair there. Attaching a Memory that is already attached does nothing.
     void attachMemory(Memory *memory);
-    // Republishes the executor's LLM calls and tool runs (source "agent").
-    void attachExecutor(AgentExecutor *executor, const QString &agentId = {});
+    bool isAttached(Memory *memory) const;
+    // Republishes the executor's LLM calls, stream chunks and tool runs (source "agent") with these
+    // agent and task ids. The events of one executor pair among themselves (open() / close()), so
+    // executors interleaving on one thread keep theirs apart; their parent is `parentId` (an agent
+    // execution's start), or else the innermost scope open on the executor's thread when each starts.
+    void attachExecutor(AgentExecutor *executor, const QString &agentId = {}, const QString &taskId = {},
+                        const QString &parentId = {});
 
 Q_SIGNALS:
     void eventPublished(const mneme::Event &event);
@@ -134,6 +165,10 @@ private:
     // end() when a matching start is open, else a plain publish without a warning (for sources
     // that report some failures without a start, like Memory's background saves).
     QString endOrPublish(const QString &type, const Json &properties, const QString &sourceType);
+
+    mutable QMutex m_openMutex;
+    QHash<QString, Frame> m_open;               // open() starts not yet closed, by id
+    QSet<Memory *> m_memories;                  // attached, until destroyed
 
     // Stacks live in a thread_local map keyed by a per-bus serial (never reused, unlike an address):
     // unlike QThreadStorage it tolerates a bus dying before the threads that published on it.

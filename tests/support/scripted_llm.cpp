@@ -33,12 +33,51 @@ ScriptedReply ScriptedLlm::answer(const RecordedRequest &request)
     {
         QMutexLocker lock(&m_mutex);
         m_requests[step] << body;
-        responder = m_responders.value(step);
+        responder = m_responders.value(step, m_fallback);
     }
     if (!responder)
         return ScriptedReply::json(QByteArray(R"({"error":{"message":"no scripted reply for )") + step.toUtf8() + "\"}}",
                                    m_unscriptedStatus);
     return responder(body);
+}
+
+void ScriptedLlm::setFallback(Responder responder)
+{
+    QMutexLocker lock(&m_mutex);
+    m_fallback = std::move(responder);
+}
+
+QString ScriptedLlm::messageOf(const Json &body, const char *role, bool last)
+{
+    QString found;
+    if (!body.contains("messages"))
+        return found;
+    for (const Json &m : body["messages"]) {
+        if (m.value("role", std::string()) != role || !m.contains("content") || !m["content"].is_string())
+            continue;
+        found = QString::fromStdString(m["content"].get<std::string>());
+        if (!last)
+            break;
+    }
+    return found;
+}
+
+QStringList ScriptedLlm::toolNamesOf(const Json &body)
+{
+    QStringList names;
+    if (body.contains("tools") && body["tools"].is_array())
+        for (const Json &t : body["tools"])
+            names << QString::fromStdString(t["function"].value("name", std::string()));
+    return names;
+}
+
+bool ScriptedLlm::hasToolResults(const Json &body)
+{
+    if (body.contains("messages"))
+        for (const Json &m : body["messages"])
+            if (m.value("role", std::string()) == "tool")
+                return true;
+    return false;
 }
 
 void ScriptedLlm::on(const QString &step, Responder responder)

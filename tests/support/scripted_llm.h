@@ -35,6 +35,8 @@ public:
     void onToolCall(const QString &step, const QString &tool, const Json &arguments);
     // Every step without a responder fails with this status (default 500).
     void failUnscripted(int status) { m_unscriptedStatus = status; }
+    // Answers every step that has no responder of its own (agents' turns, routed by their prompts).
+    void setFallback(Responder responder);
 
     int calls(const QString &step) const;
     int totalCalls() const;
@@ -58,6 +60,13 @@ public:
     // One call of `tool` whose arguments are `rawArguments`.
     static ScriptedReply toolCallReply(const QString &tool, const QString &rawArguments);
     static QString stepOf(const Json &body);
+    // The content of the first message of `role` ("system", "user", ...) in a request body, or of the
+    // last one with `last`; empty when there is none.
+    static QString messageOf(const Json &body, const char *role, bool last = false);
+    // The names of the tools a request offers, in order.
+    static QStringList toolNamesOf(const Json &body);
+    // Whether the request carries tool results (a follow-up turn of the tool loop).
+    static bool hasToolResults(const Json &body);
 
 private:
     ScriptedReply answer(const RecordedRequest &request);
@@ -65,6 +74,7 @@ private:
     ScriptedHttpServer m_server;
     mutable QMutex m_mutex;
     QMap<QString, Responder> m_responders;
+    Responder m_fallback;
     QMap<QString, QList<Json>> m_requests;
     int m_unscriptedStatus = 500;
 };

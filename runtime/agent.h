@@ -1,0 +1,72 @@
+#pragma once
+
+#include "core/tool.h"
+#include "runtime/agent_executor.h"
+#include "runtime/llm_ref.h"
+#include "runtime/memory_ref.h"
+
+#include <QString>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace mneme {
+
+class Memory;
+
+// What an agent is: who it is (role, goal, backstory), the model it thinks with, the tools it may
+// use, and how its turns are bounded. Field names follow CrewAI's Agent.
+struct AgentConfig
+{
+    QString role;                               // required; also names the agent's memory subtree
+    QString goal;                               // required
+    QString backstory;                          // required
+    LlmRef llm;                                 // required: a provider, or a model string / spec
+    std::vector<std::shared_ptr<Tool>> tools;   // a task's own tools replace these
+    MemoryRef memory;                           // not set: the crew's memory; see MemoryRef
+    int maxIter = 25;                           // LLM calls with tools before the final answer is forced
+    int maxExecutionTime = 0;                   // seconds one execution may take; 0: no limit
+    int maxRetryLimit = 2;                      // re-executions after a transient failure (see README)
+    bool allowDelegation = false;               // gets the delegate / ask coworker tools in a crew
+    bool verbose = false;                       // prints the crew's event trace to stderr while it runs
+    bool stream = false;                        // streams replies as llm_stream_chunk events
+    std::function<void(const AgentStep &)> stepCallback;  // after each tool step and the final answer
+};
+
+// An agent. Built once and shared (std::shared_ptr) by the tasks and crews that use it; it holds no
+// state of any one run, so several crews may use it at the same time.
+//
+// The constructor checks the configuration and throws Error(InvalidArgument) naming the field
+// (Error(Plugin) for an LLM provider no plugin answers to). With `memory = true` the agent gets a
+// Memory of its own, built from MemoryRef::own's configuration (default: the embedded store), with
+// this agent's LLM for memory analysis.
+class Agent
+{
+public:
+    explicit Agent(AgentConfig config);
+    ~Agent();
+    Agent(const Agent &) = delete;
+    Agent &operator=(const Agent &) = delete;
+
+    QString id() const { return m_id; }
+    const AgentConfig &config() const { return m_config; }
+    QString role() const { return m_config.role; }
+    std::shared_ptr<LlmProvider> llm() const { return m_llm; }
+    // The agent's own memory reference: a usable one when it has its own Memory or was given one,
+    // Default when it uses its crew's, Off when it has none.
+    MemoryRef memory() const { return m_memory; }
+    // The Memory built for `memory = true`, else null.
+    mneme::Memory *ownMemory() const { return m_own.get(); }
+
+    // The system message of the agent's turns.
+    static QString systemPrompt(const QString &role, const QString &goal, const QString &backstory);
+
+private:
+    AgentConfig m_config;
+    QString m_id;
+    std::shared_ptr<LlmProvider> m_llm;
+    std::unique_ptr<mneme::Memory> m_own;
+    MemoryRef m_memory;
+};
+
+} // namespace mneme

@@ -1,0 +1,92 @@
+#pragma once
+
+// Internal to mneme_runtime: one execution of an agent inside a crew.
+
+#include "core/error.h"
+#include "runtime/agent.h"
+#include "runtime/agent_executor.h"
+#include "runtime/memory_ref.h"
+
+#include <QFuture>
+#include <QObject>
+#include <QPointer>
+#include <QPromise>
+#include <QString>
+#include <functional>
+#include <memory>
+
+class QTimer;
+
+namespace mneme {
+
+class EventBus;
+
+// Who the agent is in this run (its texts with the kickoff's placeholders filled in).
+struct Persona
+{
+    QString role;
+    QString goal;
+    QString backstory;
+};
+
+struct Assignment
+{
+    std::shared_ptr<Agent> agent;
+    Persona persona;
+    QString recallQuery;                        // what memory is recalled with: the task's description
+    QString prompt;                             // the user message, without the memories
+    std::vector<std::shared_ptr<Tool>> tools;
+    MemoryRef memory;                           // usable, or none
+    QString taskId;
+    QString taskName;
+    QString parentEventId;                      // the task's start event
+    EventBus *bus = nullptr;
+    std::function<void(const AgentStep &)> stepCallback;
+    std::function<void(QFuture<void>)> track;   // background work the crew waits for before it is destroyed
+    // Set to the agent_execution_started event's id once it is published (delegation tools nest under it).
+    std::shared_ptr<QString> executionEventId;
+};
+
+// Recalls memories into the prompt, runs the agent's tool loop, and retries transient failures
+// (server errors, rate limits, network, timeouts, malformed replies) up to the agent's maxRetryLimit.
+// Publishes agent_execution_* and memory_retrieval_* events; the executor's llm_call_* and
+// tool_usage_* events nest under agent_execution_started. Deletes itself when done. Cancelling the
+// returned future stops it.
+class AgentRun : public QObject
+{
+    Q_OBJECT
+public:
+    static QFuture<AgentResult> start(Assignment assignment, QObject *parent);
+
+    // Whether a failure of this kind is worth executing the agent again.
+    static bool isTransient(const Error &error);
+    // The prompt section holding recalled memories.
+    static QString memorySection(const QString &block);
+
+    ~AgentRun() override;
+    // Stops it now: the executor's request and tools are reported ended, then agent_execution_error,
+    // and the future ends cancelled.
+    void abort();
+
+private:
+    AgentRun(Assignment assignment, QObject *parent);
+    void begin();
+    void retrieve();
+    void execute();
+    void onExecuted(QFuture<AgentResult> f);
+    void fail(const Error &error);
+    void finish();
+
+    Assignment m_a;
+    QPromise<AgentResult> m_promise;
+    QString m_eventId;
+    QString m_memoryBlock;
+    int m_attempt = 0;
+    bool m_timedOut = false;
+    bool m_done = false;
+    QFuture<AgentResult> m_running;
+    QPointer<AgentExecutor> m_executor;
+    QTimer *m_deadline = nullptr;
+};
+
+} // namespace mneme

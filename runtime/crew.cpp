@@ -1,0 +1,242 @@
+#include "runtime/crew.h"
+
+#include "core/error.h"
+#include "core/scope_path.h"
+#include "memory/memory.h"
+#include "runtime/console_listener.h"
+#include "runtime/crew_run_p.h"
+#include "runtime/event_bus.h"
+
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QFutureWatcher>
+#include <QSet>
+#include <QThread>
+#include <QUuid>
+#include <algorithm>
+
+namespace mneme {
+
+namespace {
+
+QString taskLabel(const std::shared_ptr<Task> &task)
+{
+    return QStringLiteral("Task \"%1\"").arg(task->displayName());
+}
+
+} // namespace
+
+Crew::Crew(CrewConfig config, QObject *parent)
+    : QObject(parent), m_config(std::move(config)), m_id(QUuid::createUuid().toString(QUuid::WithoutBraces))
+{
+    qRegisterMetaType<mneme::TaskOutput>();
+    qRegisterMetaType<mneme::CrewOutput>();
+    if (m_config.name.trimmed().isEmpty())
+        m_config.name = QStringLiteral("crew");
+    m_bus = m_config.eventBus ? m_config.eventBus : &EventBus::instance();
+    validate();
+
+    if (m_config.process == Process::Hierarchical) {
+        if (m_config.managerAgent) {
+            m_manager = m_config.managerAgent;
+        } else {
+            AgentConfig manager;
+            manager.role = QStringLiteral("Crew Manager");
+            manager.goal = QStringLiteral("Get every task done well by giving the right parts of it to the right "
+                                          "coworkers and combining their answers.");
+            manager.backstory = QStringLiteral("You lead a team of specialists. You know what each of them does best, "
+                                               "you hand out work with all the context it needs, you check what comes "
+                                               "back, and you put the final answer together yourself.");
+            manager.llm = m_config.managerLlm;
+            manager.allowDelegation = true;
+            m_manager = std::make_shared<Agent>(std::move(manager));
+        }
+    }
+
+    m_memory = m_config.memory;
+    if (m_memory.kind() == MemoryRef::Kind::Own) {
+        MemoryConfig cfg = m_config.memoryConfig;
+        cfg.rootScope = QStringLiteral("/crew/") + ScopePath::sanitizeName(m_config.name);
+        if (!m_config.embedder.is_null())
+            cfg.embedder = m_config.embedder;
+        m_ownMemory = std::make_unique<mneme::Memory>(cfg);
+        if (cfg.llm.is_null()) {
+            // CrewAI: the crew's chat LLM, else the first agent's, shared (the same provider object).
+            if (m_config.chatLlm.isSet())
+                m_ownMemory->setLlm(m_config.chatLlm.resolve());
+            else if (!m_config.agents.empty())
+                m_ownMemory->setLlm(m_config.agents.front()->llm());
+        }
+        m_memory = MemoryRef(m_ownMemory.get());
+    } else if (!m_memory.isUsable()) {
+        m_memory = MemoryRef(false);
+    }
+
+    // Memory events reach the bus for every memory a kickoff may use.
+    QSet<mneme::Memory *> memories;
+    if (m_memory.memory())
+        memories.insert(m_memory.memory());
+    std::vector<std::shared_ptr<Agent>> everyone = m_config.agents;
+    for (const auto &t : m_config.tasks)
+        if (t->config().agent)
+            everyone.push_back(t->config().agent);
+    if (m_manager)
+        everyone.push_back(m_manager);
+    for (const auto &a : everyone)
+        if (mneme::Memory *m = a->memory().memory())
+            memories.insert(m);
+    for (mneme::Memory *m : memories)
+        m_bus->attachMemory(m);
+}
+
+Crew::~Crew()
+{
+    for (CrewRun *run : std::vector<CrewRun *>(m_runs))
+        run->cancel();
+    // Background memory work (recalls, fact extraction) uses memories this crew may own.
+    for (QFuture<void> &f : m_background)
+        f.waitForFinished();
+    if (m_ownMemory)
+        m_ownMemory->close();
+}
+
+void Crew::validate() const
+{
+    const CrewConfig &c = m_config;
+    const QString crew = QStringLiteral("Crew \"%1\"").arg(c.name);
+    if (c.tasks.empty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 has no tasks: add at least one to CrewConfig::tasks.").arg(crew));
+    for (const auto &a : c.agents)
+        if (!a)
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 has a null agent in CrewConfig::agents.").arg(crew));
+    QHash<const Task *, size_t> position;
+    for (size_t i = 0; i < c.tasks.size(); ++i) {
+        if (!c.tasks[i])
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 has a null task in CrewConfig::tasks.").arg(crew));
+        if (position.contains(c.tasks[i].get()))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1: %2 is listed twice; create a second Task to run it again.").arg(crew, taskLabel(c.tasks[i])));
+        position.insert(c.tasks[i].get(), i);
+    }
+
+    if (c.process == Process::Sequential) {
+        for (const auto &t : c.tasks)
+            if (!t->config().agent)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1 runs sequentially, so every task needs an agent, and %2 has none: set "
+                                           "TaskConfig::agent.").arg(crew, taskLabel(t)));
+    } else {
+        if (!c.managerLlm.isSet() && !c.managerAgent)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1 is hierarchical and needs a manager: set CrewConfig::managerLlm (the crew builds "
+                                       "the manager) or CrewConfig::managerAgent.").arg(crew));
+        if (c.managerAgent) {
+            if (std::find(c.agents.begin(), c.agents.end(), c.managerAgent) != c.agents.end())
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1: the manager agent \"%2\" must not also be one of CrewConfig::agents.")
+                                .arg(crew, c.managerAgent->role()));
+            if (!c.managerAgent->config().tools.empty())
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1: the manager agent \"%2\" must have no tools of its own; it works by delegating "
+                                           "to the crew's agents.").arg(crew, c.managerAgent->role()));
+        }
+        if (c.agents.empty())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1 is hierarchical but has no agents for its manager to delegate to.").arg(crew));
+    }
+
+    size_t trailingAsync = 0;
+    for (auto it = c.tasks.rbegin(); it != c.tasks.rend() && (*it)->config().asyncExecution; ++it)
+        ++trailingAsync;
+    if (trailingAsync > 1)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("%1 ends with %2 asynchronous tasks in a row; at most one may end a crew. Make the "
+                                   "others synchronous or add a synchronous task after them.").arg(crew).arg(trailingAsync));
+
+    for (size_t i = 0; i < c.tasks.size(); ++i) {
+        const auto &t = c.tasks[i];
+        if (!t->config().context)
+            continue;
+        for (const auto &ref : *t->config().context) {
+            if (!position.contains(ref.get()))
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1: %2 has %3 in its context, which is not one of this crew's tasks.")
+                                .arg(crew, taskLabel(t), taskLabel(ref)));
+            const size_t j = position.value(ref.get());
+            if (j > i)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1: %2 has %3 in its context, but that task comes later; a task can only use "
+                                           "the output of tasks before it.").arg(crew, taskLabel(t), taskLabel(ref)));
+        }
+        if (t->config().asyncExecution) {
+            // The asynchronous tasks right before this one run at the same time: their output does not exist yet.
+            for (size_t j = i; j-- > 0 && c.tasks[j]->config().asyncExecution;) {
+                const auto &ctx = *t->config().context;
+                if (std::find(ctx.begin(), ctx.end(), c.tasks[j]) != ctx.end())
+                    throw Error(ErrorKind::InvalidArgument,
+                                QStringLiteral("%1: asynchronous %2 has %3 in its context, but that asynchronous task runs "
+                                               "at the same time; put a synchronous task between them or drop it from "
+                                               "the context.").arg(crew, taskLabel(t), taskLabel(c.tasks[j])));
+            }
+        }
+    }
+}
+
+mneme::Memory *Crew::memory() const
+{
+    return m_memory.memory();
+}
+
+void Crew::track(QFuture<void> work)
+{
+    m_background.erase(std::remove_if(m_background.begin(), m_background.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
+                       m_background.end());
+    m_background.push_back(std::move(work));
+}
+
+QFuture<CrewOutput> Crew::kickoff(const Json &inputs)
+{
+    if (!inputs.is_null() && !inputs.is_object())
+        return QtFuture::makeExceptionalFuture<CrewOutput>(
+            Error(ErrorKind::InvalidArgument,
+                  QStringLiteral("Crew \"%1\": kickoff inputs must be a JSON object such as {\"topic\": \"AI\"}.").arg(m_config.name)));
+    auto *run = new CrewRun(this, inputs.is_null() ? Json::object() : inputs);
+    return run->start();
+}
+
+CrewOutput Crew::kickoffAndWait(const Json &inputs)
+{
+    if (!QCoreApplication::instance())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("Crew::kickoffAndWait needs a QCoreApplication (or QApplication): create one first."));
+    QFuture<CrewOutput> future = kickoff(inputs);
+    if (QThread::currentThread() == thread()) {
+        // The kickoff advances on this thread's event loop: run one until it ends.
+        QEventLoop loop;
+        QFutureWatcher<CrewOutput> watcher;
+        connect(&watcher, &QFutureWatcherBase::finished, &loop, &QEventLoop::quit);
+        watcher.setFuture(future);
+        if (!future.isFinished())
+            loop.exec();
+    }
+    future.waitForFinished();   // rethrows the kickoff's Error
+    if (future.isCanceled() || future.resultCount() == 0)
+        throw Error(ErrorKind::Cancelled, QStringLiteral("Crew \"%1\": the kickoff was cancelled.").arg(m_config.name));
+    return future.result();
+}
+
+void Crew::cancel()
+{
+    for (CrewRun *run : std::vector<CrewRun *>(m_runs))
+        run->cancel();
+}
+
+int Crew::resetMemories()
+{
+    if (!m_memory.isUsable())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("Crew \"%1\" has no memory to reset; set CrewConfig::memory.").arg(m_config.name));
+    return m_memory.reset();
+}
+
+} // namespace mneme
