@@ -6,6 +6,7 @@
 
 #include <QElapsedTimer>
 #include <QFutureWatcher>
+#include <QThreadPool>
 #include <QTimer>
 #include <QtConcurrent>
 
@@ -84,6 +85,18 @@ bool AgentRun::isTransient(const Error &error)
     }
 }
 
+QThreadPool *AgentRun::memoryPool()
+{
+    // Leaked on purpose: work may still be finishing while statics are destroyed at exit.
+    static QThreadPool *pool = [] {
+        auto *p = new QThreadPool;
+        p->setMaxThreadCount(8);
+        p->setObjectName(QStringLiteral("mneme-memory"));
+        return p;
+    }();
+    return pool;
+}
+
 QString AgentRun::memorySection(const QString &block)
 {
     return QStringLiteral("\n\n# Memories from earlier work\n%1\n\nThese memories were chosen automatically and may be "
@@ -118,9 +131,12 @@ void AgentRun::retrieve()
     const QString taskId = m_a.taskId;
     const QString agentId = m_a.agent->id();
     const QString parent = m_eventId;
-    QFuture<QString> job = QtConcurrent::run([bus, memory, query, taskId, agentId, parent]() -> QString {
+    const QList<QFuture<void>> savesBefore = m_a.savesBefore;
+    QFuture<QString> job = QtConcurrent::run(memoryPool(), [bus, memory, query, taskId, agentId, parent, savesBefore]() -> QString {
         QElapsedTimer clock;
         clock.start();
+        for (QFuture<void> save : savesBefore)
+            save.waitForFinished();
         bus->begin(agentEvent(events::kMemoryRetrievalStarted, {{"task_id", taskId}}, taskId, agentId, parent));
         try {
             RecallOptions options;

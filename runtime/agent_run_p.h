@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 
+class QThreadPool;
 class QTimer;
 
 namespace mneme {
@@ -43,6 +44,9 @@ struct Assignment
     EventBus *bus = nullptr;
     std::function<void(const AgentStep &)> stepCallback;
     std::function<void(QFuture<void>)> track;   // background work the crew waits for before it is destroyed
+    // Saves of earlier work in the kickoff (fact extraction jobs): the recall waits for them, so a task
+    // finds what the tasks before it stored.
+    QList<QFuture<void>> savesBefore;
     // Set to the agent_execution_started event's id once it is published (delegation tools nest under it).
     std::shared_ptr<QString> executionEventId;
 };
@@ -62,6 +66,9 @@ public:
     static bool isTransient(const Error &error);
     // The prompt section holding recalled memories.
     static QString memorySection(const QString &block);
+    // The threads blocking memory work runs on (recall, fact extraction, drains): a pool of the
+    // runtime's own, so slow LLM-backed memory calls never hold the global pool that tools run on.
+    static QThreadPool *memoryPool();
 
     ~AgentRun() override;
     // Stops it now: the executor's request and tools are reported ended, then agent_execution_error,

@@ -375,6 +375,7 @@ Assignment CrewRun::assignmentFor(const std::shared_ptr<Agent> &agent, const QSt
     a.taskName = taskName;
     a.parentEventId = parentEventId;
     a.bus = bus();
+    a.savesBefore = m_saves;
     const auto crewStep = m_crew->m_config.stepCallback;
     const auto agentStep = agent->config().stepCallback;
     if (crewStep || agentStep)
@@ -402,7 +403,7 @@ void CrewRun::saveToMemory(const std::shared_ptr<Agent> &agent, const QString &d
     const QString blob = memoryBlob(description, role, expectedOutput, output);
     EventBus *events = bus();
     // Extraction may call the LLM and blocks: it runs on a worker thread. Failures are reported, never thrown.
-    QFuture<void> job = QtConcurrent::run([memory, role, blob, events] {
+    QFuture<void> job = QtConcurrent::run(AgentRun::memoryPool(), [memory, role, blob, events] {
         try {
             const QStringList facts = memory.extractMemories(blob);
             if (!facts.isEmpty())
@@ -424,7 +425,7 @@ void CrewRun::drainThen(std::function<void()> then)
     const QList<mneme::Memory *> memories = m_memories.values();
     // Waiting blocks, so it happens on a worker thread: first for the extraction jobs (which submit
     // the saves), then for each memory's writer.
-    QFuture<void> drain = QtConcurrent::run([saves, memories] {
+    QFuture<void> drain = QtConcurrent::run(AgentRun::memoryPool(), [saves, memories] {
         for (QFuture<void> f : saves)
             f.waitForFinished();
         for (mneme::Memory *m : memories)

@@ -315,6 +315,35 @@ private Q_SLOTS:
         QVERIFY2(second.contains(QLatin1String("The product launch is on March 3 in Lisbon.")), qPrintable(second));
     }
 
+    // The crew's read barrier: a task recalls what the tasks before it stored, even while their fact
+    // extraction is still on its way.
+    void laterTaskRecallsWhatEarlierTasksStored()
+    {
+        m_llm->on(QLatin1String(MemoryTools::kSearchName), [](const Json &body) {
+            return text(ScriptedLlm::messageOf(body, "system").contains(QLatin1String("You are Scout")) ? QStringLiteral("Found it.")
+                                                                                                       : QStringLiteral("Used it."));
+        });
+        m_llm->on(QStringLiteral("extracted_memories"), [](const Json &body) {
+            ScriptedReply r = text(QString::fromStdString(
+                Json{{"memories", userOf(body).contains(QLatin1String("Agent: Scout")) ? Json::array({"The vault code is 4417."})
+                                                                                       : Json::array()}}.dump()));
+            r.delayMs = 600;
+            return r;
+        });
+        auto scout = agent(QStringLiteral("Scout"));
+        auto user = agent(QStringLiteral("User"));
+        TaskConfig second;
+        second.description = QStringLiteral("What is the vault code?");
+        second.expectedOutput = QStringLiteral("The code");
+        second.agent = user;
+        second.context = std::vector<std::shared_ptr<Task>>{};
+        Crew crew(crewOf(QStringLiteral("Vault"), {scout, user},
+                         {task(QStringLiteral("Find the vault code"), QStringLiteral("The code"), scout), std::make_shared<Task>(second)}));
+        crew.kickoffAndWait();
+        const QString prompt = userOf(m_llm->requests(QLatin1String(MemoryTools::kSearchName)).last());
+        QVERIFY2(prompt.contains(QLatin1String("The vault code is 4417.")), qPrintable(prompt));
+    }
+
     void memoryTools()
     {
         m_llm->on(QLatin1String(MemoryTools::kSearchName), [](const Json &body) {
