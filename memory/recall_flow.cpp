@@ -133,6 +133,10 @@ QList<MemoryMatch> RecallFlow::run(const QString &query, const RecallOptions &o,
     const MemoryConfig &c = d.config;
     int budget = c.explorationBudget;
     double confidence = confidenceOf(findings, c);
+    // When the scopes hold nothing this caller may see, no rephrased search can find anything: no LLM
+    // call is spent on it.
+    if (findings.isEmpty() && !anythingVisible(plan))
+        budget = 0;
     while (budget > 0) {
         const bool explore = (plan.complex && confidence < c.complexQueryThreshold)
             || (confidence < c.confidenceThresholdHigh && confidence < c.confidenceThresholdLow);
@@ -267,6 +271,14 @@ QList<QList<MemoryMatch>> RecallFlow::search(const QList<Phrase> &phrases, const
         }
     }
     return out;
+}
+
+bool RecallFlow::anythingVisible(const Plan &plan) const
+{
+    for (const QString &scope : plan.scopes)
+        if (d.storage->count(d.recallFilter({scope}, m_categories, m_options)) > 0)
+            return true;
+    return false;
 }
 
 bool RecallFlow::explore(const QString &query, const Plan &plan, bool timed, QList<QList<MemoryMatch>> &findings)

@@ -73,6 +73,8 @@ private:
     QList<QList<MemoryMatch>> search(const QList<Phrase> &phrases, const Plan &plan, bool timed, int perSearch);
     // One exploration round; false when it ends the exploration.
     bool explore(const QString &query, const Plan &plan, bool timed, QList<QList<MemoryMatch>> &findings);
+    // Whether any record of the plan's scopes is visible to this recall (its categories and privacy).
+    bool anythingVisible(const Plan &plan) const;
 
     MemoryPrivate &d;
     RecallOptions m_options;

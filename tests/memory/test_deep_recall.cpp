@@ -593,6 +593,18 @@ private Q_SLOTS:
             QCOMPARE(got.first().evidenceGaps, explorations > 0 ? QStringList{"more detail"} : QStringList());
     }
 
+    // An empty scope: there is nothing a rephrased search could find, so no exploration call is made.
+    void nothingVisibleIsNotExplored()
+    {
+        seed({});
+        m_llm->onJson(QStringLiteral("query_analysis"), queryReply({kLong}, {}, QStringLiteral("complex")));
+        m_llm->onJson(QStringLiteral("exploration"), explorationReply(QStringLiteral("everything"), {"anything"}));
+        auto m = open(true, {}, 3);
+        QVERIFY(m->recall(kLong, deep()).isEmpty());
+        QCOMPARE(m_llm->calls(QStringLiteral("query_analysis")), 1);
+        QCOMPARE(m_llm->calls(QStringLiteral("exploration")), 0);
+    }
+
     // Low confidence: the exploration sees the best excerpts, its refined query finds a record the
     // original query misses (decision 8), and what it says is missing is the first match's gap.
     void explorationRefinesTheSearch()
