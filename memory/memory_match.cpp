@@ -2,6 +2,32 @@
 
 namespace mneme {
 
+namespace {
+
+// A metadata value as a prompt shows it: strings as they are, a list of plain values joined with
+// commas, anything else as JSON; empty for nothing worth a line.
+QString promptText(const Json &value)
+{
+    if (value.is_string())
+        return QString::fromStdString(value.get<std::string>()).trimmed();
+    if (value.is_array()) {
+        QStringList items;
+        for (const Json &item : value) {
+            if (item.is_structured())
+                return QString::fromStdString(value.dump());
+            const QString text = promptText(item);
+            if (!text.isEmpty())
+                items << text;
+        }
+        return items.join(QStringLiteral(", "));
+    }
+    if (value.is_null() || (value.is_object() && value.empty()))
+        return {};
+    return QString::fromStdString(value.dump());
+}
+
+} // namespace
+
 QString MemoryMatch::format() const
 {
     QString out = QStringLiteral("- (score=%1) %2").arg(score, 0, 'f', 2).arg(record.content);
@@ -9,10 +35,9 @@ QString MemoryMatch::format() const
         out += QStringLiteral("\n  categories: %1").arg(record.categories.join(QStringLiteral(", ")));
     if (record.metadata.is_object()) {
         for (auto it = record.metadata.begin(); it != record.metadata.end(); ++it) {
-            if (it.value().is_null())
-                continue;
-            const std::string value = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
-            out += QStringLiteral("\n  %1: %2").arg(QString::fromStdString(it.key()), QString::fromStdString(value));
+            const QString value = promptText(it.value());
+            if (!value.isEmpty())
+                out += QStringLiteral("\n  %1: %2").arg(QString::fromStdString(it.key()), value);
         }
     }
     return out;

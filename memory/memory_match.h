@@ -32,7 +32,7 @@ struct MemoryMatch
     // The block injected into prompts:
     //   - (score=0.84) content
     //     categories: a, b
-    //     key: value
+    //     key: value          (each metadata entry with a value; lists joined with commas)
     QString format() const;
 };
 

@@ -1,5 +1,6 @@
 #include "core/error.h"
 #include "memory/memory_config.h"
+#include "memory/memory_match.h"
 #include "memory/scoring.h"
 
 #include <QtTest>
@@ -22,6 +23,34 @@ class TestScoring : public QObject
 {
     Q_OBJECT
 private Q_SLOTS:
+    // The block a match adds to a prompt: the score, the content, categories, and each metadata entry
+    // that says something.
+    void formatsForPrompts_data()
+    {
+        QTest::addColumn<QString>("metadata");
+        QTest::addColumn<QStringList>("categories");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("plain") << "{}" << QStringList() << "- (score=0.84) Fact.";
+        QTest::newRow("categories") << "{}" << QStringList{"a", "b"} << "- (score=0.84) Fact.\n  categories: a, b";
+        QTest::newRow("lists joined, empty entries left out")
+            << R"({"dates": [], "entities": ["Alice", "Bob"], "note": "", "topics": ["x"], "n": null, "o": {}})" << QStringList()
+            << "- (score=0.84) Fact.\n  entities: Alice, Bob\n  topics: x";
+        QTest::newRow("numbers and nested values") << R"({"count": 3, "deep": [{"a": 1}], "flag": true})" << QStringList()
+                                                   << "- (score=0.84) Fact.\n  count: 3\n  deep: [{\"a\":1}]\n  flag: true";
+    }
+    void formatsForPrompts()
+    {
+        QFETCH(QString, metadata);
+        QFETCH(QStringList, categories);
+        QFETCH(QString, expected);
+        mneme::MemoryMatch m;
+        m.score = 0.8412;
+        m.record.content = QStringLiteral("Fact.");
+        m.record.categories = categories;
+        m.record.metadata = mneme::Json::parse(metadata.toStdString());
+        QCOMPARE(m.format(), expected);
+    }
+
     // Acceptance case 3.
     void configDefaults()
     {
