@@ -6,6 +6,8 @@
 #include <QDebug>
 #include <QHash>
 #include <QMutex>
+#include <QPair>
+#include <QThread>
 #include <QUuid>
 #include <atomic>
 #include <deque>
@@ -330,21 +332,48 @@ void EventBus::attachMemory(Memory *memory)
     connect(memory, &Memory::saveFailed, this, [this, src](const QString &value, const QString &error) {
         endOrPublish(QLatin1String(events::kMemorySaveFailed), {{"value", value}, {"error", error}}, src);
     }, direct);
-    connect(memory, &Memory::llmCallStarted, this, [this, src](const QString &step, const QString &model) {
-        begin(QLatin1String(events::kLlmCallStarted), {{"step", step}, {"model", model}}, src);
+    // Analysis calls of one batch run concurrently on one thread: each end pairs with the oldest open
+    // start of its step on its thread, by id, so none closes another's start.
+    struct Calls
+    {
+        QMutex mutex;
+        QHash<QPair<Qt::HANDLE, QString>, std::deque<QString>> open;
+        QString take(const QString &step)
+        {
+            QMutexLocker lock(&mutex);
+            auto it = open.find(qMakePair(QThread::currentThreadId(), step));
+            if (it == open.end() || it->empty())
+                return {};
+            const QString id = it->front();
+            it->pop_front();
+            if (it->empty())
+                open.erase(it);
+            return id;
+        }
+    };
+    auto calls = std::make_shared<Calls>();
+    connect(memory, &Memory::llmCallStarted, this, [this, src, calls](const QString &step, const QString &model) {
+        const QString id = open(Event::make(QLatin1String(events::kLlmCallStarted), {{"step", step}, {"model", model}}, src));
+        QMutexLocker lock(&calls->mutex);
+        calls->open[qMakePair(QThread::currentThreadId(), step)].push_back(id);
     }, direct);
     connect(memory, &Memory::llmCallCompleted, this,
-            [this, src](const QString &step, const QString &model, double ms, int prompt, int completion) {
-                end(QLatin1String(events::kLlmCallCompleted),
-                    {{"step", step}, {"model", model}, {"duration_ms", ms}, {"prompt_tokens", prompt},
-                     {"completion_tokens", completion}},
-                    src);
+            [this, src, calls](const QString &step, const QString &model, double ms, int prompt, int completion) {
+                const Event e = Event::make(QLatin1String(events::kLlmCallCompleted),
+                                            {{"step", step}, {"model", model}, {"duration_ms", ms}, {"prompt_tokens", prompt},
+                                             {"completion_tokens", completion}},
+                                            src);
+                close(calls->take(step), e);
             }, direct);
     // A call that could not even start (no LLM configured) fails without a start.
     connect(memory, &Memory::llmCallFailed, this,
-            [this, src](const QString &step, const QString &model, const QString &error, double ms) {
-                endOrPublish(QLatin1String(events::kLlmCallFailed),
-                             {{"step", step}, {"model", model}, {"error", error}, {"duration_ms", ms}}, src);
+            [this, src, calls](const QString &step, const QString &model, const QString &error, double ms) {
+                const Event e = Event::make(QLatin1String(events::kLlmCallFailed),
+                                            {{"step", step}, {"model", model}, {"error", error}, {"duration_ms", ms}}, src);
+                if (const QString id = calls->take(step); !id.isEmpty())
+                    close(id, e);
+                else
+                    publishAs(e, false);
             }, direct);
 }
 

@@ -440,6 +440,43 @@ private Q_SLOTS:
         QCOMPARE(bus.openScopes(), 0);
     }
 
+    // A batch analyses its items concurrently: every call is a child of the batch's save and is closed
+    // by its own end, never nested in another call.
+    void concurrentAnalysisCallsPairByThemselves()
+    {
+        test::ScriptedLlm server;
+        server.onJson(QStringLiteral("memory_analysis"),
+                      Json{{"scope", "/ops"}, {"categories", {"ops"}}, {"importance", 0.6}});
+        TempStore dir;
+        MemoryConfig config;
+        config.storage = Json{{"provider", "sqlite"}, {"config", {{"path", dir.path()}}}};
+        Memory memory(config, nullptr, std::make_shared<FakeEmbedder>());
+        memory.setLlm(server.provider());
+        EventBus bus;
+        bus.attachMemory(&memory);
+        bus.attachMemory(&memory);      // a second attach adds nothing
+        Recorder rec(bus);
+        memory.rememberMany({QStringLiteral("Backups run at 02:00."), QStringLiteral("The VPN gateway is vpn2."),
+                             QStringLiteral("Deploys need two approvals.")});
+        memory.drainWrites();
+        const QList<Event> llm = rec.withPrefix(QStringLiteral("llm_call_"));
+        QCOMPARE(llm.size(), 6);
+        const QList<Event> all = rec.events();
+        const Event save = all.first();
+        QCOMPARE(save.type, QString::fromLatin1(events::kMemorySaveStarted));
+        QSet<QString> starts;
+        for (const Event &e : llm) {
+            if (e.type == QLatin1String(events::kLlmCallStarted)) {
+                QCOMPARE(e.parentId, save.id);
+                starts.insert(e.id);
+            } else {
+                QCOMPARE(e.type, QString::fromLatin1(events::kLlmCallCompleted));
+                QVERIFY(starts.remove(e.parentId));
+            }
+        }
+        QVERIFY(starts.isEmpty());
+    }
+
     void republishesExecutorSignals()
     {
         auto llm = std::make_shared<FakeLlm>();
