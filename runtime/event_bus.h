@@ -41,6 +41,14 @@ inline constexpr char kMemorySaveFailed[] = "memory_save_failed";
 inline constexpr char kMemoryRetrievalStarted[] = "memory_retrieval_started";
 inline constexpr char kMemoryRetrievalCompleted[] = "memory_retrieval_completed";
 inline constexpr char kMemoryRetrievalFailed[] = "memory_retrieval_failed";
+// Flows (flows/): a run, its steps (CrewAI's method execution events) and the labels routers emit.
+inline constexpr char kFlowStarted[] = "flow_started";
+inline constexpr char kFlowFinished[] = "flow_finished";
+inline constexpr char kFlowFailed[] = "flow_failed";
+inline constexpr char kMethodExecutionStarted[] = "method_execution_started";
+inline constexpr char kMethodExecutionFinished[] = "method_execution_finished";
+inline constexpr char kMethodExecutionFailed[] = "method_execution_failed";
+inline constexpr char kFlowRouterLabelEmitted[] = "flow_router_label_emitted";
 
 // The `*_started` type an end type closes; empty when `type` closes nothing.
 QString startTypeOf(const QString &type);
@@ -113,6 +121,8 @@ Q_SIGNALS:
     void llmEvent(const mneme::Event &event);
     void toolEvent(const mneme::Event &event);
     void memoryEvent(const mneme::Event &event);
+    // flow_* and method_execution_* events.
+    void flowEvent(const mneme::Event &event);
 
 private:
     struct Frame
