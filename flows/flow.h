@@ -103,6 +103,18 @@ public:
         return *this;
     }
 
+    // mneme::and_ / mneme::or_, also reachable unqualified inside a Flow subclass.
+    template<typename... Conditions>
+    static FlowCondition and_(const Conditions &...conditions)
+    {
+        return mneme::and_(conditions...);
+    }
+    template<typename... Conditions>
+    static FlowCondition or_(const Conditions &...conditions)
+    {
+        return mneme::or_(conditions...);
+    }
+
     const FlowDefinition &definition() const;
     // Throws Error(InvalidArgument) naming the step when the definition is incomplete or wrong.
     void validate() const;
