@@ -161,6 +161,7 @@ private:
     int m_openStarts = 0;   // start chains not done yet
     bool m_stopping = false;
     bool m_finishing = false;
+    bool m_reported = false; // the future has its result or error
     std::optional<Error> m_failure;
 };
 

@@ -128,7 +128,7 @@ void FlowRun::begin()
 
     if (m_bus)
         m_flowEventId = m_bus->begin(QLatin1String(events::kFlowStarted), withFlow({{"inputs", m_inputs}}), QStringLiteral("flow"));
-    Q_EMIT d.q->flowStarted(m_flowId, toQJson(m_inputs));
+    Q_EMIT d.q->flowStarted(m_flowId, FlowPrivate::toQJsonValue(m_inputs).toObject());
 
     QStringList starts;
     for (const FlowDefinition::Step &s : d.definition.steps()) {
@@ -166,14 +166,20 @@ void FlowRun::stop(const Error &why)
 
 void FlowRun::abandon()
 {
-    stop(Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d.name))));
-    // Synchronous steps still on the pool use the flow; they must end before it does.
+    // No continuation arrives any more (the flow deletes its context next), so nothing is finished
+    // through the usual path: stop, let the synchronous steps on the pool end (they use the flow),
+    // and fail the future here.
+    if (!m_failure)
+        m_failure = Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d.name)));
+    m_stopping = true;
     for (const std::shared_ptr<Call> &c : std::as_const(m_inFlight)) {
-        if (!c->call.cancel)
+        if (c->call.cancel)
+            c->call.cancel();
+        else
             c->call.output.waitForFinished();
     }
-    if (!m_finishing) {
-        m_finishing = true;
+    if (!m_reported) {
+        m_reported = true;
         m_promise.setException(std::make_exception_ptr(*m_failure));
         m_promise.finish();
     }
@@ -203,6 +209,7 @@ void FlowRun::complete()
 {
     // runEnded() drops the flow's reference to this run.
     const std::shared_ptr<FlowRun> keep = shared_from_this();
+    m_reported = true;
     const double ms = double(m_timer.nsecsElapsed()) / 1e6;
     d.runEnded(m_outputs);
     if (m_failure) {
@@ -415,8 +422,9 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
     call->race = race;
     call->then = std::move(then);
     call->timer.start();
-    call->eventId = publish(QLatin1String(events::kMethodExecutionStarted),
-                            {{"method_name", step}, {"params", input}, {"state", d.q->stateJson()}}, m_flowEventId);
+    if (m_bus)
+        call->eventId = publish(QLatin1String(events::kMethodExecutionStarted),
+                                {{"method_name", step}, {"params", input}, {"state", d.q->stateJson()}}, m_flowEventId);
     Q_EMIT d.q->stepStarted(step, FlowPrivate::toQJsonValue(input));
 
     ++m_busy;
@@ -531,8 +539,9 @@ void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &outpu
 void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &output, const std::optional<QString> &label)
 {
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
-    publish(QLatin1String(events::kMethodExecutionFinished),
-            {{"method_name", call->step}, {"result", output}, {"duration_ms", ms}, {"state", d.q->stateJson()}}, call->eventId);
+    if (m_bus)
+        publish(QLatin1String(events::kMethodExecutionFinished),
+                {{"method_name", call->step}, {"result", output}, {"duration_ms", ms}, {"state", d.q->stateJson()}}, call->eventId);
     Q_EMIT d.q->stepFinished(call->step, FlowPrivate::toQJsonValue(call->input), FlowPrivate::toQJsonValue(output), ms);
     if (label) {
         publish(QLatin1String(events::kFlowRouterLabelEmitted), {{"router", call->step}, {"label", *label}}, call->eventId);

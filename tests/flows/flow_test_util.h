@@ -3,6 +3,7 @@
 // Helpers shared by the flow tests.
 
 #include "core/json.h"
+#include "flows/flow_options.h"
 
 #include <QFuture>
 #include <QMutex>
@@ -12,6 +13,14 @@
 #include <memory>
 
 namespace mneme::test {
+
+// Options for a flow that needs no memory: nothing is opened on disk.
+inline FlowOptions offline()
+{
+    FlowOptions o;
+    o.memory = false;
+    return o;
+}
 
 // What the steps did, in order; steps run on the pool, so it is thread-safe.
 class Trace

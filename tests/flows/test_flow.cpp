@@ -20,18 +20,12 @@
 
 using namespace mneme;
 using mneme::test::errorOf;
+using mneme::test::offline;
 using mneme::test::later;
 using mneme::test::ScriptedLlm;
 using mneme::test::Trace;
 
 namespace {
-
-FlowOptions offline()
-{
-    FlowOptions o;
-    o.memory = false;
-    return o;
-}
 
 // A step that logs its name and returns it.
 auto logs(Trace &trace, const QString &name)
@@ -82,6 +76,7 @@ private Q_SLOTS:
     void cancelStopsTheRun();
     void cancellingTheFutureStopsTheRun();
     void flowIsReusable();
+    void destroyingARunningFlowEndsItsRun();
     void misuseIsRefused();
 };
 
@@ -543,6 +538,27 @@ void TestFlow::flowIsReusable()
     QCOMPARE(flow.kickoffAndWait(), Json("step_2"));
     QCOMPARE(trace.list(), (QStringList{"step_1", "step_2", "step_1", "step_2"}));
     QCOMPARE(flow.stateId(), id);
+}
+
+void TestFlow::destroyingARunningFlowEndsItsRun()
+{
+    auto flow = std::make_unique<Flow>(QStringLiteral("Doomed"), offline());
+    std::atomic_bool slowDone = false;
+    QFuture<int> pending;
+    flow->start("slow", [&slowDone]() {
+        QThread::msleep(200);
+        slowDone = true;
+    });
+    flow->start("pending", [&pending]() { return pending = later(5000, 1); });
+    QFuture<Json> future = flow->kickoff();
+    QTest::qWait(30);
+    flow.reset(); // waits for the step on the pool, which uses the flow
+    QVERIFY(slowDone);
+    QVERIFY(future.isFinished());
+    QVERIFY(pending.isCanceled());
+    const Error e = errorOf([&] { future.waitForFinished(); });
+    QCOMPARE(e.kind(), ErrorKind::Cancelled);
+    QVERIFY2(e.message().contains(QLatin1String("destroyed while it ran")), qPrintable(e.message()));
 }
 
 void TestFlow::misuseIsRefused()

@@ -1,6 +1,7 @@
 // FlowCondition and FlowDefinition: what and_ / or_ mean, which definitions are refused (and with
 // which message), the JSON description `mneme flow-graph` reads, and the DOT drawing.
 
+#include "flow_test_util.h"
 #include "flows/flow.h"
 #include "flows/flow_definition.h"
 #include "memory_test_util.h"
@@ -9,15 +10,9 @@
 
 using namespace mneme;
 using mneme::test::errorOf;
+using mneme::test::offline;
 
 namespace {
-
-FlowOptions offline()
-{
-    FlowOptions o;
-    o.memory = false;
-    return o;
-}
 
 using Kind = FlowDefinition::StepKind;
 

@@ -22,8 +22,7 @@ namespace {
 
 FlowOptions withBus(EventBus *bus)
 {
-    FlowOptions o;
-    o.memory = false;
+    FlowOptions o = mneme::test::offline();
     o.eventBus = bus;
     return o;
 }
@@ -137,9 +136,7 @@ private Q_SLOTS:
 
 void TestFlowEvents::signalsInOrder()
 {
-    FlowOptions o;
-    o.memory = false;
-    Flow flow(QStringLiteral("Signals"), o);
+    Flow flow(QStringLiteral("Signals"), mneme::test::offline());
     defineRouted(flow);
     SignalLog log(flow);
     flow.kickoffAndWait({{"n", 1}});
@@ -158,9 +155,7 @@ void TestFlowEvents::signalsInOrder()
 
 void TestFlowEvents::failureSignals()
 {
-    FlowOptions o;
-    o.memory = false;
-    Flow flow(QStringLiteral("Failing"), o);
+    Flow flow(QStringLiteral("Failing"), mneme::test::offline());
     flow.start("begin", []() { return 1; });
     flow.listen("boom", "begin", []() -> int { throw Error(ErrorKind::Timeout, QStringLiteral("no answer in 30 s")); });
     SignalLog log(flow);

@@ -2,6 +2,7 @@
 // all or nothing) and the typed state of TypedFlow (defaults, inputs checked field by field, the
 // reference's "Invalid inputs for structured state" and "must have an 'id' field" errors).
 
+#include "flow_test_util.h"
 #include "flows/typed_flow.h"
 #include "memory_test_util.h"
 
@@ -10,15 +11,9 @@
 
 using namespace mneme;
 using mneme::test::errorOf;
+using mneme::test::offline;
 
 namespace {
-
-FlowOptions offline()
-{
-    FlowOptions o;
-    o.memory = false;
-    return o;
-}
 
 bool isUuid(const QString &id)
 {
