@@ -5,6 +5,7 @@
 #include "flows/flow_persistence.h"
 #include "memory/memory.h"
 #include "memory/serial_executor.h"
+#include "runtime/event_bus.h"
 
 #include <QCoreApplication>
 #include <QEventLoop>
@@ -90,6 +91,9 @@ Memory &FlowPrivate::requireMemory(const char *call)
         // Built on whichever thread asked first (often a step on the pool); it belongs with the flow.
         if (memory->thread() != q->thread())
             memory->moveToThread(q->thread());
+        // The flow's events go to the bus: so do those of the memory it built.
+        if (options.eventBus)
+            options.eventBus->attachMemory(memory.get());
         builtInMemory = memory;
     }
     return *builtInMemory;

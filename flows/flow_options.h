@@ -36,7 +36,7 @@ struct FlowOptions
     bool persistEveryStep = true;
 
     // Where flow and step events are published as well as emitted as signals; null: signals only.
-    // The bus must outlive the flow.
+    // The built-in memory is attached to it too (its memory_* events). The bus must outlive the flow.
     EventBus *eventBus = nullptr;
 
     // Where synchronous steps run; null: QThreadPool::globalInstance(). Must outlive the flow.

@@ -8,6 +8,7 @@
 #include "memory_test_util.h"
 #include "runtime/console_listener.h"
 #include "runtime/event_bus.h"
+#include "temp_store.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -17,6 +18,7 @@
 using namespace mneme;
 using mneme::test::errorOf;
 using mneme::test::later;
+using mneme::test::TempStore;
 
 namespace {
 
@@ -132,6 +134,7 @@ private Q_SLOTS:
     void overlappingStepsPairWithTheirOwnStarts();
     void failuresAndCancellationsCloseTheirScopes();
     void consoleTraceReadsFlowEvents();
+    void builtInMemoryReportsToTheBus();
 };
 
 void TestFlowEvents::signalsInOrder()
@@ -276,6 +279,23 @@ void TestFlowEvents::consoleTraceReadsFlowEvents()
     QVERIFY2(lines.at(2).contains(QLatin1String("method_execution_finished")) && lines.at(2).contains(QLatin1String(" ms)")),
              qPrintable(trace));
     QVERIFY2(lines.last().contains(QLatin1String("flow_finished")) && lines.last().contains(QLatin1String(" ms)")), qPrintable(trace));
+}
+
+void TestFlowEvents::builtInMemoryReportsToTheBus()
+{
+    TempStore dir;
+    EventBus bus;
+    Events events(bus);
+    FlowOptions options;
+    options.eventBus = &bus;
+    options.memoryConfig.storage = Json{{"provider", "sqlite"}, {"config", {{"path", dir.path().toStdString()}}}};
+    Flow flow(QStringLiteral("Remembering"), options);
+    flow.start("note", [&flow]() { flow.remember(QStringLiteral("The build takes six minutes."), test::fields(QStringLiteral("/ci"))); });
+    flow.kickoffAndWait();
+    const Event &saved = events.find("memory_save_completed");
+    QCOMPARE(saved.sourceType, QStringLiteral("unified_memory"));
+    QCOMPARE(saved.parentId, events.find("memory_save_started").id);
+    QCOMPARE(saved.properties["value"], Json("The build takes six minutes."));
 }
 
 QTEST_MAIN(TestFlowEvents)
