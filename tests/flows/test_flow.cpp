@@ -119,7 +119,7 @@ void TestFlow::orFiresOnceWithParallelStarts()
     });
     flow.start("step_b", [&trace]() {
         trace.add("step_b");
-        return later(60, QStringLiteral("b"));
+        return later(500, QStringLiteral("b"));
     });
     flow.listen("step_c", or_("step_a", "step_b"), [&trace](const QString &from) {
         trace.add("step_c:" + from);
