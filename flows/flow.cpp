@@ -7,7 +7,6 @@
 #include "memory/serial_executor.h"
 #include "runtime/event_bus.h"
 
-#include <QCoreApplication>
 #include <QEventLoop>
 #include <QFutureWatcher>
 #include <QJsonArray>
