@@ -41,6 +41,10 @@ QString startTypeOf(const QString &type)
         {QLatin1String(kMemoryRetrievalFailed), QLatin1String(kMemoryRetrievalStarted)},
         {QLatin1String(kLlmGuardrailCompleted), QLatin1String(kLlmGuardrailStarted)},
         {QLatin1String(kLlmGuardrailFailed), QLatin1String(kLlmGuardrailStarted)},
+        {QLatin1String(kFlowFinished), QLatin1String(kFlowStarted)},
+        {QLatin1String(kFlowFailed), QLatin1String(kFlowStarted)},
+        {QLatin1String(kMethodExecutionFinished), QLatin1String(kMethodExecutionStarted)},
+        {QLatin1String(kMethodExecutionFailed), QLatin1String(kMethodExecutionStarted)},
     };
     return pairs.value(type);
 }
@@ -149,6 +153,8 @@ QString EventBus::publishAs(Event event, bool inheritParent)
         Q_EMIT toolEvent(event);
     else if (t.startsWith(QLatin1String("memory_")))
         Q_EMIT memoryEvent(event);
+    else if (t.startsWith(QLatin1String("flow_")) || t.startsWith(QLatin1String("method_execution_")))
+        Q_EMIT flowEvent(event);
     return event.id;
 }
 

@@ -47,6 +47,14 @@ inline constexpr char kMemoryRetrievalFailed[] = "memory_retrieval_failed";
 inline constexpr char kLlmGuardrailStarted[] = "llm_guardrail_started";
 inline constexpr char kLlmGuardrailCompleted[] = "llm_guardrail_completed";
 inline constexpr char kLlmGuardrailFailed[] = "llm_guardrail_failed";
+// Flows (flows/): a run, its steps (CrewAI's method execution events) and the labels routers emit.
+inline constexpr char kFlowStarted[] = "flow_started";
+inline constexpr char kFlowFinished[] = "flow_finished";
+inline constexpr char kFlowFailed[] = "flow_failed";
+inline constexpr char kMethodExecutionStarted[] = "method_execution_started";
+inline constexpr char kMethodExecutionFinished[] = "method_execution_finished";
+inline constexpr char kMethodExecutionFailed[] = "method_execution_failed";
+inline constexpr char kFlowRouterLabelEmitted[] = "flow_router_label_emitted";
 
 // The `*_started` type an end type closes; empty when `type` closes nothing.
 QString startTypeOf(const QString &type);
@@ -144,6 +152,8 @@ Q_SIGNALS:
     void llmEvent(const mneme::Event &event);
     void toolEvent(const mneme::Event &event);
     void memoryEvent(const mneme::Event &event);
+    // flow_* and method_execution_* events.
+    void flowEvent(const mneme::Event &event);
 
 private:
     struct Frame

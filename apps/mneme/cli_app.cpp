@@ -4,6 +4,7 @@
 #include "command_context.h"
 #include "console.h"
 #include "eval_commands.h"
+#include "flow_commands.h"
 #include "record_commands.h"
 #include "scope_commands.h"
 #include "transfer_commands.h"
@@ -64,6 +65,7 @@ void CliApp::dispatch(CommandContext &context)
     ScopeCommands scopes(context);
     TransferCommands transfer(context);
     EvalCommands evaluations(context);
+    FlowCommands flows(context);
     const QMap<QString, std::function<void()>> commands = {
         {QStringLiteral("remember"), [&] { records.remember(); }},
         {QStringLiteral("remember-many"), [&] { transfer.rememberMany(); }},
@@ -83,6 +85,7 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("export"), [&] { transfer.exportRecords(); }},
         {QStringLiteral("import"), [&] { transfer.importRecords(); }},
         {QStringLiteral("eval"), [&] { evaluations.eval(); }},
+        {QStringLiteral("flow-graph"), [&] { flows.flowGraph(); }},
     };
     const auto it = commands.constFind(context.args().commandName());
     if (it == commands.constEnd())

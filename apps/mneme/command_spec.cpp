@@ -111,6 +111,10 @@ QList<CommandSpec> buildTable()
                  repeated("category", "N",
                           "only questions of this category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
                           "5 adversarial; repeat for several (default all five)")}),
+        command("flow-graph", "FILE|-",
+                "Print a flow's graph in Graphviz DOT, from the JSON description the flow writes with Flow::toJson() or its "
+                "program prints with --flow-graph=json (FILE \"-\" reads standard input). Render it with: dot -Tsvg.",
+                1, 1, {}),
         command("help", "[COMMAND]", "Print the usage of mneme or of one command.", 0, 1, {}),
     };
 }

@@ -1,0 +1,443 @@
+#include "flows/flow.h"
+
+#include "core/scope_path.h"
+#include "flows/flow_p.h"
+#include "flows/flow_persistence.h"
+#include "memory/memory.h"
+#include "memory/serial_executor.h"
+#include "runtime/event_bus.h"
+
+#include <QEventLoop>
+#include <QFutureWatcher>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QThread>
+#include <QThreadPool>
+#include <QUuid>
+#include <cstdio>
+
+namespace mneme {
+
+namespace {
+
+QString quoted(const QString &s)
+{
+    return QLatin1Char('"') + s + QLatin1Char('"');
+}
+
+QString newId()
+{
+    return QUuid::createUuid().toString(QUuid::WithoutBraces);
+}
+
+QString idOf(const Json &state)
+{
+    const auto it = state.find("id");
+    return it != state.end() && it->is_string() ? QString::fromStdString(it->get<std::string>()) : QString();
+}
+
+} // namespace
+
+// ---- JsonStateModel -----------------------------------------------------------------------------
+
+Json JsonStateModel::check(const Json &state, const QString &context) const
+{
+    if (!state.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1: the state must be a JSON object").arg(context));
+    if (idOf(state).isEmpty())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("%1: the state's \"id\" must be a non-empty string").arg(context));
+    return state;
+}
+
+// ---- FlowPrivate --------------------------------------------------------------------------------
+
+FlowPrivate::FlowPrivate(Flow *flow, const QString &flowName, std::unique_ptr<FlowStateModel> model, const FlowOptions &flowOptions)
+    : q(flow), name(flowName), options(flowOptions), definition(flowName), state(std::move(model))
+{
+}
+
+FlowPrivate::~FlowPrivate() = default;
+
+QJsonValue FlowPrivate::toQJsonValue(const Json &value)
+{
+    // QJsonDocument reads only objects and arrays: wrap the value in an array.
+    const QByteArray text = QByteArray::fromStdString(Json::array({value}).dump(-1, ' ', false, Json::error_handler_t::replace));
+    return QJsonDocument::fromJson(text).array().at(0);
+}
+
+std::shared_ptr<Memory> FlowPrivate::existingMemory() const
+{
+    QMutexLocker lock(&memoryMutex);
+    return givenMemory ? givenMemory : builtInMemory;
+}
+
+Memory &FlowPrivate::requireMemory(const char *call)
+{
+    QMutexLocker lock(&memoryMutex);
+    if (givenMemory)
+        return *givenMemory;
+    if (!options.memory)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("No memory configured for this flow (%1 called %2, but FlowOptions::memory is false); "
+                                   "leave FlowOptions::memory on for the built-in memory, or give the flow one with setMemory()")
+                        .arg(quoted(name), QLatin1String(call)));
+    if (!builtInMemory) {
+        MemoryConfig config = options.memoryConfig;
+        if (config.rootScope.isEmpty())
+            config.rootScope = QStringLiteral("/flow/") + ScopePath::sanitizeName(name);
+        auto memory = std::make_shared<Memory>(config);
+        // Built on whichever thread asked first (often a step on the pool); it belongs with the flow.
+        if (memory->thread() != q->thread())
+            memory->moveToThread(q->thread());
+        // The flow's events go to the bus: so do those of the memory it built.
+        if (options.eventBus)
+            options.eventBus->attachMemory(memory.get());
+        builtInMemory = memory;
+    }
+    return *builtInMemory;
+}
+
+QThreadPool *FlowPrivate::pool() const
+{
+    return options.threadPool ? options.threadPool : QThreadPool::globalInstance();
+}
+
+SerialExecutor &FlowPrivate::persistenceWriter()
+{
+    if (!writer)
+        writer = std::make_unique<SerialExecutor>("mneme-flow-save");
+    return *writer;
+}
+
+void FlowPrivate::refuseWhileRunning(const QString &what) const
+{
+    if (run)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the flow %1 is running: %2 waits until its run is over (wait for the future of kickoff(), "
+                                   "or cancel() it)")
+                        .arg(quoted(name), what));
+}
+
+void FlowPrivate::runEnded(const QList<FlowStepOutput> &outputs)
+{
+    lastOutputs = outputs;
+    run.reset();
+}
+
+Json FlowPrivate::prepareState(const Json &inputs, const KickoffOptions &kickoff)
+{
+    if (!inputs.is_object() && !inputs.is_null())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the inputs of flow %1 must be a JSON object (they are merged into its state), not %2")
+                        .arg(quoted(name), QString::fromStdString(inputs.dump()).left(200)));
+    const Json given = inputs.is_null() ? Json::object() : inputs;
+    const bool hasId = given.contains("id");
+    if (hasId && (!given["id"].is_string() || given["id"].get<std::string>().empty()))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the \"id\" input of flow %1 must be a non-empty string (the id of the state to resume)")
+                        .arg(quoted(name)));
+
+    Json base = q->stateJson();
+    QString context = QStringLiteral("Invalid inputs for %1 state").arg(state->kind());
+    const auto load = [&](const QString &id) -> std::optional<Json> {
+        std::optional<Json> saved = options.persistence->loadState(id);
+        if (saved && !saved->is_object())
+            throw Error(ErrorKind::Corrupt, QStringLiteral("the saved state of flow id %1 in %2 is not a JSON object")
+                                                .arg(id, options.persistence->location()));
+        return saved;
+    };
+    if (!kickoff.restoreFrom.isEmpty()) {
+        if (hasId)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("flow %1: give either an \"id\" input (resume that state) or KickoffOptions::restoreFrom "
+                                       "(fork it under a new id), not both")
+                            .arg(quoted(name)));
+        if (!options.persistence)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("flow %1 cannot fork the state %2: it has no persistence; set FlowOptions::persistence")
+                            .arg(quoted(name), kickoff.restoreFrom));
+        std::optional<Json> saved = load(kickoff.restoreFrom);
+        if (!saved)
+            throw Error(ErrorKind::NotFound, QStringLiteral("flow %1 cannot fork the state %2: nothing is saved under that id in %3")
+                                                 .arg(quoted(name), kickoff.restoreFrom, options.persistence->location()));
+        base = *saved;
+        base["id"] = newId();
+        context = QStringLiteral("The saved state %1 does not fit flow %2's state type").arg(kickoff.restoreFrom, quoted(name));
+    } else if (hasId) {
+        const QString id = QString::fromStdString(given["id"].get<std::string>());
+        if (options.persistence) {
+            if (std::optional<Json> saved = load(id)) {
+                base = *saved;
+                context = QStringLiteral("The saved state %1 does not fit flow %2's state type").arg(id, quoted(name));
+            }
+        }
+        base["id"] = id;
+    }
+
+    // Checked in two steps, so that a message says whether the saved state or the inputs do not fit.
+    base = state->check(base, context);
+    Json merged = base;
+    for (auto it = given.begin(); it != given.end(); ++it)
+        merged[it.key()] = it.value();
+    return state->check(merged, QStringLiteral("Invalid inputs for %1 state").arg(state->kind()));
+}
+
+// ---- Flow ---------------------------------------------------------------------------------------
+
+Flow::Flow(const QString &name, const FlowOptions &options, QObject *parent)
+    : Flow(name, std::make_unique<JsonStateModel>(), options, parent)
+{
+}
+
+Flow::Flow(const QString &name, std::unique_ptr<FlowStateModel> model, const FlowOptions &options, QObject *parent)
+    : QObject(parent), d(std::make_unique<FlowPrivate>(this, name, std::move(model), options))
+{
+    if (name.trimmed().isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a flow needs a name (it names its memory scope and its events)"));
+    if (options.maxStepCalls < 1)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("FlowOptions::maxStepCalls of flow %1 must be at least 1 (it is %2)")
+                        .arg(quoted(name))
+                        .arg(options.maxStepCalls));
+    d->context = new QObject(this);
+    Json initial = d->state->defaults();
+    if (idOf(initial).isEmpty())
+        initial["id"] = newId();
+    d->state->assign(initial, QStringLiteral("The initial state of flow %1").arg(quoted(name)));
+}
+
+Flow::~Flow()
+{
+    if (d->run)
+        d->run->abandon();
+    // No continuation may arrive once the flow is half destroyed.
+    delete d->context;
+    d->context = nullptr;
+    d->run.reset();
+}
+
+QString Flow::name() const
+{
+    return d->name;
+}
+
+const FlowOptions &Flow::options() const
+{
+    return d->options;
+}
+
+void Flow::addStep(const FlowDefinition::Step &step, StepFunction function)
+{
+    d->refuseWhileRunning(QStringLiteral("adding the step %1").arg(quoted(step.name)));
+    d->definition.addStep(step);
+    d->functions.insert(step.name, std::move(function));
+}
+
+const FlowDefinition &Flow::definition() const
+{
+    return d->definition;
+}
+
+void Flow::validate() const
+{
+    d->definition.validate();
+    if (!d->options.persistence) {
+        for (const FlowDefinition::Step &s : d->definition.steps()) {
+            if (s.persist)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("Invalid flow definition for step %1 (flow %2): it asks for its state to be saved "
+                                           "(StepOptions::persist), but the flow has no persistence; set FlowOptions::persistence")
+                                .arg(quoted(s.name), quoted(d->name)));
+        }
+    }
+}
+
+QString Flow::toDot() const
+{
+    validate();
+    return d->definition.toDot();
+}
+
+Json Flow::toJson() const
+{
+    validate();
+    return d->definition.toJson();
+}
+
+bool Flow::printGraphIfAsked(const QStringList &arguments) const
+{
+    QString text;
+    if (arguments.contains(QLatin1String("--flow-graph")))
+        text = toDot();
+    else if (arguments.contains(QLatin1String("--flow-graph=json")))
+        text = QString::fromStdString(toJson().dump(2)) + QLatin1Char('\n');
+    else if (arguments.contains(QLatin1String("--flow-graph=dot")))
+        text = toDot();
+    else
+        return false;
+    const QByteArray bytes = text.toUtf8();
+    std::fwrite(bytes.constData(), 1, size_t(bytes.size()), stdout);
+    std::fflush(stdout);
+    return true;
+}
+
+// ---- State --------------------------------------------------------------------------------------
+
+QString Flow::stateId() const
+{
+    return idOf(stateJson());
+}
+
+Json Flow::stateJson() const
+{
+    QMutexLocker lock(&d->stateMutex);
+    return d->state->toJson();
+}
+
+Json Flow::stateValue(const QString &key) const
+{
+    const Json s = stateJson();
+    const auto it = s.find(key.toStdString());
+    return it == s.end() ? Json() : *it;
+}
+
+void Flow::updateState(const std::function<void(Json &)> &change)
+{
+    QMutexLocker lock(&d->stateMutex);
+    Json next = d->state->toJson();
+    const QString id = idOf(next);
+    change(next);
+    if (!next.is_object() || idOf(next) != id)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("updateState of flow %1 may not remove or change the state's id (%2); kick off with the "
+                                   "inputs {\"id\": ...} to work on another state")
+                        .arg(quoted(d->name), id));
+    d->state->assign(next, QStringLiteral("updateState of flow %1").arg(quoted(d->name)));
+}
+
+void Flow::setStateValue(const QString &key, const Json &value)
+{
+    updateState([&](Json &s) { s[key.toStdString()] = value; });
+}
+
+void Flow::resetState()
+{
+    d->refuseWhileRunning(QStringLiteral("resetState()"));
+    QMutexLocker lock(&d->stateMutex);
+    Json fresh = d->state->defaults();
+    fresh["id"] = newId();
+    d->state->assign(fresh, QStringLiteral("resetState of flow %1").arg(quoted(d->name)));
+}
+
+FlowStateModel &Flow::stateModel() const
+{
+    return *d->state;
+}
+
+QMutex &Flow::stateMutex() const
+{
+    return d->stateMutex;
+}
+
+// ---- Running ------------------------------------------------------------------------------------
+
+QFuture<Json> Flow::kickoff(const Json &inputs, const KickoffOptions &options)
+{
+    if (QThread::currentThread() != thread())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("kickoff() of flow %1 is called on another thread than the flow's; call it on the flow's "
+                                   "thread (QMetaObject::invokeMethod), or moveToThread() the flow first")
+                        .arg(quoted(d->name)));
+    d->refuseWhileRunning(QStringLiteral("another kickoff()"));
+    validate();
+    const Json state = d->prepareState(inputs, options);
+    {
+        QMutexLocker lock(&d->stateMutex);
+        d->state->assign(state, QString());
+    }
+    d->lastOutputs.clear();
+    d->run = std::make_shared<FlowRun>(*d, inputs.is_null() ? Json::object() : inputs);
+    QFuture<Json> future = d->run->future();
+    d->run->begin();
+    return future;
+}
+
+Json Flow::kickoffAndWait(const Json &inputs, const KickoffOptions &options)
+{
+    QFuture<Json> future = kickoff(inputs, options);
+    if (!future.isFinished()) {
+        QEventLoop loop;
+        QFutureWatcher<Json> watcher;
+        QObject::connect(&watcher, &QFutureWatcherBase::finished, &loop, &QEventLoop::quit);
+        watcher.setFuture(future);
+        if (!future.isFinished())
+            loop.exec();
+    }
+    future.waitForFinished(); // rethrows the run's error
+    if (future.resultCount() == 0)
+        throw Error(ErrorKind::Cancelled, QStringLiteral("the run of flow %1 was cancelled").arg(quoted(d->name)));
+    return future.result();
+}
+
+void Flow::cancel()
+{
+    if (d->run)
+        d->run->stop(Error(ErrorKind::Cancelled, QStringLiteral("the run of flow %1 was cancelled").arg(quoted(d->name))));
+}
+
+bool Flow::isRunning() const
+{
+    return bool(d->run);
+}
+
+QList<FlowStepOutput> Flow::stepOutputs() const
+{
+    return d->run ? d->run->outputs() : d->lastOutputs;
+}
+
+// ---- Memory -------------------------------------------------------------------------------------
+
+Memory *Flow::memory()
+{
+    {
+        QMutexLocker lock(&d->memoryMutex);
+        if (!d->givenMemory && !d->options.memory)
+            return nullptr;
+    }
+    return &d->requireMemory("memory()");
+}
+
+void Flow::setMemory(std::shared_ptr<Memory> memory)
+{
+    d->refuseWhileRunning(QStringLiteral("setMemory()"));
+    QMutexLocker lock(&d->memoryMutex);
+    d->givenMemory = std::move(memory);
+}
+
+MemoryRecord Flow::remember(const QString &content, const RememberOptions &options)
+{
+    return d->requireMemory("remember()").remember(content, options);
+}
+
+QFuture<SaveResult> Flow::rememberMany(const QStringList &contents, const RememberOptions &options)
+{
+    return d->requireMemory("rememberMany()").rememberMany(contents, options);
+}
+
+QList<MemoryMatch> Flow::recall(const QString &query, const RecallOptions &options)
+{
+    return d->requireMemory("recall()").recall(query, options);
+}
+
+QFuture<QList<MemoryMatch>> Flow::recallAsync(const QString &query, const RecallOptions &options)
+{
+    return d->requireMemory("recallAsync()").recallAsync(query, options);
+}
+
+QStringList Flow::extractMemories(const QString &content)
+{
+    return d->requireMemory("extractMemories()").extractMemories(content);
+}
+
+} // namespace mneme

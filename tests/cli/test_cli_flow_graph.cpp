@@ -1,0 +1,134 @@
+// `mneme flow-graph`: the DOT of a flow from the JSON description Flow::toJson() writes (from a file
+// or standard input), --json, and the errors for input that is not a valid flow description.
+
+#include "cli_runner.h"
+#include "flows/flow.h"
+#include "temp_store.h"
+
+#include <QFile>
+#include <QtTest>
+
+using namespace mneme;
+using mneme::test::CliRun;
+using mneme::test::runCli;
+using mneme::test::TempStore;
+
+namespace {
+
+CliRun cli(const QStringList &args, const QString &dir, const QByteArray &input = {})
+{
+    return runCli(QStringLiteral(MNEME_CLI), args, dir, input);
+}
+
+// begin -> review (router: approved / rework); rework -> revise -> review ...; approved -> publish.
+std::unique_ptr<Flow> reviewFlow()
+{
+    FlowOptions o;
+    o.memory = false;
+    auto flow = std::make_unique<Flow>(QStringLiteral("Review"), o);
+    flow->start("draft", []() { return 1; });
+    flow->router("review", or_("draft", "revise"), {"approved", "rework"}, []() { return QStringLiteral("approved"); });
+    flow->listen("revise", "rework", []() { return 2; });
+    flow->listen("publish", "approved", []() { return 3; });
+    return flow;
+}
+
+void write(const QString &path, const QByteArray &bytes)
+{
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(bytes);
+}
+
+} // namespace
+
+class TestCliFlowGraph : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void dotFromAFile();
+    void dotFromStandardInput();
+    void jsonOutput();
+    void badInput_data();
+    void badInput();
+    void usage();
+};
+
+void TestCliFlowGraph::dotFromAFile()
+{
+    TempStore dir;
+    const auto flow = reviewFlow();
+    write(dir.path(QStringLiteral("review.json")), QByteArray::fromStdString(flow->toJson().dump(2)));
+    const CliRun run = cli({QStringLiteral("flow-graph"), dir.path(QStringLiteral("review.json"))}, dir.dir());
+    QVERIFY2(run.exitCode == 0, run.describe().constData());
+    QCOMPARE(QString::fromUtf8(run.out), flow->toDot());
+    QVERIFY(run.out.contains("\"step:review\" -> \"label:rework\" [style=dashed];"));
+    QVERIFY(run.err.isEmpty());
+}
+
+void TestCliFlowGraph::dotFromStandardInput()
+{
+    TempStore dir;
+    const auto flow = reviewFlow();
+    const CliRun run = cli({QStringLiteral("flow-graph"), QStringLiteral("-")}, dir.dir(), QByteArray::fromStdString(flow->toJson().dump()));
+    QVERIFY2(run.exitCode == 0, run.describe().constData());
+    QCOMPARE(QString::fromUtf8(run.out), flow->toDot());
+}
+
+void TestCliFlowGraph::jsonOutput()
+{
+    TempStore dir;
+    const auto flow = reviewFlow();
+    const CliRun run = cli({QStringLiteral("--json"), QStringLiteral("flow-graph"), QStringLiteral("-")}, dir.dir(),
+                             QByteArray::fromStdString(flow->toJson().dump()));
+    QVERIFY2(run.exitCode == 0 && run.isJson(), run.describe().constData());
+    const Json j = run.json();
+    QCOMPARE(j["name"], Json("Review"));
+    QCOMPARE(j["steps"], Json::array({"draft", "review", "revise", "publish"}));
+    QCOMPARE(QString::fromStdString(j["dot"].get<std::string>()), flow->toDot());
+}
+
+void TestCliFlowGraph::badInput_data()
+{
+    QTest::addColumn<QByteArray>("input");
+    QTest::addColumn<QString>("error");
+    QTest::newRow("not json") << QByteArray("digraph {}")
+                              << "mneme: standard input is not JSON; give the description a flow writes with Flow::toJson(), or "
+                                 "pipe its program's --flow-graph=json output (./my_flow --flow-graph=json | mneme flow-graph -)";
+    QTest::newRow("not a description") << QByteArray(R"({"steps": []})")
+                                       << "mneme: standard input: not a flow description: \"format\" must be \"mneme-flow/1\" (write one "
+                                          "with Flow::toJson(), or run the flow's program with --flow-graph=json)";
+    QTest::newRow("invalid flow") << QByteArray(R"({"format": "mneme-flow/1", "name": "f", "steps": [
+                                        {"name": "a", "kind": "start"}, {"name": "r", "kind": "router", "trigger": "r", "labels": ["x"]}]})")
+                                  << "mneme: standard input: Invalid flow definition for step \"r\" (flow \"f\"): the router is triggered "
+                                     "by its own name (r); it would run again every time it finishes. Trigger it by the step before it";
+}
+
+void TestCliFlowGraph::badInput()
+{
+    QFETCH(QByteArray, input);
+    QFETCH(QString, error);
+    TempStore dir;
+    const CliRun run = cli({QStringLiteral("flow-graph"), QStringLiteral("-")}, dir.dir(), input);
+    QCOMPARE(run.exitCode, 2);
+    QVERIFY(run.out.isEmpty());
+    QCOMPARE(QString::fromUtf8(run.err).trimmed(), error);
+
+    const CliRun missing = cli({QStringLiteral("flow-graph"), dir.path(QStringLiteral("nope.json"))}, dir.dir());
+    QCOMPARE(missing.exitCode, 2);
+    QVERIFY2(missing.err.contains("nope.json"), missing.describe().constData());
+}
+
+void TestCliFlowGraph::usage()
+{
+    TempStore dir;
+    const CliRun run = cli({QStringLiteral("help"), QStringLiteral("flow-graph")}, dir.dir());
+    QCOMPARE(run.exitCode, 0);
+    QVERIFY2(run.out.contains("mneme flow-graph FILE|-"), run.describe().constData());
+    const CliRun all = cli({QStringLiteral("help")}, dir.dir());
+    QVERIFY(all.out.contains("flow-graph"));
+}
+
+QTEST_MAIN(TestCliFlowGraph)
+#include "test_cli_flow_graph.moc"

@@ -1,0 +1,62 @@
+#pragma once
+
+// Helpers shared by the flow tests.
+
+#include "core/json.h"
+#include "flows/flow_options.h"
+
+#include <QFuture>
+#include <QMutex>
+#include <QPromise>
+#include <QStringList>
+#include <QTimer>
+#include <memory>
+
+namespace mneme::test {
+
+// Options for a flow that needs no memory: nothing is opened on disk.
+inline FlowOptions offline()
+{
+    FlowOptions o;
+    o.memory = false;
+    return o;
+}
+
+// What the steps did, in order; steps run on the pool, so it is thread-safe.
+class Trace
+{
+public:
+    void add(const QString &entry)
+    {
+        QMutexLocker lock(&m_mutex);
+        m_entries << entry;
+    }
+    QStringList list() const
+    {
+        QMutexLocker lock(&m_mutex);
+        return m_entries;
+    }
+    int count(const QString &entry) const { return int(list().count(entry)); }
+    int indexOf(const QString &entry) const { return int(list().indexOf(entry)); }
+
+private:
+    mutable QMutex m_mutex;
+    QStringList m_entries;
+};
+
+// A future that gives `value` after `ms` milliseconds, from a timer of the calling thread: a real
+// asynchronous source that needs the event loop running. Cancelling it before then drops the value.
+template<typename T>
+QFuture<T> later(int ms, T value)
+{
+    auto promise = std::make_shared<QPromise<T>>();
+    promise->start();
+    QTimer::singleShot(ms, [promise, value]() {
+        if (!promise->isCanceled())
+            promise->addResult(value);
+        promise->finish();
+    });
+    return promise->future();
+}
+
+} // namespace mneme::test

@@ -1,0 +1,186 @@
+// A flow's built-in memory: rooted at /flow/<sanitised flow name> (acceptance case 16), built on
+// first use over the real SQLite plugin; a given Memory used as it is; memory off refused with a
+// clear error (case 17); remember / recall inside steps (the seed's research flow); and the pending
+// background saves drained before the flow reports it finished, proven with a slow embedder.
+
+#include "fake_embedder.h"
+#include "flows/flow.h"
+#include "memory/memory.h"
+#include "memory_test_util.h"
+#include "temp_store.h"
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QMutex>
+#include <QSignalSpy>
+#include <QThread>
+#include <QtTest>
+
+using namespace mneme;
+using mneme::test::errorOf;
+using mneme::test::FakeEmbedder;
+using mneme::test::TempStore;
+
+namespace {
+
+Json sqliteAt(const QString &path)
+{
+    return Json{{"provider", "sqlite"}, {"config", {{"path", path.toStdString()}}}};
+}
+
+// Takes its time over every batch: a background save is still running when the steps are done.
+class SlowEmbedder : public FakeEmbedder
+{
+public:
+    std::vector<Embedding> embed(const QStringList &texts) override
+    {
+        QThread::msleep(400);
+        return FakeEmbedder::embed(texts);
+    }
+};
+
+} // namespace
+
+class TestFlowMemory : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void builtInMemoryIsRootedAtTheFlowName_data();
+    void builtInMemoryIsRootedAtTheFlowName();
+    void memoryOffIsAClearError();
+    void givenMemoryIsUsedAsItIs();
+    void researchFlowRemembersAndRecalls();
+    void pendingSavesAreDrainedBeforeFinished();
+};
+
+void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("root");
+    QTest::newRow("class name") << "MyPipelineFlow" << "/flow/mypipelineflow";
+    QTest::newRow("spaces and signs") << "My Awesome Flow #1!" << "/flow/my-awesome-flow-1";
+    QTest::newRow("nothing usable") << "???" << "/flow/unknown";
+}
+
+void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName()
+{
+    QFETCH(QString, name);
+    QFETCH(QString, root);
+    TempStore dir;
+    FlowOptions options;
+    options.memoryConfig.storage = sqliteAt(dir.path());
+    Flow flow(name, options);
+    QVERIFY2(!QFile::exists(dir.path()), "the memory was opened before it was used");
+    Memory *memory = flow.memory();
+    QVERIFY(memory);
+    QCOMPARE(memory->rootScope(), root);
+    QCOMPARE(flow.memory(), memory); // one memory per flow
+    QVERIFY(QFile::exists(dir.path()));
+    QCOMPARE(memory->thread(), flow.thread());
+    // A root scope given in the options is kept.
+    FlowOptions own = options;
+    own.memoryConfig.rootScope = QStringLiteral("/custom");
+    Flow custom(name, own);
+    QCOMPARE(custom.memory()->rootScope(), QStringLiteral("/custom"));
+}
+
+void TestFlowMemory::memoryOffIsAClearError()
+{
+    FlowOptions options;
+    options.memory = false;
+    Flow flow(QStringLiteral("NoMemory"), options);
+    QCOMPARE(flow.memory(), nullptr);
+    const Error e = errorOf([&] { flow.remember(QStringLiteral("x")); });
+    QCOMPARE(e.kind(), ErrorKind::InvalidArgument);
+    QCOMPARE(e.message(), QStringLiteral("No memory configured for this flow (\"NoMemory\" called remember(), but FlowOptions::memory "
+                                         "is false); leave FlowOptions::memory on for the built-in memory, or give the flow one "
+                                         "with setMemory()"));
+    QVERIFY(errorOf([&] { flow.recall(QStringLiteral("x")); }).message().startsWith(QLatin1String("No memory configured for this flow")));
+    QVERIFY(errorOf([&] { flow.recallAsync(QStringLiteral("x")); }).message().contains(QLatin1String("recallAsync()")));
+    QVERIFY(errorOf([&] { flow.rememberMany({QStringLiteral("x")}); }).message().contains(QLatin1String("rememberMany()")));
+    QVERIFY(errorOf([&] { flow.extractMemories(QStringLiteral("x")); }).message().contains(QLatin1String("extractMemories()")));
+    // Inside a step, the step fails with that message.
+    flow.start("save", [&flow]() { flow.remember(QStringLiteral("x")); });
+    QVERIFY(errorOf([&] { flow.kickoffAndWait(); }).message().startsWith(
+        QLatin1String("Flow \"NoMemory\" failed in step \"save\": No memory configured for this flow")));
+}
+
+void TestFlowMemory::givenMemoryIsUsedAsItIs()
+{
+    TempStore dir;
+    MemoryConfig config;
+    config.storage = sqliteAt(dir.path());
+    auto memory = std::make_shared<Memory>(config, nullptr, std::make_shared<FakeEmbedder>());
+    FlowOptions options;
+    options.memory = false; // a given memory wins over the options
+    Flow flow(QStringLiteral("Given"), options);
+    flow.setMemory(memory);
+    QCOMPARE(flow.memory(), memory.get());
+    flow.start("save", [&flow]() { return flow.remember(QStringLiteral("We ship on Fridays."), test::fields(QStringLiteral("/ops"))).scope; });
+    QCOMPARE(flow.kickoffAndWait(), Json("/ops")); // no /flow/... root added
+    QCOMPARE(memory->listRecords(QStringLiteral("/ops")).size(), 1);
+}
+
+void TestFlowMemory::researchFlowRemembersAndRecalls()
+{
+    TempStore dir;
+    FlowOptions options;
+    options.memoryConfig.storage = sqliteAt(dir.path());
+    Flow flow(QStringLiteral("ResearchFlow"), options);
+    flow.start("gather_data", [&flow]() {
+        const QString findings = QStringLiteral("PostgreSQL handles 10k concurrent connections. MySQL caps at 5k.");
+        flow.remember(findings, test::fields(QStringLiteral("/research/databases"), 0.8));
+        return findings;
+    });
+    flow.listen("write_report", "gather_data", [&flow](const QString &findings) {
+        QStringList context;
+        for (const MemoryMatch &m : flow.recall(QStringLiteral("database concurrent connections")))
+            context << QStringLiteral("- ") + m.record.content + QStringLiteral(" (") + m.record.scope + QLatin1Char(')');
+        return QStringLiteral("Report:\nNew findings: %1\nPrevious context:\n%2").arg(findings, context.join(QLatin1Char('\n')));
+    });
+    const QString report = QString::fromStdString(flow.kickoffAndWait().get<std::string>());
+    QVERIFY2(report.contains(QLatin1String("- PostgreSQL handles 10k concurrent connections. MySQL caps at 5k. "
+                                           "(/flow/researchflow/research/databases)")),
+             qPrintable(report));
+}
+
+void TestFlowMemory::pendingSavesAreDrainedBeforeFinished()
+{
+    TempStore dir;
+    MemoryConfig config;
+    config.storage = sqliteAt(dir.path());
+    config.rootScope = QStringLiteral("/flow/drain");
+    auto memory = std::make_shared<Memory>(config, nullptr, std::make_shared<SlowEmbedder>());
+    Flow flow(QStringLiteral("Drain"));
+    flow.setMemory(memory);
+
+    QMutex mutex;
+    QStringList order;
+    const auto note = [&](const QString &what) {
+        QMutexLocker lock(&mutex);
+        order << what;
+    };
+    QObject::connect(memory.get(), &Memory::saveCompleted, memory.get(), [&]() { note(QStringLiteral("save-done")); },
+                     Qt::DirectConnection);
+    int recordsAtFinish = -1;
+    QObject::connect(&flow, &Flow::flowFinished, [&]() {
+        note(QStringLiteral("flow-finished"));
+        recordsAtFinish = int(memory->listRecords().size());
+    });
+    qint64 stepMs = -1;
+    flow.start("note", [&]() {
+        QElapsedTimer t;
+        t.start();
+        flow.rememberMany({QStringLiteral("The deploy window is Tuesday 10:00.")}, test::fields(QStringLiteral("/ops")));
+        stepMs = t.elapsed();
+        return QStringLiteral("noted");
+    });
+    QCOMPARE(flow.kickoffAndWait(), Json("noted"));
+    QVERIFY2(stepMs < 300, "rememberMany blocked the step");
+    QCOMPARE(order, (QStringList{"save-done", "flow-finished"}));
+    QCOMPARE(recordsAtFinish, 1);
+}
+
+QTEST_MAIN(TestFlowMemory)
+#include "test_flow_memory.moc"
