@@ -127,7 +127,7 @@ void FlowRun::begin()
     watcher->setFuture(m_promise.future());
 
     if (m_bus)
-        m_flowEventId = m_bus->begin(QLatin1String(events::kFlowStarted), withFlow({{"inputs", m_inputs}}), QStringLiteral("flow"));
+        m_flowEventId = m_bus->open(Event::make(QLatin1String(events::kFlowStarted), withFlow({{"inputs", m_inputs}}), QStringLiteral("flow")));
     Q_EMIT d.q->flowStarted(m_flowId, FlowPrivate::toQJsonValue(m_inputs).toObject());
 
     QStringList starts;
@@ -214,16 +214,15 @@ void FlowRun::complete()
     d.runEnded(m_outputs);
     if (m_failure) {
         if (m_bus)
-            m_bus->end(QLatin1String(events::kFlowFailed), withFlow({{"error", m_failure->message()}, {"duration_ms", ms}}),
-                       QStringLiteral("flow"), {}, {}, m_flowEventId);
+            m_bus->close(m_flowEventId, Event::make(QLatin1String(events::kFlowFailed),
+                                                    withFlow({{"error", m_failure->message()}, {"duration_ms", ms}})));
         Q_EMIT d.q->flowFailed(m_flowId, m_failure->message(), ms);
         m_promise.setException(std::make_exception_ptr(*m_failure));
     } else {
         const Json result = m_outputs.isEmpty() ? Json() : m_outputs.last().output;
         if (m_bus)
-            m_bus->end(QLatin1String(events::kFlowFinished),
-                       withFlow({{"result", result}, {"duration_ms", ms}, {"state", d.q->stateJson()}}), QStringLiteral("flow"),
-                       {}, {}, m_flowEventId);
+            m_bus->close(m_flowEventId, Event::make(QLatin1String(events::kFlowFinished),
+                                                    withFlow({{"result", result}, {"duration_ms", ms}, {"state", d.q->stateJson()}})));
         Q_EMIT d.q->flowFinished(m_flowId, FlowPrivate::toQJsonValue(result), ms);
         m_promise.addResult(result);
     }
@@ -430,6 +429,11 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
     ++m_busy;
     const quint64 id = ++m_nextCall;
     try {
+        // Work a step starts while it is called (a crew's kickoff, an agent's turn) publishes its
+        // events as children of the step's.
+        std::optional<EventBus::Scope> scope;
+        if (m_bus)
+            scope.emplace(m_bus, call->eventId);
         call->call = d.functions.value(step).call(input, d.context, d.pool());
     } catch (...) {
         stepDone(call, std::nullopt, std::current_exception());

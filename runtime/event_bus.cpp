@@ -266,6 +266,26 @@ QString EventBus::end(const QString &type, const Json &properties, const QString
     return publish(std::move(e));
 }
 
+EventBus::Scope::Scope(EventBus *bus, const QString &eventId) : m_bus(bus), m_id(eventId)
+{
+    if (!m_id.isEmpty())
+        m_bus->stack().push_back(Frame{m_id, QString(), {}, {}, {}, Json::object()});
+}
+
+EventBus::Scope::~Scope()
+{
+    if (m_id.isEmpty())
+        return;
+    std::vector<Frame> &s = m_bus->stack();
+    for (auto it = s.rbegin(); it != s.rend(); ++it) {
+        if (it->id == m_id && it->type.isEmpty()) {
+            s.erase(std::next(it).base());
+            break;
+        }
+    }
+    m_bus->releaseIfEmpty();
+}
+
 bool EventBus::isOpen(const QString &startType) const
 {
     const bool open = openFrame(startType) != nullptr;

@@ -127,6 +127,22 @@ public:
     QString open(Event start);
     QString close(const QString &startId, Event end);
 
+    // Makes an already published start the innermost scope of this thread while it lives, so events
+    // published meanwhile on this thread without a parent become its children (the work a flow step
+    // starts while it is called). Nothing is published; scopes of different buses never mix.
+    class Scope
+    {
+    public:
+        Scope(EventBus *bus, const QString &eventId);
+        ~Scope();
+        Scope(const Scope &) = delete;
+        Scope &operator=(const Scope &) = delete;
+
+    private:
+        EventBus *m_bus;
+        QString m_id;
+    };
+
     // Whether this thread has an open start of `startType`.
     bool isOpen(const QString &startType) const;
     // How many scopes are open on this thread.

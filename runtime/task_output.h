@@ -47,6 +47,13 @@ struct CrewOutput
     Json toJson() const;
 };
 
+// nlohmann JSON conversions (the shapes of toJson()), so outputs travel as JSON: a flow step that
+// kicks off a crew returns its QFuture<CrewOutput>, and the next step reads the CrewOutput back.
+void to_json(Json &j, const TaskOutput &o);
+void from_json(const Json &j, TaskOutput &o);
+void to_json(Json &j, const CrewOutput &o);
+void from_json(const Json &j, CrewOutput &o);
+
 } // namespace mneme
 
 Q_DECLARE_METATYPE(mneme::TaskOutput)
