@@ -141,6 +141,12 @@ ScriptedReply answer(const Json &body)
         return say(QStringLiteral("Park it, forget it, ride on. The new solar charger tops up your e-bike while it stands "
                                   "outside your office or your tent, so the socket hunt is over and every kilometre is "
                                   "powered by the sun, free."));
+    if (system.contains(QLatin1String("You are Product Researcher.")))
+        return say(QStringLiteral("- A charge that happens while the bike is parked at work.\n"
+                                  "- No cable to carry and no socket to find.\n"
+                                  "- A charger that survives rain and theft attempts."));
+    if (system.contains(QLatin1String("You are Tagline Writer.")))
+        return say(QStringLiteral("Charge on the ride, not at the wall."));
     if (system.contains(QLatin1String("You are Alice's Assistant.")))
         return say(QStringLiteral("Noted: meetings before 11am, vegetarian meals, and no plans from 3 to 7 March."));
     if (system.contains(QLatin1String("You are Onboarding Guide.")))
@@ -166,7 +172,8 @@ int main(int argc, char **argv)
     const Json recorded = model.config(Json{{"model", "scripted-model"}});
 
     int failures = 0;
-    for (const QString example : {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory")}) {
+    for (const QString example : {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory"),
+                                  QStringLiteral("crew_flow")}) {
         const QString cassette = QDir(args[2]).filePath(example + QLatin1Char('/') + example + QStringLiteral(".jsonl"));
         QFile::remove(cassette);    // recording appends
         const Json spec = {{"provider", "replay"}, {"config", {{"mode", "record"}, {"cassette", cassette.toStdString()}, {"llm", recorded}}}};
