@@ -19,6 +19,8 @@ build: configure
 
 demo: build
 	$(BUILD_DIR)/bin/standalone_memory
+	@echo
+	$(BUILD_DIR)/bin/research_crew
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --label-exclude slow

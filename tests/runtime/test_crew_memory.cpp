@@ -155,6 +155,14 @@ private Q_SLOTS:
             QCOMPARE(crew.memory()->llm().get(), chat.get());
         }
         {
+            // The crew's embedder configuration is the built Memory's embedder.
+            CrewConfig c = crewOf(QStringLiteral("Dims"), {a}, {task(QStringLiteral("t"), QStringLiteral("e"), a)});
+            c.memoryConfig = storeConfig(QStringLiteral("dims.db"));
+            c.embedder = Json{{"provider", "builtin"}, {"config", {{"dimension", 64}}}};
+            Crew crew(c);
+            QCOMPARE(crew.memory()->embedder().dimension(), 64);
+        }
+        {
             Memory mine(storeConfig(QStringLiteral("mine.db")));
             Crew crew(crewOf(QStringLiteral("Research Crew"), {a}, {task(QStringLiteral("t"), QStringLiteral("e"), a)}, &mine));
             QCOMPARE(crew.memory(), &mine);
