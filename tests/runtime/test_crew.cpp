@@ -483,10 +483,10 @@ private Q_SLOTS:
             ScriptedReply r;
             if (user.startsWith(QLatin1String("Do the a task"))) {
                 r = text(QStringLiteral("A-out"));
-                r.delayMs = 400;
+                r.delayMs = 1500;
             } else if (user.startsWith(QLatin1String("Do the b task"))) {
                 r = text(QStringLiteral("B-out"));
-                r.delayMs = 400;
+                r.delayMs = 1500;
             } else {
                 r = text(user.section(QStringLiteral("Context from earlier tasks:\n"), 1));
             }
@@ -504,8 +504,10 @@ private Q_SLOTS:
         const CrewOutput out = crew.kickoffAndWait();
         QCOMPARE(out.raw, QStringLiteral("A-out\n\n----------\n\nB-out"));
         QCOMPARE(arrivals.size(), 3);
-        QVERIFY2(arrivals[1] - arrivals[0] < 300, "the second asynchronous task did not start while the first ran");
-        QVERIFY2(arrivals[2] - arrivals[1] >= 300, "the synchronous task did not wait for the asynchronous ones");
+        // Each asynchronous reply takes 1.5 s: the second request comes long before the first reply, the
+        // synchronous task's only after both replies.
+        QVERIFY2(arrivals[1] - arrivals[0] < 1000, "the second asynchronous task did not start while the first ran");
+        QVERIFY2(arrivals[2] - arrivals[1] >= 1000, "the synchronous task did not wait for the asynchronous ones");
     }
 
     void outputFiles()
@@ -774,7 +776,7 @@ private Q_SLOTS:
     {
         m_llm->setFallback([](const Json &) {
             ScriptedReply r = text(QStringLiteral("ok"));
-            r.delayMs = 250;
+            r.delayMs = 400;
             return r;
         });
         auto a = agent(QStringLiteral("Worker"));
