@@ -88,6 +88,7 @@ struct AgentExecutor::Run
     struct RunningTool
     {
         QString name;
+        QString callId;
         std::shared_ptr<bool> settled;
         std::shared_ptr<QElapsedTimer> clock;
         QFuture<QString> future;
@@ -144,7 +145,8 @@ void AgentExecutor::abort(const std::shared_ptr<Run> &run)
         if (std::exchange(*t.settled, true))
             continue;
         QFuture<QString>(t.future).cancel();
-        Q_EMIT toolFinished(t.name, QStringLiteral("Error: the run was cancelled before the tool answered."), true, t.clock->elapsed());
+        Q_EMIT toolFinished(t.name, QStringLiteral("Error: the run was cancelled before the tool answered."), true,
+                            t.clock->elapsed(), t.callId);
     }
     run->runningTools.clear();
     run->promise.future().cancel();
@@ -440,12 +442,12 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
         outcome.name = call.name;
         outcome.arguments = call.arguments;
         const QString argumentsJson = QString::fromStdString(call.arguments.dump());
-        Q_EMIT toolStarted(call.name, argumentsJson);
+        Q_EMIT toolStarted(call.name, argumentsJson, call.id);
 
         auto refuse = [&](const QString &why) {
             outcome.output = QStringLiteral("Error: ") + why;
             outcome.isError = true;
-            Q_EMIT toolFinished(call.name, outcome.output, true, 0);
+            Q_EMIT toolFinished(call.name, outcome.output, true, 0, call.id);
             complete();
         };
 
@@ -495,9 +497,10 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
         auto clock = std::make_shared<QElapsedTimer>();
         clock->start();
         auto settled = std::make_shared<bool>(false);   // the answer or the timeout, whichever comes first
-        run->runningTools.push_back(Run::RunningTool{call.name, settled, clock, running});
+        run->runningTools.push_back(Run::RunningTool{call.name, call.id, settled, clock, running});
         auto *watcher = new QFutureWatcher<QString>(this);
-        connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, batch, i, clock, complete, settled] {
+        const QString callId = call.id;
+        connect(watcher, &QFutureWatcherBase::finished, this, [this, watcher, batch, i, clock, complete, settled, callId] {
             watcher->deleteLater();
             if (std::exchange(*settled, true))
                 return;
@@ -509,12 +512,12 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
                 done.output = QStringLiteral("Error: ") + failureOf(f, QStringLiteral("The tool %1").arg(done.name));
                 done.isError = true;
             }
-            Q_EMIT toolFinished(done.name, done.output, done.isError, clock->elapsed());
+            Q_EMIT toolFinished(done.name, done.output, done.isError, clock->elapsed(), callId);
             complete();
         });
         if (run->options.toolTimeoutMs > 0) {
             // Whichever of the answer and the timeout comes first settles the call; the other is ignored.
-            QTimer::singleShot(run->options.toolTimeoutMs, watcher, [this, watcher, batch, i, clock, complete, run, settled] {
+            QTimer::singleShot(run->options.toolTimeoutMs, watcher, [this, watcher, batch, i, clock, complete, run, settled, callId] {
                 if (std::exchange(*settled, true))
                     return;
                 watcher->future().cancel();
@@ -525,7 +528,7 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
                                   .arg(late.name)
                                   .arg(run->options.toolTimeoutMs);
                 late.isError = true;
-                Q_EMIT toolFinished(late.name, late.output, true, clock->elapsed());
+                Q_EMIT toolFinished(late.name, late.output, true, clock->elapsed(), callId);
                 complete();
             });
         }

@@ -106,8 +106,10 @@ Q_SIGNALS:
     void llmCallStarted(int iteration);
     void llmCallCompleted(int iteration, int promptTokens, int completionTokens);
     void llmCallFailed(int iteration, const QString &error);
-    void toolStarted(const QString &name, const QString &argumentsJson);
-    void toolFinished(const QString &name, const QString &output, bool isError, qint64 durationMs);
+    // `callId` tells concurrent calls apart (the provider's call id, or "react-<n>"): a finish carries
+    // the id of its start.
+    void toolStarted(const QString &name, const QString &argumentsJson, const QString &callId);
+    void toolFinished(const QString &name, const QString &output, bool isError, qint64 durationMs, const QString &callId);
     // A piece of a streamed reply (AgentOptions::stream), in order, before llmCallCompleted of its iteration.
     void textChunk(int iteration, const QString &text);
 

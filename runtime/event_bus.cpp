@@ -409,12 +409,12 @@ void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, c
     const QString src = QStringLiteral("agent");
     const auto direct = Qt::DirectConnection;
     // What this executor has open: its LLM call (one at a time) and its tool runs, which run
-    // concurrently and finish in any order (each finish pairs with the oldest open start of its name).
+    // concurrently and finish in any order (each finish pairs with its start by the call's id).
     struct Open
     {
         QMutex mutex;
         QString llmCall;
-        QHash<QString, std::deque<QString>> tools;
+        QHash<QString, QString> tools;      // call id -> start event id
     };
     auto open = std::make_shared<Open>();
     const auto start = [this, src, agentId, taskId, parentId](const char *type, const Json &props) {
@@ -448,28 +448,26 @@ void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, c
             QMutexLocker lock(&open->mutex);
             e.parentId = open->llmCall;
         }
-        publishAs(std::move(e), false);
+        // A piece queued before its call was cancelled arrives after the call's end: it is dropped.
+        if (!e.parentId.isEmpty())
+            publishAs(std::move(e), false);
     }, direct);
-    connect(executor, &AgentExecutor::toolStarted, this, [open, start](const QString &name, const QString &argumentsJson) {
-        const QString id = start(events::kToolUsageStarted, {{"tool_name", name}, {"tool_args", argumentsJson}});
-        QMutexLocker lock(&open->mutex);
-        open->tools[name].push_back(id);
-    }, direct);
+    connect(executor, &AgentExecutor::toolStarted, this,
+            [open, start](const QString &name, const QString &argumentsJson, const QString &callId) {
+                const QString id = start(events::kToolUsageStarted, {{"tool_name", name}, {"tool_args", argumentsJson}});
+                QMutexLocker lock(&open->mutex);
+                open->tools.insert(callId, id);
+            }, direct);
     connect(executor, &AgentExecutor::toolFinished, this,
-            [this, open](const QString &name, const QString &output, bool isError, qint64 ms) {
+            [this, open](const QString &name, const QString &output, bool isError, qint64 ms, const QString &callId) {
                 QString startId;
                 {
                     QMutexLocker lock(&open->mutex);
-                    auto &queue = open->tools[name];
-                    if (!queue.empty()) {
-                        startId = queue.front();
-                        queue.pop_front();
-                    }
+                    startId = open->tools.take(callId);
                 }
                 Json props = {{"tool_name", name}, {"duration_ms", ms}};
                 props[isError ? "error" : "output"] = output;
-                close(startId, Event::make(QLatin1String(isError ? events::kToolUsageError : events::kToolUsageFinished),
-                                         props, {}, {}, {}));
+                close(startId, Event::make(QLatin1String(isError ? events::kToolUsageError : events::kToolUsageFinished), props));
             }, direct);
 }
 

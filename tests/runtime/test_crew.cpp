@@ -15,6 +15,7 @@
 
 #include <QFile>
 #include <QSignalSpy>
+#include <QThread>
 #include <QTimer>
 #include <QtTest>
 
@@ -226,6 +227,40 @@ private Q_SLOTS:
         QCOMPARE(rec.ofType(events::kToolUsageStarted).size(), 2);
         QCOMPARE(rec.ofType(events::kToolUsageFinished).size(), 2);
         QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
+    }
+
+    // Two calls of one tool in one reply, the first slower: each finish closes its own start.
+    void concurrentCallsOfOneToolPairByCallId()
+    {
+        m_llm->on(QStringLiteral("lookup"), [](const Json &body) {
+            if (!ScriptedLlm::hasToolResults(body))
+                return ScriptedLlm::toolCallsReply({{QStringLiteral("lookup"), QStringLiteral(R"({"key":"slow"})")},
+                                                    {QStringLiteral("lookup"), QStringLiteral(R"({"key":"fast"})")}});
+            return text(toolResultsOf(body).join(QLatin1Char('|')));
+        });
+        AgentConfig cfg;
+        cfg.tools = {std::make_shared<FunctionTool>(QStringLiteral("lookup"), QStringLiteral("Looks a key up."), kKeySchema,
+                                                    FunctionTool::SyncFunction([](const Json &args) {
+                                                        const QString key = QString::fromStdString(args["key"].get<std::string>());
+                                                        if (key == QLatin1String("slow"))
+                                                            QThread::msleep(400);
+                                                        return QStringLiteral("v-") + key;
+                                                    }))};
+        auto a = agent(QStringLiteral("Clerk"), cfg);
+        Crew crew(crewOf({a}, {task(QStringLiteral("look"), a)}));
+        EventRecorder rec(m_bus);
+        QCOMPARE(crew.kickoffAndWait().raw, QStringLiteral("v-slow|v-fast"));
+        QHash<QString, Event> starts;
+        for (const Event &e : rec.ofType(events::kToolUsageStarted))
+            starts.insert(e.id, e);
+        const QList<Event> finished = rec.ofType(events::kToolUsageFinished);
+        QCOMPARE(finished.size(), 2);
+        QCOMPARE(finished[0].properties["output"], "v-fast");      // the fast one ends first
+        for (const Event &f : finished) {
+            const QString key = QString::fromStdString(f.properties["output"].get<std::string>()).mid(2);
+            QVERIFY2(starts.value(f.parentId).properties["tool_args"].get<std::string>().find(key.toStdString()) != std::string::npos,
+                     qPrintable(key));
+        }
     }
 
     void taskToolsReplaceAgentTools()
