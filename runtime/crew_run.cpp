@@ -313,9 +313,15 @@ std::vector<std::shared_ptr<Tool>> CrewRun::toolsFor(const std::shared_ptr<Agent
 
     const MemoryRef memory = memoryOf(agent);
     if (memory.isUsable()) {
-        add(MemoryTools::search(memory));
+        // Their jobs are tracked, so the crew outlives none of them (they use its memory).
+        QPointer<CrewRun> run(this);
+        const MemoryTools::Track track = [run](QFuture<void> job) {
+            if (run)
+                run->track(job);
+        };
+        add(MemoryTools::search(memory, AgentRun::memoryPool(), track));
         if (!memory.isReadOnly())
-            add(MemoryTools::save(memory, personaOf(agent).role));
+            add(MemoryTools::save(memory, personaOf(agent).role, AgentRun::memoryPool(), track));
     }
     return tools;
 }

@@ -4,6 +4,8 @@
 #include "runtime/function_tool.h"
 
 #include <QSet>
+#include <QThreadPool>
+#include <QtConcurrent>
 
 namespace mneme::MemoryTools {
 
@@ -21,6 +23,17 @@ QStringList stringsOf(const Json &list)
     return out;
 }
 
+// The tool's blocking work as a job of `pool`, handed to `track`.
+FunctionTool::AsyncFunction onPool(QThreadPool *pool, const Track &track, std::function<QString(const Json &)> work)
+{
+    return [pool, track, work](const Json &args) {
+        QFuture<QString> job = QtConcurrent::run(pool ? pool : QThreadPool::globalInstance(), [work, args] { return work(args); });
+        if (track)
+            track(QFuture<void>(job));
+        return job;
+    };
+}
+
 // One type per value: some providers (Gemini) refuse type lists in tool schemas.
 Json listOfStrings(const char *what)
 {
@@ -29,7 +42,7 @@ Json listOfStrings(const char *what)
 
 } // namespace
 
-std::shared_ptr<Tool> search(const MemoryRef &memory)
+std::shared_ptr<Tool> search(const MemoryRef &memory, QThreadPool *pool, Track track)
 {
     const Json schema = {{"type", "object"},
                          {"properties", {{"queries", listOfStrings("One or more search phrases; use several different "
@@ -40,7 +53,7 @@ std::shared_ptr<Tool> search(const MemoryRef &memory)
         QStringLiteral("Search the shared long-term memory for facts, decisions and results stored by earlier work. "
                        "Pass several different queries when you need to count, list or total things, and enumerate "
                        "every distinct item you find."),
-        schema, FunctionTool::SyncFunction([memory](const Json &args) {
+        schema, onPool(pool, track, [memory](const Json &args) {
             const QStringList queries = stringsOf(args.at("queries"));
             if (queries.isEmpty())
                 throw Error(ErrorKind::InvalidArgument, QStringLiteral("Give at least one non-empty query in \"queries\"."));
@@ -62,7 +75,7 @@ std::shared_ptr<Tool> search(const MemoryRef &memory)
         }));
 }
 
-std::shared_ptr<Tool> save(const MemoryRef &memory, const QString &role)
+std::shared_ptr<Tool> save(const MemoryRef &memory, const QString &role, QThreadPool *pool, Track track)
 {
     if (memory.isReadOnly())
         throw Error(ErrorKind::PermissionDenied,
@@ -75,7 +88,7 @@ std::shared_ptr<Tool> save(const MemoryRef &memory, const QString &role)
         QLatin1String(kSaveName),
         QStringLiteral("Save facts to the shared long-term memory so later tasks and runs can find them. Write each "
                        "fact as one self-contained statement."),
-        schema, FunctionTool::SyncFunction([memory, role](const Json &args) {
+        schema, onPool(pool, track, [memory, role](const Json &args) {
             const QStringList contents = stringsOf(args.at("contents"));
             if (contents.isEmpty())
                 throw Error(ErrorKind::InvalidArgument, QStringLiteral("Give at least one non-empty fact in \"contents\"."));

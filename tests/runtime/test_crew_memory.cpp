@@ -380,6 +380,34 @@ private Q_SLOTS:
         QCOMPARE(crew.memory()->recall(QStringLiteral("venue capacity")).first().record.content, QStringLiteral("The venue holds 300 people."));
     }
 
+    // A crew destroyed while a memory tool runs waits for the tool's recall before its memory goes.
+    void destroyingTheCrewWaitsForARunningMemoryTool()
+    {
+        const QString longQuery = QStringLiteral("everything we ever wrote down about the venue, the catering, the "
+                                                 "budget, the speakers, the schedule, the travel arrangements and the "
+                                                 "sponsors of the conference, with every figure, name, address and date that we have");
+        QVERIFY(longQuery.size() >= 200);
+        m_llm->on(QLatin1String(MemoryTools::kSearchName), [longQuery](const Json &) {
+            return ScriptedLlm::toolCallReply(QLatin1String(MemoryTools::kSearchName),
+                                              QString::fromStdString(Json{{"queries", {longQuery.toStdString()}}}.dump()));
+        });
+        m_llm->on(QStringLiteral("query_analysis"), [](const Json &) {
+            ScriptedReply r = text(QStringLiteral("{\"recall_queries\": [\"venue\"], \"complexity\": \"simple\"}"));
+            r.delayMs = 800;
+            return r;
+        });
+        auto a = agent(QStringLiteral("Planner"));
+        auto crew = std::make_unique<Crew>(crewOf(QStringLiteral("Doomed"), {a}, {task(QStringLiteral("Plan"), QStringLiteral("A plan"), a)}));
+        crew->memory()->remember(QStringLiteral("The venue holds 300 people."), fields(QStringLiteral("/"), 0.5));
+        EventRecorder rec(m_bus);
+        QFuture<CrewOutput> f = crew->kickoff();
+        QTRY_VERIFY(!rec.ofType(events::kToolUsageStarted).isEmpty());
+        QTRY_COMPARE(m_llm->calls(QStringLiteral("query_analysis")), 1);
+        crew.reset();                       // must wait for the tool's recall, then close the memory
+        QVERIFY(f.isCanceled());
+        QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
+    }
+
     void readOnlySliceAndPrivateScope()
     {
         script(QStringLiteral("Noted."), {QStringLiteral("Alice prefers window seats.")});
