@@ -5,6 +5,7 @@
 #include "runtime/event_bus.h"
 
 #include <QElapsedTimer>
+#include <algorithm>
 #include <QFutureWatcher>
 #include <QThreadPool>
 #include <QTimer>
@@ -59,12 +60,22 @@ AgentRun::~AgentRun()
     abort();
 }
 
+void AgentRun::abortCoworkers()
+{
+    QList<AgentRun *> coworkers = findChildren<AgentRun *>(Qt::FindDirectChildrenOnly);
+    std::reverse(coworkers.begin(), coworkers.end());
+    for (AgentRun *run : coworkers)
+        run->abort();
+}
+
 void AgentRun::abort()
 {
     if (m_done)
         return;
     if (m_deadline)
         m_deadline->stop();
+    // Inside out: the coworkers' runs, then this run's request and tools, then the run itself.
+    abortCoworkers();
     if (m_executor)
         m_executor->cancel();
     fail(Error(ErrorKind::Cancelled, QStringLiteral("The agent's run was cancelled.")));
@@ -113,8 +124,10 @@ void AgentRun::begin()
     m_eventId = m_a.bus->open(agentEvent(events::kAgentExecutionStarted,
                                     {{"agent_role", m_a.persona.role}, {"task_name", m_a.taskName}, {"tools", toolNames}},
                                     m_a.taskId, m_a.agent->id(), m_a.parentEventId));
-    if (m_a.executionEventId)
-        *m_a.executionEventId = m_eventId;
+    if (m_a.execution) {
+        m_a.execution->eventId = m_eventId;
+        m_a.execution->run = this;
+    }
     if (m_a.memory.isUsable())
         retrieve();
     else
@@ -132,11 +145,14 @@ void AgentRun::retrieve()
     const QString agentId = m_a.agent->id();
     const QString parent = m_eventId;
     const QList<QFuture<void>> savesBefore = m_a.savesBefore;
-    QFuture<QString> job = QtConcurrent::run(memoryPool(), [bus, memory, query, taskId, agentId, parent, savesBefore]() -> QString {
+    const auto stopped = m_stopped;
+    QFuture<QString> job = QtConcurrent::run(memoryPool(), [bus, memory, query, taskId, agentId, parent, savesBefore, stopped]() -> QString {
         QElapsedTimer clock;
         clock.start();
         for (QFuture<void> save : savesBefore)
             save.waitForFinished();
+        if (*stopped)       // the run was cancelled or failed meanwhile: no recall, no events
+            return {};
         bus->begin(agentEvent(events::kMemoryRetrievalStarted, {{"task_id", taskId}}, taskId, agentId, parent));
         try {
             RecallOptions options;
@@ -192,6 +208,9 @@ void AgentRun::execute()
         m_executor->deleteLater();
     m_executor = new AgentExecutor(m_a.agent->llm(), this);
     m_a.bus->attachExecutor(m_executor, m_a.agent->id(), m_a.taskId, m_eventId);
+    if (const auto tally = m_a.tally)
+        connect(m_executor, &AgentExecutor::llmCallCompleted, this,
+                [tally](int, int prompt, int completion) { tally->add(TokenUsage{prompt, completion}, 1); });
     m_running = m_executor->run(messages, m_a.tools, options);
 
     if (cfg.maxExecutionTime > 0) {
@@ -200,7 +219,9 @@ void AgentRun::execute()
         m_deadline->setSingleShot(true);
         connect(m_deadline, &QTimer::timeout, this, [this] {
             m_timedOut = true;
-            m_running.cancel();
+            abortCoworkers();
+            if (m_executor)
+                m_executor->cancel();
         });
         m_deadline->start(cfg.maxExecutionTime * 1000);
     }
@@ -227,6 +248,7 @@ void AgentRun::onExecuted(QFuture<AgentResult> f)
                                          {"attempts", m_attempt}},
                                         {}, {}));
         m_done = true;
+        *m_stopped = true;
         m_promise.addResult(result);
         finish();
         return;
@@ -235,7 +257,8 @@ void AgentRun::onExecuted(QFuture<AgentResult> f)
     errorText(f, &error);
     if (m_timedOut)
         error = Error(ErrorKind::Timeout,
-                      QStringLiteral("Agent \"%1\" did not finish %2 within its maxExecutionTime of %3 s.")
+                      QStringLiteral("Agent \"%1\" did not finish %2 within its maxExecutionTime of %3 s; raise "
+                                     "AgentConfig::maxExecutionTime, or set it to 0 for no limit.")
                           .arg(m_a.persona.role,
                                m_a.taskName.isEmpty() ? QStringLiteral("its work") : QStringLiteral("task \"%1\"").arg(m_a.taskName))
                           .arg(m_a.agent->config().maxExecutionTime));
@@ -256,6 +279,8 @@ void AgentRun::fail(const Error &error)
     if (m_done)
         return;
     m_done = true;
+    *m_stopped = true;
+    abortCoworkers();
     m_a.bus->close(m_eventId, agentEvent(events::kAgentExecutionError,
                                     {{"agent_role", m_a.persona.role}, {"error", error.message()}, {"attempts", m_attempt}},
                                     {}, {}));

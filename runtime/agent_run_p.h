@@ -11,7 +11,9 @@
 #include <QObject>
 #include <QPointer>
 #include <QPromise>
+#include <QMutex>
 #include <QString>
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -21,6 +23,31 @@ class QTimer;
 namespace mneme {
 
 class EventBus;
+
+// Token usage of one task, added to by every LLM call its agents make (every attempt, delegated
+// coworkers included), its guardrails and the conversion of its output.
+struct UsageTally
+{
+    QMutex mutex;
+    TokenUsage usage;
+    int requests = 0;
+    void add(const TokenUsage &u, int n)
+    {
+        QMutexLocker lock(&mutex);
+        usage += u;
+        requests += n;
+    }
+};
+
+class AgentRun;
+
+// An agent execution as the tools it runs see it, filled once it starts: delegation tools nest the
+// coworker's run under it (its events, and its lifetime: the coworker stops when it does).
+struct ExecutionRef
+{
+    QString eventId;
+    QPointer<AgentRun> run;
+};
 
 // Who the agent is in this run (its texts with the kickoff's placeholders filled in).
 struct Persona
@@ -47,8 +74,10 @@ struct Assignment
     // Saves of earlier work in the kickoff (fact extraction jobs): the recall waits for them, so a task
     // finds what the tasks before it stored.
     QList<QFuture<void>> savesBefore;
-    // Set to the agent_execution_started event's id once it is published (delegation tools nest under it).
-    std::shared_ptr<QString> executionEventId;
+    // Filled when the execution starts (see ExecutionRef).
+    std::shared_ptr<ExecutionRef> execution;
+    // Where each LLM call's tokens are counted as it completes.
+    std::shared_ptr<UsageTally> tally;
 };
 
 // Recalls memories into the prompt, runs the agent's tool loop, and retries transient failures
@@ -83,6 +112,8 @@ private:
     void onExecuted(QFuture<AgentResult> f);
     void fail(const Error &error);
     void finish();
+    // Aborts the coworker runs this execution's delegation tools started, newest first.
+    void abortCoworkers();
 
     Assignment m_a;
     QPromise<AgentResult> m_promise;
@@ -94,6 +125,8 @@ private:
     QFuture<AgentResult> m_running;
     QPointer<AgentExecutor> m_executor;
     QTimer *m_deadline = nullptr;
+    // Set when the run ends: a recall still waiting on a worker thread then does nothing.
+    std::shared_ptr<std::atomic_bool> m_stopped = std::make_shared<std::atomic_bool>(false);
 };
 
 } // namespace mneme

@@ -10,6 +10,7 @@
 #include <QCoreApplication>
 #include <QEventLoop>
 #include <QFutureWatcher>
+#include <QPromise>
 #include <QSet>
 #include <QThread>
 #include <QUuid>
@@ -143,6 +144,12 @@ void Crew::validate() const
         if (c.agents.empty())
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("%1 is hierarchical but has no agents for its manager to delegate to.").arg(crew));
+        for (const auto &t : c.tasks)
+            if (c.managerAgent && t->config().agent == c.managerAgent)
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1: %2 names the manager as its agent; in a hierarchical crew a task's agent "
+                                           "is the coworker the manager delegates to. Name one of CrewConfig::agents, "
+                                           "or none.").arg(crew, taskLabel(t)));
     }
 
     size_t trailingAsync = 0;
@@ -196,6 +203,40 @@ void Crew::track(QFuture<void> work)
 
 QFuture<CrewOutput> Crew::kickoff(const Json &inputs)
 {
+    if (QThread::currentThread() != thread()) {
+        // The kickoff runs on the crew's thread; this thread gets a future that follows it.
+        auto promise = std::make_shared<QPromise<CrewOutput>>();
+        promise->start();
+        QFuture<CrewOutput> out = promise->future();
+        QMetaObject::invokeMethod(this, [this, inputs, promise] {
+            if (promise->isCanceled()) {
+                promise->finish();
+                return;
+            }
+            QFuture<CrewOutput> inner = kickoff(inputs);
+            auto *follow = new QFutureWatcher<CrewOutput>(this);
+            connect(follow, &QFutureWatcherBase::finished, this, [follow, promise] {
+                follow->deleteLater();
+                QFuture<CrewOutput> f = follow->future();
+                try {
+                    f.waitForFinished();
+                    if (f.resultCount() > 0)
+                        promise->addResult(f.result());
+                    else
+                        promise->future().cancel();
+                } catch (...) {
+                    promise->setException(std::current_exception());
+                }
+                promise->finish();
+            });
+            follow->setFuture(inner);
+            auto *cancelWatch = new QFutureWatcher<CrewOutput>(this);
+            connect(cancelWatch, &QFutureWatcherBase::canceled, this, [inner]() mutable { inner.cancel(); });
+            connect(cancelWatch, &QFutureWatcherBase::finished, cancelWatch, &QObject::deleteLater);
+            cancelWatch->setFuture(promise->future());
+        }, Qt::QueuedConnection);
+        return out;
+    }
     if (!inputs.is_null() && !inputs.is_object())
         return QtFuture::makeExceptionalFuture<CrewOutput>(
             Error(ErrorKind::InvalidArgument,
@@ -210,6 +251,7 @@ CrewOutput Crew::kickoffAndWait(const Json &inputs)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("Crew::kickoffAndWait needs a QCoreApplication (or QApplication): create one first."));
     QFuture<CrewOutput> future = kickoff(inputs);
+    // On another thread the crew's own event loop runs the kickoff, and this thread just waits.
     if (QThread::currentThread() == thread()) {
         // The kickoff advances on this thread's event loop: run one until it ends.
         QEventLoop loop;

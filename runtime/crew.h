@@ -87,10 +87,12 @@ public:
 
     // Runs the tasks with {placeholders} filled from `inputs` (a JSON object; placeholders are filled
     // only when it is not empty). The future fails with the failing task's typed Error, or is cancelled
-    // by cancel() / future.cancel().
+    // by cancel() / future.cancel(). Called from another thread, the kickoff is started on the crew's
+    // thread (whose event loop must run) and the future follows it.
     QFuture<CrewOutput> kickoff(const Json &inputs = Json::object());
-    // Blocking, for scripts and tests: runs an event loop on the calling thread until the kickoff ends.
-    // Not for a GUI thread. Throws the kickoff's Error.
+    // Blocking, for scripts and tests: on the crew's thread it runs an event loop until the kickoff
+    // ends (not for a GUI thread); on another thread it waits while the crew's thread runs the kickoff.
+    // Throws the kickoff's Error.
     CrewOutput kickoffAndWait(const Json &inputs = Json::object());
     // Stops every running kickoff: requests in flight are aborted, no further task starts, and the
     // kickoff's future is cancelled (saves already submitted still complete).

@@ -58,6 +58,31 @@ void whenFinished(QObject *context, const QFuture<T> &future, F fn)
     watcher->setFuture(future);
 }
 
+// The exception being handled as an Error: a mneme::Error keeps its kind and text (after `context`),
+// anything else becomes Error(Internal).
+Error currentError(const QString &context)
+{
+    try {
+        throw;
+    } catch (const Error &e) {
+        return Error(e.kind(), QStringLiteral("%1: %2").arg(context, e.message()), e.httpStatus());
+    } catch (const std::exception &e) {
+        return Error(ErrorKind::Internal, QStringLiteral("%1: %2").arg(context, QString::fromUtf8(e.what())));
+    } catch (...) {
+        return Error(ErrorKind::Internal, QStringLiteral("%1 with an exception that is not a std::exception.").arg(context));
+    }
+}
+
+// chat() reports failures through its future; a provider that throws anyway is treated the same.
+QFuture<ChatResponse> chatOf(LlmProvider &llm, const ChatRequest &request)
+{
+    try {
+        return llm.chat(request);
+    } catch (...) {
+        return QtFuture::makeExceptionalFuture<ChatResponse>(currentError(QStringLiteral("The LLM %1 failed").arg(llm.id())));
+    }
+}
+
 QString summaryOf(const QString &description)
 {
     const QStringList words = description.simplified().split(QLatin1Char(' '), Qt::SkipEmptyParts);
@@ -113,9 +138,11 @@ QString CrewRun::memoryBlob(const QString &description, const QString &role, con
 void CrewRun::begin()
 {
     const CrewConfig &cfg = m_crew->m_config;
-    bool verbose = cfg.verbose;
+    bool verbose = cfg.verbose || (m_crew->m_manager && m_crew->m_manager->config().verbose);
     for (const auto &a : cfg.agents)
         verbose = verbose || a->config().verbose;
+    for (const auto &t : cfg.tasks)
+        verbose = verbose || (t->config().agent && t->config().agent->config().verbose);
     if (verbose)
         m_console = std::make_unique<ConsoleListener>(bus(), stderr);
 
@@ -127,7 +154,10 @@ void CrewRun::begin()
                                       {{"crew_name", cfg.name}, {"crew_id", m_crew->id()}, {"input_keys", inputKeys},
                                        {"process", cfg.process == Process::Hierarchical ? "hierarchical" : "sequential"}},
                                       QStringLiteral("crew")));
+    QPointer<CrewRun> self(this);
     Q_EMIT m_crew->kickoffStarted(m_eventId);
+    if (!self || m_closed)     // a slot deleted the crew or cancelled the kickoff
+        return;
 
     try {
         for (const auto &callback : cfg.beforeKickoff) {
@@ -165,15 +195,18 @@ void CrewRun::begin()
             slot.task = t;
             slot.description = text(t->config().description, where + QStringLiteral(" description"));
             slot.expectedOutput = text(t->config().expectedOutput, where + QStringLiteral(" expected output"));
-            if (!t->config().outputFile.isNull())
+            if (!t->config().outputFile.isNull()) {
+                // Checked again once filled in: an input must not lead the file out of its folder.
                 slot.outputFile = text(t->config().outputFile, where + QStringLiteral(" output file"));
+                Task::checkOutputFile(slot.outputFile, where);
+            }
             m_slots.push_back(std::move(slot));
         }
     } catch (const Error &e) {
         failKickoff(e);
         return;
-    } catch (const std::exception &e) {
-        failKickoff(Error(ErrorKind::Internal, QString::fromUtf8(e.what())));
+    } catch (...) {
+        failKickoff(currentError(QStringLiteral("A beforeKickoff callback of crew \"%1\" failed").arg(cfg.name)));
         return;
     }
     advance();
@@ -268,7 +301,7 @@ std::vector<std::shared_ptr<Tool>> CrewRun::toolsFor(const std::shared_ptr<Agent
                                                      const std::vector<std::shared_ptr<Agent>> &coworkers, QObject *owner,
                                                      const QString &taskId, const QString &taskName,
                                                      const std::shared_ptr<UsageTally> &tally,
-                                                     const std::shared_ptr<QString> &parentEventId)
+                                                     const std::shared_ptr<ExecutionRef> &delegator)
 {
     std::vector<std::shared_ptr<Tool>> tools = std::move(base);
     const auto add = [&tools](std::shared_ptr<Tool> tool) {
@@ -291,12 +324,12 @@ std::vector<std::shared_ptr<Tool>> CrewRun::toolsFor(const std::shared_ptr<Agent
         };
         QPointer<CrewRun> self(this);
         QPointer<QObject> task(owner);
-        const auto delegate = [self, task, coworkers, taskId, taskName, tally, parentEventId](bool ask) {
-            return FunctionTool::AsyncFunction([self, task, coworkers, taskId, taskName, tally, parentEventId, ask](const Json &args) {
+        const auto delegate = [self, task, coworkers, taskId, taskName, tally, delegator](bool ask) {
+            return FunctionTool::AsyncFunction([self, task, coworkers, taskId, taskName, tally, delegator, ask](const Json &args) {
                 if (!self || !task)
                     return QtFuture::makeExceptionalFuture<QString>(
                         Error(ErrorKind::Cancelled, QStringLiteral("The crew's kickoff has ended.")));
-                return self->runCoworker(coworkers, args, ask, task, taskId, taskName, tally, parentEventId);
+                return self->runCoworker(coworkers, args, ask, task, taskId, taskName, tally, delegator);
             });
         };
         add(std::make_shared<FunctionTool>(
@@ -328,7 +361,7 @@ std::vector<std::shared_ptr<Tool>> CrewRun::toolsFor(const std::shared_ptr<Agent
 
 QFuture<QString> CrewRun::runCoworker(const std::vector<std::shared_ptr<Agent>> &coworkers, const Json &args, bool ask,
                                       QObject *owner, const QString &taskId, const QString &taskName,
-                                      const std::shared_ptr<UsageTally> &tally, const std::shared_ptr<QString> &parentEventId)
+                                      const std::shared_ptr<UsageTally> &tally, const std::shared_ptr<ExecutionRef> &delegator)
 {
     const QString wanted = QString::fromStdString(args.value("coworker", std::string()));
     std::shared_ptr<Agent> coworker;
@@ -355,20 +388,42 @@ QFuture<QString> CrewRun::runCoworker(const std::vector<std::shared_ptr<Agent>> 
 
     // A coworker works with its own tools and memory; it does not delegate further.
     auto tools = toolsFor(coworker, coworker->config().tools, {}, owner, taskId, taskName, tally, nullptr);
-    const QString parent = parentEventId && !parentEventId->isEmpty() ? *parentEventId : m_eventId;
-    Assignment a = assignmentFor(coworker, request, prompt, std::move(tools), taskId, taskName, parent);
+    const QString parent = delegator && !delegator->eventId.isEmpty() ? delegator->eventId : m_eventId;
+    if (delegator && delegator->run)
+        owner = delegator->run;
+    Assignment a = assignmentFor(coworker, request, prompt, std::move(tools), taskId, taskName, parent, tally);
+    QFuture<AgentResult> work = AgentRun::start(std::move(a), owner);
+
+    auto answer = std::make_shared<QPromise<QString>>();
+    answer->start();
     QPointer<CrewRun> self(this);
-    return AgentRun::start(std::move(a), owner).then(this, [self, tally, coworker, request, expected](const AgentResult &r) {
-        tally->add(r.usage, r.iterations);
-        if (self)
-            self->saveToMemory(coworker, request, expected, r.finalAnswer);
-        return r.finalAnswer;
+    whenFinished(owner, work, [self, answer, coworker, request, expected](QFuture<AgentResult> f) {
+        if (f.resultCount() > 0) {
+            const AgentResult r = f.result();
+            if (self)
+                self->saveToMemory(coworker, request, expected, r.finalAnswer);
+            answer->addResult(r.finalAnswer);
+        } else {
+            try {
+                f.waitForFinished();
+                answer->future().cancel();
+            } catch (...) {
+                answer->setException(std::current_exception());
+            }
+        }
+        answer->finish();
     });
+    // When the delegating agent stops waiting (its timeout, a cancellation), the coworker stops too.
+    auto *watch = new QFutureWatcher<QString>(owner);
+    connect(watch, &QFutureWatcherBase::canceled, owner, [work]() mutable { work.cancel(); });
+    connect(watch, &QFutureWatcherBase::finished, watch, &QObject::deleteLater);
+    watch->setFuture(answer->future());
+    return answer->future();
 }
 
 Assignment CrewRun::assignmentFor(const std::shared_ptr<Agent> &agent, const QString &recallQuery, const QString &prompt,
                                   std::vector<std::shared_ptr<Tool>> tools, const QString &taskId, const QString &taskName,
-                                  const QString &parentEventId)
+                                  const QString &parentEventId, const std::shared_ptr<UsageTally> &tally)
 {
     Assignment a;
     a.agent = agent;
@@ -380,6 +435,7 @@ Assignment CrewRun::assignmentFor(const std::shared_ptr<Agent> &agent, const QSt
     a.taskId = taskId;
     a.taskName = taskName;
     a.parentEventId = parentEventId;
+    a.tally = tally;
     a.bus = bus();
     a.savesBefore = m_saves;
     const auto crewStep = m_crew->m_config.stepCallback;
@@ -403,7 +459,7 @@ void CrewRun::saveToMemory(const std::shared_ptr<Agent> &agent, const QString &d
                            const QString &output)
 {
     const MemoryRef memory = memoryOf(agent);
-    if (!memory.isUsable() || memory.isReadOnly() || output.contains(kDelegationMarker) || output.trimmed().isEmpty())
+    if (m_done || !memory.isUsable() || memory.isReadOnly() || output.contains(kDelegationMarker) || output.trimmed().isEmpty())
         return;
     const QString role = personaOf(agent).role;
     const QString blob = memoryBlob(description, role, expectedOutput, output);
@@ -459,17 +515,12 @@ void CrewRun::finishKickoff()
     try {
         for (const auto &callback : m_crew->m_config.afterKickoff)
             output = callback(output);
-    } catch (const Error &e) {
-        m_done = false;
-        failKickoff(e);
-        return;
-    } catch (const std::exception &e) {
-        m_done = false;
-        failKickoff(Error(ErrorKind::Internal, QStringLiteral("An afterKickoff callback threw: %1").arg(QString::fromUtf8(e.what()))));
+    } catch (...) {
+        failKickoff(currentError(QStringLiteral("An afterKickoff callback of crew \"%1\" failed").arg(m_crew->name())), true);
         return;
     }
     drainThen([this, output] {
-        if (m_promise.isCanceled())
+        if (std::exchange(m_closed, true))
             return;
         bus()->close(m_eventId, makeEvent(events::kCrewKickoffCompleted,
                                           {{"crew_name", m_crew->name()},
@@ -477,41 +528,49 @@ void CrewRun::finishKickoff()
                                            {"total_tokens", output.tokenUsage.totalTokens()},
                                            {"successful_requests", output.llmRequests}},
                                           {}));
-        Q_EMIT m_crew->kickoffCompleted(output);
         m_promise.addResult(output);
+        // The signal comes last: a slot may cancel or delete the crew (and with it this run).
+        QPointer<Crew> crew = m_crew;
         settle();
+        if (crew)
+            Q_EMIT crew->kickoffCompleted(output);
     });
 }
 
-void CrewRun::failKickoff(const Error &error)
+void CrewRun::failKickoff(const Error &error, bool afterTasks)
 {
-    if (m_done)
+    if (m_done && !afterTasks)
         return;
     m_done = true;
     abortTasks();
     // Saves of the tasks that completed are written before the failure is reported: none is lost.
     drainThen([this, error] {
-        if (m_promise.isCanceled())
+        if (std::exchange(m_closed, true))
             return;
         bus()->close(m_eventId, makeEvent(events::kCrewKickoffFailed, {{"crew_name", m_crew->name()}, {"error", error.message()}}, {}));
-        Q_EMIT m_crew->kickoffFailed(error.message());
         m_promise.setException(error);
+        QPointer<Crew> crew = m_crew;
         settle();
+        if (crew)
+            Q_EMIT crew->kickoffFailed(error.message());
     });
 }
 
 void CrewRun::cancel()
 {
-    if (m_promise.future().isFinished())
+    if (m_closed)
         return;
+    m_closed = true;
     m_done = true;
     abortTasks();
     if (!m_promise.isCanceled())
         m_promise.future().cancel();
-    const QString message = QStringLiteral("The kickoff of crew \"%1\" was cancelled.").arg(m_crew ? m_crew->name() : QString());
+    const QString message = QStringLiteral("The kickoff of crew \"%1\" was cancelled.").arg(m_crew->name());
     bus()->close(m_eventId, makeEvent(events::kCrewKickoffFailed, {{"crew_name", m_crew->name()}, {"error", message}}, {}));
-    Q_EMIT m_crew->kickoffFailed(message);
+    QPointer<Crew> crew = m_crew;
     settle();
+    if (crew)
+        Q_EMIT crew->kickoffFailed(message);
 }
 
 void CrewRun::abortTasks()
@@ -580,8 +639,10 @@ void TaskRun::begin()
                                               {"async_execution", m_job.task->config().asyncExecution},
                                               {"context", m_job.context}},
                                              QStringLiteral("task"), m_job.task->id(), m_agent->id(), m_run->kickoffEventId()));
+    QPointer<TaskRun> self(this);
     Q_EMIT m_run->crew()->taskStarted(m_job.task->id(), m_job.task->displayName());
-    attempt();
+    if (self)   // a slot may have cancelled the kickoff (and so this task) or deleted the crew
+        attempt();
 }
 
 void TaskRun::attempt()
@@ -596,15 +657,15 @@ void TaskRun::attempt()
     if (!m_feedback.isEmpty())
         prompt += m_feedback;
 
-    auto executionId = std::make_shared<QString>();
+    auto execution = std::make_shared<ExecutionRef>();
     auto base = cfg.tools.empty() ? m_agent->config().tools : cfg.tools;
     if (m_run->crew()->config().process == Process::Hierarchical)
         base = m_agent->config().tools;     // the manager works through its coworkers
     auto tools = m_run->toolsFor(m_agent, std::move(base), m_coworkers, this, m_job.task->id(), m_job.task->displayName(),
-                                 m_tally, executionId);
+                                 m_tally, execution);
     Assignment a = m_run->assignmentFor(m_agent, m_job.description, prompt, std::move(tools), m_job.task->id(),
-                                        m_job.task->displayName(), m_eventId);
-    a.executionEventId = executionId;
+                                        m_job.task->displayName(), m_eventId, m_tally);
+    a.execution = execution;
     m_agentFuture = AgentRun::start(std::move(a), this);
     whenFinished(this, m_agentFuture, [this](QFuture<AgentResult> f) { onAgentDone(f); });
 }
@@ -617,8 +678,7 @@ void TaskRun::onAgentDone(QFuture<AgentResult> f)
         fail(failureOf(f));
         return;
     }
-    const AgentResult result = f.result();
-    m_tally->add(result.usage, result.iterations);
+    const AgentResult result = f.result();     // its tokens are in the tally already, call by call
     m_output.raw = result.finalAnswer;
     m_output.json = Json();
     m_output.outputFormat = TaskOutput::Format::Raw;
@@ -642,6 +702,8 @@ void TaskRun::checkGuardrail(size_t index)
             result = g.function()(m_output);
         } catch (const std::exception &e) {
             result = GuardrailResult::fail(QString::fromUtf8(e.what()));
+        } catch (...) {
+            result = GuardrailResult::fail(QStringLiteral("the guardrail threw an exception that is not a std::exception"));
         }
         verdict(index, result);
         return;
@@ -673,7 +735,7 @@ void TaskRun::checkGuardrail(size_t index)
                                     {"feedback", {{"type", "string"}, {"description", "What is wrong, when it is not valid"}}}}},
                                   {"required", Json::array({"valid", "feedback"})}};
     request.temperature = 0;
-    m_llmFuture = llm->chat(request);
+    m_llmFuture = chatOf(*llm, request);
     whenFinished(this, m_llmFuture, [this, index, retry](QFuture<ChatResponse> f) {
         if (m_done)
             return;
@@ -753,7 +815,7 @@ void TaskRun::convert()
     request.responseSchema = schema;
     request.responseSchemaName = QStringLiteral("task_output");
     request.temperature = 0;
-    m_llmFuture = m_agent->llm()->chat(request);
+    m_llmFuture = chatOf(*m_agent->llm(), request);
     whenFinished(this, m_llmFuture, [this, problems](QFuture<ChatResponse> f) {
         if (m_done)
             return;
@@ -819,6 +881,20 @@ void TaskRun::complete()
         m_output.usage = m_tally->usage;
         m_output.llmRequests = m_tally->requests;
     }
+    // The callbacks first: one that throws fails the task, and nothing of it is written or saved.
+    QPointer<TaskRun> self(this);
+    try {
+        if (cfg.callback)
+            cfg.callback(m_output);
+        if (self && !m_done && m_run->crew()->config().taskCallback)
+            m_run->crew()->config().taskCallback(m_output);
+    } catch (...) {
+        if (self)
+            fail(currentError(QStringLiteral("Task \"%1\": its callback failed").arg(m_job.task->displayName())));
+        return;
+    }
+    if (!self || m_done)    // a callback cancelled the kickoff (which aborted this task) or deleted the crew
+        return;
     if (!m_job.outputFile.isEmpty()) {
         const QString path = m_job.outputFile.trimmed();
         const QFileInfo info(path);
@@ -842,16 +918,6 @@ void TaskRun::complete()
     }
     m_job.task->setOutput(m_output);
     m_run->saveToMemory(m_agent, m_job.description, m_job.expectedOutput, m_output.raw);
-    try {
-        if (cfg.callback)
-            cfg.callback(m_output);
-        if (m_run->crew()->config().taskCallback)
-            m_run->crew()->config().taskCallback(m_output);
-    } catch (const std::exception &e) {
-        fail(Error(ErrorKind::Internal, QStringLiteral("Task \"%1\": its callback threw: %2")
-                                            .arg(m_job.task->displayName(), QString::fromUtf8(e.what()))));
-        return;
-    }
     m_done = true;
     m_run->bus()->close(m_eventId, makeEvent(events::kTaskCompleted,
                                              {{"task_name", m_job.task->displayName()},
@@ -860,10 +926,11 @@ void TaskRun::complete()
                                               {"output_format", m_output.outputFormat == TaskOutput::Format::Json ? "json" : "raw"},
                                               {"attempts", m_output.attempts}},
                                              {}));
-    Q_EMIT m_run->crew()->taskCompleted(m_output);
     m_promise.addResult(m_output);
     m_promise.finish();
     deleteLater();
+    // The signal comes last: a slot may cancel the kickoff or delete the crew.
+    Q_EMIT m_run->crew()->taskCompleted(m_output);
 }
 
 void TaskRun::fail(const Error &error)
@@ -871,27 +938,31 @@ void TaskRun::fail(const Error &error)
     if (m_done)
         return;
     m_done = true;
+    // Its agent run (which stops its coworkers first) ends before the task does.
+    for (AgentRun *run : findChildren<AgentRun *>(Qt::FindDirectChildrenOnly))
+        run->abort();
     m_llmFuture.cancel();
     if (!m_callEventId.isEmpty())
         m_run->bus()->close(std::exchange(m_callEventId, QString()), makeEvent(m_callEndType, {{"error", error.message()}}, {}));
+    // The kickoff's error says which task failed.
+    const QString name = m_job.task->displayName();
+    const Error reported = error.message().startsWith(QStringLiteral("Task \"%1\"").arg(name))
+                               ? error
+                               : Error(error.kind(), QStringLiteral("Task \"%1\" (agent \"%2\") failed: %3")
+                                                         .arg(name, m_output.agent, error.message()),
+                                       error.httpStatus());
     m_run->bus()->close(m_eventId, makeEvent(events::kTaskFailed,
-                                             {{"task_name", m_job.task->displayName()}, {"agent_role", m_output.agent},
-                                              {"error", error.message()}, {"attempts", m_output.attempts}},
+                                             {{"task_name", name}, {"agent_role", m_output.agent},
+                                              {"error", reported.message()}, {"attempts", m_output.attempts}},
                                              {}));
     if (!m_promise.isCanceled())
-        m_promise.setException(error);
+        m_promise.setException(reported);
     m_promise.finish();
     deleteLater();
 }
 
 void TaskRun::abort()
 {
-    if (m_done)
-        return;
-    QList<AgentRun *> runs = findChildren<AgentRun *>(Qt::FindDirectChildrenOnly);
-    std::reverse(runs.begin(), runs.end());     // delegated coworkers before the agent that delegated
-    for (AgentRun *run : runs)
-        run->abort();
     fail(Error(ErrorKind::Cancelled, QStringLiteral("Task \"%1\" was cancelled.").arg(m_job.task->displayName())));
 }
 

@@ -20,21 +20,6 @@ namespace mneme {
 
 class ConsoleListener;
 
-// Token usage of one task, added to by its agent, its delegated coworkers, its guardrails and the
-// conversion of its output.
-struct UsageTally
-{
-    QMutex mutex;
-    TokenUsage usage;
-    int requests = 0;
-    void add(const TokenUsage &u, int n)
-    {
-        QMutexLocker lock(&mutex);
-        usage += u;
-        requests += n;
-    }
-};
-
 class CrewRun : public QObject
 {
     Q_OBJECT
@@ -54,25 +39,26 @@ public:
     // The tools of `agent` for one task: `base` (the task's or the agent's own), the delegation tools
     // when it may delegate to `coworkers`, and the memory tools when it has memory. Ours never shadow
     // a tool of the same name the user gave.
-    // Coworkers' runs are children of `owner` (the task), so aborting the task aborts them.
+    // Coworkers' runs are children of the delegating execution (`delegator`, else `owner`, the task),
+    // so stopping it stops them.
     std::vector<std::shared_ptr<Tool>> toolsFor(const std::shared_ptr<Agent> &agent, std::vector<std::shared_ptr<Tool>> base,
                                                 const std::vector<std::shared_ptr<Agent>> &coworkers, QObject *owner,
                                                 const QString &taskId, const QString &taskName,
                                                 const std::shared_ptr<UsageTally> &tally,
-                                                const std::shared_ptr<QString> &parentEventId);
+                                                const std::shared_ptr<ExecutionRef> &delegator);
     Assignment assignmentFor(const std::shared_ptr<Agent> &agent, const QString &recallQuery, const QString &prompt,
                              std::vector<std::shared_ptr<Tool>> tools, const QString &taskId, const QString &taskName,
-                             const QString &parentEventId);
+                             const QString &parentEventId, const std::shared_ptr<UsageTally> &tally);
     // Turns an agent's output into facts and stores them in its memory, in the background; the kickoff
     // waits for it before it reports. Skipped for read-only memory and for delegation transcripts.
     void saveToMemory(const std::shared_ptr<Agent> &agent, const QString &description, const QString &expectedOutput,
                       const QString &output);
     void track(QFuture<void> work);
     // The delegate / ask tools' work: `coworker` (matched by role, ignoring case and quotes) runs the
-    // request with its own tools and memory, under the delegating agent's execution event.
+    // request with its own tools and memory, under the delegating agent's execution.
     QFuture<QString> runCoworker(const std::vector<std::shared_ptr<Agent>> &coworkers, const Json &args, bool ask,
                                  QObject *owner, const QString &taskId, const QString &taskName, const std::shared_ptr<UsageTally> &tally,
-                                 const std::shared_ptr<QString> &parentEventId);
+                                 const std::shared_ptr<ExecutionRef> &delegator);
 
     // The raw text given to extractMemories after a task (CrewAI's format).
     static QString memoryBlob(const QString &description, const QString &role, const QString &expectedOutput,
@@ -95,7 +81,8 @@ private:
     void startTask(size_t index);
     QString contextFor(size_t index) const;
     void finishKickoff();
-    void failKickoff(const Error &error);
+    // `afterTasks`: the tasks are done (an afterKickoff callback failed), so m_done is already set.
+    void failKickoff(const Error &error, bool afterTasks = false);
     void abortTasks();
     // Waits (off this thread) for the kickoff's memory work, then calls `then` here.
     void drainThen(std::function<void()> then);
@@ -110,7 +97,8 @@ private:
     size_t m_next = 0;
     int m_asyncRunning = 0;
     bool m_syncRunning = false;
-    bool m_done = false;
+    bool m_done = false;        // no task starts any more
+    bool m_closed = false;      // the kickoff's end event is published: nothing more happens
     QList<QFuture<void>> m_saves;
     QSet<mneme::Memory *> m_memories;
     std::unique_ptr<ConsoleListener> m_console;

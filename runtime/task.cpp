@@ -37,19 +37,17 @@ Task::Task(TaskConfig config) : m_config(std::move(config)), m_id(QUuid::createU
     if (m_config.guardrailMaxRetries < 0)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("%1: guardrailMaxRetries must not be negative (got %2).").arg(label).arg(m_config.guardrailMaxRetries));
-    if (!m_config.outputFile.isNull()) {
-        const QString file = m_config.outputFile.trimmed();
-        if (file.isEmpty())
-            throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("%1: outputFile is empty; give a path or leave it unset.").arg(label));
-        if (file.split(QRegularExpression(QStringLiteral("[/\\\\]"))).contains(QStringLiteral("..")))
-            throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("%1: outputFile \"%2\" climbs out of its directory with \"..\"; give a path without "
-                                       "\"..\" segments.").arg(label, file));
-    }
-    for (const auto &tool : m_config.tools)
+    if (!m_config.outputFile.isNull())
+        checkOutputFile(m_config.outputFile, label);
+    QStringList toolNames;
+    for (const auto &tool : m_config.tools) {
         if (!tool)
             throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 has a null tool.").arg(label));
+        if (toolNames.contains(tool->name()))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1 has two tools named \"%2\"; give each tool a unique name.").arg(label, tool->name()));
+        toolNames << tool->name();
+    }
     if (m_config.context) {
         for (const auto &t : *m_config.context)
             if (!t)
@@ -59,6 +57,17 @@ Task::Task(TaskConfig config) : m_config(std::move(config)), m_id(QUuid::createU
         if (g.isCriterion() && g.criterion().trimmed().isEmpty())
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("%1 has a guardrail with neither a function nor a criterion.").arg(label));
+}
+
+void Task::checkOutputFile(const QString &path, const QString &label)
+{
+    const QString file = path.trimmed();
+    if (file.isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1: outputFile is empty; give a path or leave it unset.").arg(label));
+    if (file.split(QRegularExpression(QStringLiteral("[/\\\\]"))).contains(QStringLiteral("..")))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("%1: outputFile \"%2\" climbs out of its directory with \"..\"; give a path without "
+                                   "\"..\" segments.").arg(label, file));
 }
 
 QString Task::displayName() const

@@ -61,6 +61,9 @@ public:
     // Braces that do not enclose a plain name ({"a": 1}, {0}, { x }) stay. Throws
     // Error(InvalidArgument) naming `where` and the missing input when inputs lack a name used.
     static QString interpolate(const QString &text, const Json &inputs, const QString &where);
+    // Throws Error(InvalidArgument) naming `label` for an empty output file path or one with a ".."
+    // segment (it would leave its folder).
+    static void checkOutputFile(const QString &path, const QString &label);
 
 private:
     TaskConfig m_config;

@@ -23,11 +23,14 @@ class EventRecorder
 public:
     explicit EventRecorder(EventBus *bus)
     {
-        QObject::connect(bus, &EventBus::eventPublished, bus, [this](const Event &e) {
+        m_connection = QObject::connect(bus, &EventBus::eventPublished, bus, [this](const Event &e) {
             QMutexLocker lock(&m_mutex);
             m_events << e;
         }, Qt::DirectConnection);
     }
+    ~EventRecorder() { QObject::disconnect(m_connection); }
+    EventRecorder(const EventRecorder &) = delete;
+    EventRecorder &operator=(const EventRecorder &) = delete;
     QList<Event> events() const
     {
         QMutexLocker lock(&m_mutex);
@@ -74,6 +77,7 @@ public:
     }
 
 private:
+    QMetaObject::Connection m_connection;
     mutable QMutex m_mutex;
     QList<Event> m_events;
 };

@@ -646,6 +646,22 @@ private Q_SLOTS:
         QCOMPARE(failureOf(f).kind(), ErrorKind::ServerError);
     }
 
+    // Tokens of every LLM call count, those of an attempt that failed later included.
+    void usageCountsEveryAttempt()
+    {
+        m_llm->on(QStringLiteral("lookup"), sequence({ScriptedLlm::toolCallReply(QStringLiteral("lookup"), QStringLiteral(R"({"key":"a"})")),
+                                                      ScriptedReply::json(R"({"error":{"message":"overloaded"}})", 503),
+                                                      text(QStringLiteral("done"))}));
+        AgentConfig cfg;
+        cfg.tools = {lookupTool()};
+        auto a = agent(QStringLiteral("Clerk"), cfg);
+        Crew crew(crewOf({a}, {task(QStringLiteral("t"), a)}));
+        const CrewOutput out = crew.kickoffAndWait();
+        QCOMPARE(out.raw, QStringLiteral("done"));
+        QCOMPARE(out.llmRequests, 2);                       // the first attempt's tool call and the answer
+        QCOMPARE(out.tokenUsage.totalTokens(), 36);
+    }
+
     void maxExecutionTime()
     {
         m_llm->setFallback([](const Json &) {
@@ -807,6 +823,113 @@ private Q_SLOTS:
         QVERIFY(g.isCanceled());
     }
 
+    // A slot may delete the crew, or cancel it, when it hears the kickoff ended: the outcome stands.
+    void signalsComeAfterTheOutcome()
+    {
+        m_llm->setFallback([](const Json &) { return text(QStringLiteral("ok")); });
+        auto a = agent(QStringLiteral("Worker"));
+        {
+            auto crew = std::make_unique<Crew>(crewOf({a}, {task(QStringLiteral("t"), a)}));
+            EventRecorder rec(m_bus);
+            Crew *raw = crew.get();
+            connect(raw, &Crew::kickoffCompleted, this, [&crew] { crew.reset(); });
+            QFuture<CrewOutput> f = raw->kickoff();
+            QVERIFY(finish(f));
+            QVERIFY(!crew);
+            QCOMPARE(f.result().raw, QStringLiteral("ok"));
+            QCOMPARE(rec.ofType(events::kCrewKickoffFailed).size(), 0);
+        }
+        {
+            Crew crew(crewOf({a}, {task(QStringLiteral("t"), a)}));
+            EventRecorder rec(m_bus);
+            connect(&crew, &Crew::kickoffCompleted, this, [&crew] { crew.cancel(); });
+            QFuture<CrewOutput> f = crew.kickoff();
+            QVERIFY(finish(f));
+            QVERIFY(!f.isCanceled());
+            QCOMPARE(rec.ofType(events::kCrewKickoffFailed).size(), 0);
+        }
+        {
+            // A task callback that cancels the kickoff: the task ends once, cancelled.
+            CrewConfig c = crewOf({a}, {task(QStringLiteral("t"), a)});
+            Crew *self = nullptr;
+            c.taskCallback = [&self](const TaskOutput &) { self->cancel(); };
+            Crew crew(c);
+            self = &crew;
+            EventRecorder rec(m_bus);
+            QFuture<CrewOutput> f = crew.kickoff();
+            QVERIFY(finish(f));
+            QVERIFY(f.isCanceled());
+            QCOMPARE(rec.ofType(events::kTaskCompleted).size(), 0);
+            QCOMPARE(rec.ofType(events::kTaskFailed).size(), 1);
+            QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
+        }
+    }
+
+    // Kicked off from another thread, the crew runs on its own thread's loop; the caller just waits.
+    void kickoffFromAnotherThread()
+    {
+        m_llm->setFallback([](const Json &) { return text(QStringLiteral("from afar")); });
+        auto a = agent(QStringLiteral("Worker"));
+        Crew crew(crewOf({a}, {task(QStringLiteral("t"), a)}));
+        QString got;
+        QThread *worker = QThread::create([&] { got = crew.kickoffAndWait().raw; });
+        worker->start();
+        QTRY_VERIFY_WITH_TIMEOUT(worker->isFinished(), 20000);
+        delete worker;
+        QCOMPARE(got, QStringLiteral("from afar"));
+    }
+
+    // An input must not lead a task's output file out of its folder.
+    void outputFilePlaceholderCannotClimbOut()
+    {
+        TempStore tmp;
+        auto a = agent(QStringLiteral("Writer"));
+        TaskConfig t;
+        t.outputFile = tmp.dir() + QStringLiteral("/reports/{name}.md");
+        Crew crew(crewOf({a}, {task(QStringLiteral("t"), a, t)}));
+        QFuture<CrewOutput> f = crew.kickoff(Json{{"name", "../../escaped"}});
+        QVERIFY(finish(f));
+        const Error e = failureOf(f);
+        QCOMPARE(e.kind(), ErrorKind::InvalidArgument);
+        QVERIFY2(e.message().contains(QLatin1String("\"..\"")), qPrintable(e.message()));
+        QCOMPARE(m_llm->totalCalls(), 0);
+    }
+
+    // A coworker stops when the agent that delegated to it stops waiting (its maxExecutionTime).
+    void coworkerStopsWithItsDelegator()
+    {
+        m_llm->on(QStringLiteral("delegate_work_to_coworker"), [](const Json &) {
+            return ScriptedLlm::toolCallReply(QStringLiteral("delegate_work_to_coworker"),
+                                              QStringLiteral(R"({"task":"Dig deep","coworker":"Digger"})"));
+        });
+        m_llm->setFallback([](const Json &) {
+            ScriptedReply r = text(QStringLiteral("too late"));
+            r.delayMs = 4000;
+            return r;
+        });
+        AgentConfig boss;
+        boss.maxExecutionTime = 1;
+        boss.maxRetryLimit = 0;
+        auto manager = agent(QStringLiteral("Boss"), boss);
+        auto digger = agent(QStringLiteral("Digger"));
+        CrewConfig c = crewOf({digger}, {std::make_shared<Task>(TaskConfig{.description = QStringLiteral("Find it."),
+                                                                           .expectedOutput = QStringLiteral("It.")})});
+        c.process = Process::Hierarchical;
+        c.managerAgent = manager;
+        Crew crew(c);
+        EventRecorder rec(m_bus);
+        QFuture<CrewOutput> f = crew.kickoff();
+        QVERIFY(finish(f));
+        QCOMPARE(failureOf(f).kind(), ErrorKind::Timeout);
+        QTest::qWait(300);
+        QCOMPARE(rec.types().last(), QLatin1String(events::kCrewKickoffFailed));
+        QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
+        const QList<Event> errors = rec.ofType(events::kAgentExecutionError);
+        QCOMPARE(errors.size(), 2);
+        QCOMPARE(errors[0].properties["agent_role"], "Digger");     // the coworker ends before its delegator
+        QCOMPARE(m_llm->totalCalls(), 2);
+    }
+
     void eventLoopStaysResponsive()
     {
         m_llm->setFallback([](const Json &) {
@@ -861,6 +984,7 @@ private Q_SLOTS:
         QTest::newRow("task without expected output") << 11 << "needs an expected output";
         QTest::newRow("task output file with ..") << 12 << "\"..\"";
         QTest::newRow("task schema not an object") << 13 << "outputJson must be a JSON schema object";
+        QTest::newRow("task duplicate tools") << 14 << "two tools named \"lookup\"";
         QTest::newRow("crew without tasks") << 20 << "has no tasks";
         QTest::newRow("sequential task without agent") << 21 << "has none: set TaskConfig::agent";
         QTest::newRow("hierarchical without manager") << 22 << "needs a manager";
@@ -872,6 +996,7 @@ private Q_SLOTS:
         QTest::newRow("task listed twice") << 29 << "is listed twice";
         QTest::newRow("context outside the crew") << 30 << "not one of this crew's tasks";
         QTest::newRow("hierarchical without agents") << 31 << "no agents for its manager";
+        QTest::newRow("task names the manager") << 32 << "names the manager as its agent";
     }
 
     void validation()
@@ -904,6 +1029,7 @@ private Q_SLOTS:
             case 11: tc.expectedOutput = QStringLiteral("  "); break;
             case 12: tc.outputFile = QStringLiteral("reports/../../etc/x"); break;
             case 13: tc.outputJson = Json::array(); break;
+            case 14: tc.tools = {lookupTool(), lookupTool()}; break;
             default: break;
             }
             auto t1 = std::make_shared<Task>(tc);
@@ -945,6 +1071,15 @@ private Q_SLOTS:
                 break;
             }
             case 31: cc.process = Process::Hierarchical; cc.managerLlm = m_provider; cc.agents.clear(); break;
+            case 32: {
+                auto boss = std::make_shared<Agent>(mc);
+                TaskConfig bossTask = tc;
+                bossTask.agent = boss;
+                cc.process = Process::Hierarchical;
+                cc.managerAgent = boss;
+                cc.tasks = {std::make_shared<Task>(bossTask)};
+                break;
+            }
             default: break;
             }
             Crew crew(cc);

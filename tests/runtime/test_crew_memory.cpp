@@ -352,6 +352,29 @@ private Q_SLOTS:
         QVERIFY2(prompt.contains(QLatin1String("The vault code is 4417.")), qPrintable(prompt));
     }
 
+    // A kickoff cancelled while a task's recall waits for earlier saves: the recall never runs.
+    void cancelledKickoffDoesNotRecall()
+    {
+        m_llm->on(QLatin1String(MemoryTools::kSearchName), [](const Json &) { return text(QStringLiteral("Found it.")); });
+        m_llm->on(QStringLiteral("extracted_memories"), [](const Json &) {
+            ScriptedReply r = text(QStringLiteral("{\"memories\": [\"Something.\"]}"));
+            r.delayMs = 1500;
+            return r;
+        });
+        auto a = agent(QStringLiteral("Worker"));
+        Crew crew(crewOf(QStringLiteral("Stop"), {a},
+                         {task(QStringLiteral("First"), QStringLiteral("e"), a), task(QStringLiteral("Second"), QStringLiteral("e"), a)}));
+        EventRecorder rec(m_bus);
+        QFuture<CrewOutput> f = crew.kickoff();
+        QTRY_COMPARE(rec.ofType(events::kTaskStarted).size(), 2);
+        crew.cancel();
+        QVERIFY(f.isCanceled());
+        QTest::qWait(2000);     // the first task's extraction ends meanwhile
+        QCOMPARE(rec.ofType(events::kMemoryRetrievalStarted).size(), 1);   // the first task's only
+        QCOMPARE(rec.ofType(events::kCrewKickoffFailed).size(), 1);
+        QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
+    }
+
     void memoryTools()
     {
         m_llm->on(QLatin1String(MemoryTools::kSearchName), [](const Json &body) {
