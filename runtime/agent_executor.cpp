@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/json_reply.h"
+#include "runtime/future_util_p.h"
 
 #include <QDebug>
 #include <QElapsedTimer>
@@ -39,21 +40,6 @@ QString toolList(const std::vector<std::shared_ptr<Tool>> &tools)
     return names.join(QStringLiteral(", "));
 }
 
-// The text of a failed or cancelled future's exception.
-template<typename T>
-QString failureOf(QFuture<T> future, const QString &what)
-{
-    try {
-        future.waitForFinished();   // finished already: rethrows the stored exception without waiting
-    } catch (const Error &e) {
-        return e.message();
-    } catch (const std::exception &e) {
-        return QString::fromUtf8(e.what());
-    } catch (...) {
-        return QStringLiteral("%1 failed with an unknown exception.").arg(what);
-    }
-    return QStringLiteral("%1 was cancelled before it returned a result.").arg(what);
-}
 
 QString stripThink(QString text)
 {
@@ -509,7 +495,8 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
             if (f.resultCount() > 0) {
                 done.output = f.result();
             } else {
-                done.output = QStringLiteral("Error: ") + failureOf(f, QStringLiteral("The tool %1").arg(done.name));
+                done.output = QStringLiteral("Error: ") +
+                              failureOf(f, QStringLiteral("The tool %1 was cancelled before it returned a result.").arg(done.name)).message();
                 done.isError = true;
             }
             Q_EMIT toolFinished(done.name, done.output, done.isError, clock->elapsed(), callId);

@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "memory/memory.h"
 #include "runtime/event_bus.h"
+#include "runtime/future_util_p.h"
 
 #include <QElapsedTimer>
 #include <algorithm>
@@ -17,20 +18,6 @@ namespace {
 
 constexpr int kRecallLimit = 5;
 
-QString errorText(QFuture<AgentResult> f, Error *typed)
-{
-    try {
-        f.waitForFinished();
-    } catch (const Error &e) {
-        *typed = e;
-        return e.message();
-    } catch (const std::exception &e) {
-        *typed = Error(ErrorKind::Internal, QString::fromUtf8(e.what()));
-        return typed->message();
-    }
-    *typed = Error(ErrorKind::Cancelled, QStringLiteral("The agent's run was cancelled."));
-    return typed->message();
-}
 
 Event agentEvent(const char *type, const Json &props, const QString &taskId, const QString &agentId, const QString &parent = {})
 {
@@ -253,8 +240,7 @@ void AgentRun::onExecuted(QFuture<AgentResult> f)
         finish();
         return;
     }
-    Error error(ErrorKind::Internal, QString());
-    errorText(f, &error);
+    Error error = failureOf(f, QStringLiteral("The agent's run was cancelled."));
     if (m_timedOut)
         error = Error(ErrorKind::Timeout,
                       QStringLiteral("Agent \"%1\" did not finish %2 within its maxExecutionTime of %3 s; raise "

@@ -6,6 +6,7 @@
 #include "runtime/console_listener.h"
 #include "runtime/event_bus.h"
 #include "runtime/function_tool.h"
+#include "runtime/future_util_p.h"
 #include "runtime/memory_tools.h"
 
 #include <QDebug>
@@ -31,46 +32,12 @@ Event makeEvent(const char *type, const Json &props, const QString &sourceType, 
     return Event::make(QLatin1String(type), props, sourceType, taskId, agentId, parent);
 }
 
-// The text of a finished future's failure, as an Error.
-template<typename T>
-Error failureOf(QFuture<T> f)
-{
-    try {
-        f.waitForFinished();
-    } catch (const Error &e) {
-        return e;
-    } catch (const std::exception &e) {
-        return Error(ErrorKind::Internal, QString::fromUtf8(e.what()));
-    } catch (...) {
-        return Error(ErrorKind::Internal, QStringLiteral("an unknown exception"));
-    }
-    return Error(ErrorKind::Cancelled, QStringLiteral("cancelled"));
-}
 
-template<typename T, typename F>
-void whenFinished(QObject *context, const QFuture<T> &future, F fn)
-{
-    auto *watcher = new QFutureWatcher<T>(context);
-    QObject::connect(watcher, &QFutureWatcherBase::finished, context, [watcher, fn] {
-        watcher->deleteLater();
-        fn(watcher->future());
-    });
-    watcher->setFuture(future);
-}
-
-// The exception being handled as an Error: a mneme::Error keeps its kind and text (after `context`),
-// anything else becomes Error(Internal).
+// The exception being handled as an Error, its text after `context`.
 Error currentError(const QString &context)
 {
-    try {
-        throw;
-    } catch (const Error &e) {
-        return Error(e.kind(), QStringLiteral("%1: %2").arg(context, e.message()), e.httpStatus());
-    } catch (const std::exception &e) {
-        return Error(ErrorKind::Internal, QStringLiteral("%1: %2").arg(context, QString::fromUtf8(e.what())));
-    } catch (...) {
-        return Error(ErrorKind::Internal, QStringLiteral("%1 with an exception that is not a std::exception.").arg(context));
-    }
+    const Error e = errorFrom(std::current_exception());
+    return Error(e.kind(), QStringLiteral("%1: %2").arg(context, e.message()), e.httpStatus());
 }
 
 // chat() reports failures through its future; a provider that throws anyway is treated the same.

@@ -211,14 +211,19 @@ QString EventBus::close(const QString &startId, Event e)
                              << "); published without parent";
         return publishAs(std::move(e), false);
     }
-    e.parentId = frame->id;
-    if (e.sourceType.isEmpty())
-        e.sourceType = frame->sourceType;
-    if (e.taskId.isEmpty())
-        e.taskId = frame->taskId;
-    if (e.agentId.isEmpty())
-        e.agentId = frame->agentId;
+    pairWith(e, *frame);
     return publishAs(std::move(e), false);
+}
+
+void EventBus::pairWith(Event &end, const Frame &start)
+{
+    end.parentId = start.id;
+    if (end.sourceType.isEmpty())
+        end.sourceType = start.sourceType;
+    if (end.taskId.isEmpty())
+        end.taskId = start.taskId;
+    if (end.agentId.isEmpty())
+        end.agentId = start.agentId;
 }
 
 const EventBus::Frame *EventBus::openFrame(const QString &startType, const QString &startId) const
@@ -246,13 +251,7 @@ QString EventBus::end(const QString &type, const Json &properties, const QString
         return publishAs(std::move(e), false);
     }
 
-    e.parentId = frame->id;
-    if (e.sourceType.isEmpty())
-        e.sourceType = frame->sourceType;
-    if (e.taskId.isEmpty())
-        e.taskId = frame->taskId;
-    if (e.agentId.isEmpty())
-        e.agentId = frame->agentId;
+    pairWith(e, *frame);
     // Only the matched frame closes: concurrent starts of one thread (parallel tool calls) may end in
     // any order.
     std::vector<Frame> &s = stack();

@@ -186,6 +186,8 @@ private:
     // Drops this thread's stack entry once empty, so threads keep nothing for buses they are done with.
     void releaseIfEmpty() const;
     QString publishAs(Event event, bool inheritParent);
+    // An end event takes its start as parent, and the source, task and agent ids it leaves empty.
+    static void pairWith(Event &end, const Frame &start);
     // The open frame `end` would close, or null.
     const Frame *openFrame(const QString &startType, const QString &startId = {}) const;
     // end() when a matching start is open, else a plain publish without a warning (for sources
