@@ -279,11 +279,12 @@ void FlowRun::rearm(const QString &trigger, QSet<QString> &rearmable)
 
 QStringList FlowRun::racingSteps(const QStringList &steps) const
 {
-    // The names that are alternatives of one multi-event or_ listener and feed no other listener
-    // race each other; nothing under an and_ does (cancelling one would make the and_ unsatisfiable).
+    // The names that are alternatives of one multi-event or_ listener and feed nothing else (no other
+    // listener, no router: CrewAI counts every step whose trigger mentions the name) race each other;
+    // nothing under an and_ does (cancelling one would make the and_ unsatisfiable).
     QHash<QString, int> listenersOf;
     for (const FlowDefinition::Step &s : d.definition.steps()) {
-        if (s.trigger && s.kind != FlowDefinition::StepKind::Router) {
+        if (s.trigger) {
             for (const QString &n : s.trigger->names())
                 ++listenersOf[n];
         }

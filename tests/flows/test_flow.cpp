@@ -66,6 +66,7 @@ private Q_SLOTS:
     void multipleRoutersFromOneTrigger();
     void routerTriggeredByALabelGetsTheLabelsPayload();
     void raceCancelsTheSlowerAlternative();
+    void stepThatFeedsARouterDoesNotRace();
     void asyncStepsKeepTheEventLoopRunning();
     void agentExecutorStep();
     void startsGetTheInputsAndListenersTypedOutputs();
@@ -357,6 +358,25 @@ void TestFlow::raceCancelsTheSlowerAlternative()
     QCOMPARE(cancelled.size(), 1);
     QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("slow"));
     QCOMPARE(stepNames(flow.stepOutputs()), (QStringList{"begin", "fast", "handler"}));
+}
+
+void TestFlow::stepThatFeedsARouterDoesNotRace()
+{
+    // "slow" feeds the or_ listener and a router too: it is no exclusive alternative of the or_, so it
+    // is not cancelled when "fast" finishes first, and its router and the router's listener run.
+    Flow flow(QStringLiteral("RaceAndRoute"), offline());
+    Trace trace;
+    flow.start("begin", []() { return 0; });
+    flow.listen("fast", "begin", []() { return later(10, QStringLiteral("fast")); });
+    flow.listen("slow", "begin", []() { return later(300, QStringLiteral("slow")); });
+    flow.listen("handler", or_("fast", "slow"), [&trace](const QString &first) { trace.add(QStringLiteral("handler ") + first); });
+    flow.router("check", "slow", {"checked"}, []() { return QStringLiteral("checked"); });
+    flow.listen("after_check", "checked", logs(trace, "after_check"));
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QCOMPARE(flow.kickoffAndWait(), Json("after_check"));
+    QCOMPARE(cancelled.size(), 0);
+    QCOMPARE(trace.list(), (QStringList{"handler fast", "after_check"}));
+    QCOMPARE(stepNames(flow.stepOutputs()), (QStringList{"begin", "fast", "handler", "slow", "check", "after_check"}));
 }
 
 void TestFlow::asyncStepsKeepTheEventLoopRunning()
