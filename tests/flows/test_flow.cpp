@@ -17,6 +17,7 @@
 #include <QtTest>
 #include <atomic>
 #include <stdexcept>
+#include <thread>
 
 using namespace mneme;
 using mneme::test::errorOf;
@@ -74,6 +75,7 @@ private Q_SLOTS:
     void callLimitStopsEndlessLoops();
     void failingStepFailsTheFlow();
     void failingAsyncStepFailsTheFlow();
+    void asyncStepFailingOnAnotherThreadKeepsItsError();
     void cancelStopsTheRun();
     void cancellingTheFutureStopsTheRun();
     void flowIsReusable();
@@ -503,6 +505,34 @@ void TestFlow::failingAsyncStepFailsTheFlow()
     QCOMPARE(e.kind(), ErrorKind::ServerError);
     QCOMPARE(e.message(), QStringLiteral("Flow \"AsyncFailure\" failed in step \"remote\": the server answered 503"));
     QVERIFY2(siblingDone, "the run ended while a step was still running");
+}
+
+void TestFlow::asyncStepFailingOnAnotherThreadKeepsItsError()
+{
+    // A future's exception is signalled as "canceled" first and "finished" second. Its producer here
+    // is another thread that lets the flow's thread see the first before it finishes the future: the
+    // step still fails with the producer's error, not as cancelled.
+    Flow flow(QStringLiteral("RemoteFailure"), offline());
+    std::thread producer;
+    flow.start("remote", [&producer]() -> QFuture<QString> {
+        auto promise = std::make_shared<QPromise<QString>>();
+        promise->start();
+        producer = std::thread([promise]() {
+            promise->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+            QThread::msleep(300);
+            promise->finish();
+        });
+        return promise->future();
+    });
+    QSignalSpy stepFailed(&flow, &Flow::stepFailed);
+    QSignalSpy stepCancelled(&flow, &Flow::stepCancelled);
+    const Error e = errorOf([&] { flow.kickoffAndWait(); });
+    producer.join();
+    QCOMPARE(e.kind(), ErrorKind::ServerError);
+    QCOMPARE(e.message(), QStringLiteral("Flow \"RemoteFailure\" failed in step \"remote\": the server answered 503"));
+    QCOMPARE(stepFailed.size(), 1);
+    QCOMPARE(stepFailed.at(0).at(2).toString(), QStringLiteral("the server answered 503"));
+    QCOMPARE(stepCancelled.size(), 0);
 }
 
 void TestFlow::cancelStopsTheRun()
