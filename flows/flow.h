@@ -158,7 +158,8 @@ public:
     // and command-line tools only: never on a GUI thread. Throws what the run failed with.
     Json kickoffAndWait(const Json &inputs = Json::object(), const KickoffOptions &options = {});
     // Stops the run in progress: no step starts any more, asynchronous steps in flight are
-    // cancelled, synchronous ones are waited for; the run then fails with Error(Cancelled).
+    // cancelled, synchronous ones still queued in the pool never start and those running are waited
+    // for (their outputs dropped); the run then fails with Error(Cancelled). Returns at once.
     void cancel();
     bool isRunning() const;
     // The outputs of the current or last run, in completion order (routers' outputs included).

@@ -89,8 +89,9 @@ public:
     // Stops the run: no step starts any more, asynchronous steps in flight are cancelled; the run
     // fails with `why` once the steps in flight have settled. The first reason wins.
     void stop(const Error &why);
-    // The flow is being destroyed: stop, wait for the synchronous steps on the pool, fail the future.
-    void abandon();
+    // The flow is being destroyed: stop, keep the synchronous steps still queued in the pool from
+    // starting, wait for those running (they may use the flow), fail the future. Never throws.
+    void abandon() noexcept;
     QList<FlowStepOutput> outputs() const { return m_outputs; }
 
 private:
@@ -109,6 +110,7 @@ private:
         QString eventId;
         QElapsedTimer timer;
         StepCall call;
+        bool async = false; // returned a future (else: runs on the pool)
         std::shared_ptr<Race> race;
         Then then;
     };

@@ -164,7 +164,7 @@ void FlowRun::stop(const Error &why)
     maybeFinish();
 }
 
-void FlowRun::abandon()
+void FlowRun::abandon() noexcept
 {
     // No continuation arrives any more (the flow deletes its context next), so nothing is finished
     // through the usual path: stop, let the synchronous steps on the pool end (they use the flow),
@@ -172,11 +172,20 @@ void FlowRun::abandon()
     if (!m_failure)
         m_failure = Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d.name)));
     m_stopping = true;
+    // Every call is cancelled before any is waited for: a synchronous step still queued in the pool
+    // is then skipped when its turn comes (or when waitForFinished() takes it to run it here).
     for (const std::shared_ptr<Call> &c : std::as_const(m_inFlight)) {
         if (c->call.cancel)
             c->call.cancel();
-        else
+    }
+    for (const std::shared_ptr<Call> &c : std::as_const(m_inFlight)) {
+        if (c->async)
+            continue; // settled by its cancel(); its producer is its own
+        try {
             c->call.output.waitForFinished();
+        } catch (...) {
+            // What the step threw is of no use any more, and a destructor must not throw it.
+        }
     }
     if (!m_reported) {
         m_reported = true;
@@ -421,6 +430,7 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
     call->input = input;
     call->race = race;
     call->then = std::move(then);
+    call->async = d.functions.value(step).isAsync();
     call->timer.start();
     if (m_bus)
         call->eventId = publish(QLatin1String(events::kMethodExecutionStarted),
@@ -478,6 +488,13 @@ void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Js
         if (!race->firstError)
             race->firstError = stepError(call->step, e);
         stepFailedWith(call, e, ++race->failed < race->steps.size() ? std::nullopt : race->firstError);
+        return;
+    }
+
+    // An output that arrives once the run has stopped (a step that finished before it saw the stop)
+    // is dropped: the run is over, nothing more is recorded or saved.
+    if (m_stopping) {
+        stepCancelledWith(call, QStringLiteral("the run stopped: %1").arg(m_failure->message()));
         return;
     }
 

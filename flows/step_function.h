@@ -18,8 +18,10 @@
 
 namespace mneme {
 
-// One invocation of a step: the future of its output and a way to cancel it (empty when the step
-// cannot be interrupted: a synchronous step already running on the pool).
+// One invocation of a step: the future of its output and a way to cancel it. Cancelling an
+// asynchronous step cancels the future it returned and settles `output` as cancelled at once.
+// Cancelling a synchronous one cancels `output`: a step still queued in the pool never starts, one
+// already running runs to its end (`output` finishes then, without its result).
 struct StepCall
 {
     QFuture<Json> output;
@@ -262,7 +264,7 @@ private:
                             }
                         });
                     });
-                    return StepCall{output, {}};
+                    return StepCall{output, [output]() mutable { output.cancel(); }};
                 },
                 false);
         }

@@ -12,6 +12,8 @@
 #include "scripted_llm.h"
 
 #include <QElapsedTimer>
+#include <QSemaphore>
+#include <QThreadPool>
 #include <QSignalSpy>
 #include <QTimer>
 #include <QtTest>
@@ -80,6 +82,10 @@ private Q_SLOTS:
     void cancellingTheFutureStopsTheRun();
     void flowIsReusable();
     void destroyingARunningFlowEndsItsRun();
+    void destroyingAFlowWhoseStepThenThrows();
+    void destroyingAFlowSkipsItsQueuedSteps();
+    void queuedStepsDoNotStartAfterAFailure();
+    void outputArrivingAfterTheStopIsDropped();
     void misuseIsRefused();
 };
 
@@ -487,24 +493,26 @@ void TestFlow::failingStepFailsTheFlow()
 
 void TestFlow::failingAsyncStepFailsTheFlow()
 {
-    // The future's own error, with its kind, and the sibling still running is waited for.
+    // The future's own error, with its kind, and the sibling still running is waited for (it fails
+    // the future itself, so it is running when the flow hears of the failure).
     Flow flow(QStringLiteral("AsyncFailure"), offline());
     std::atomic_bool siblingDone = false;
-    flow.start("remote", []() -> QFuture<QString> {
-        QPromise<QString> promise;
-        promise.start();
-        promise.setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
-        promise.finish();
-        return promise.future();
-    });
-    flow.start("local", [&siblingDone]() {
+    auto promise = std::make_shared<QPromise<QString>>();
+    promise->start();
+    flow.start("remote", [promise]() { return promise->future(); });
+    flow.start("local", [&siblingDone, promise]() {
+        promise->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+        promise->finish();
         QThread::msleep(100);
         siblingDone = true;
     });
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
     const Error e = errorOf([&] { flow.kickoffAndWait(); });
     QCOMPARE(e.kind(), ErrorKind::ServerError);
     QCOMPARE(e.message(), QStringLiteral("Flow \"AsyncFailure\" failed in step \"remote\": the server answered 503"));
     QVERIFY2(siblingDone, "the run ended while a step was still running");
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("local"));
 }
 
 void TestFlow::asyncStepFailingOnAnotherThreadKeepsItsError()
@@ -594,21 +602,148 @@ void TestFlow::destroyingARunningFlowEndsItsRun()
 {
     auto flow = std::make_unique<Flow>(QStringLiteral("Doomed"), offline());
     std::atomic_bool slowDone = false;
+    QSemaphore started;
     QFuture<int> pending;
-    flow->start("slow", [&slowDone]() {
+    flow->start("slow", [&slowDone, &started]() {
+        started.release();
         QThread::msleep(200);
         slowDone = true;
     });
     flow->start("pending", [&pending]() { return pending = later(5000, 1); });
     QFuture<Json> future = flow->kickoff();
-    QTest::qWait(30);
-    flow.reset(); // waits for the step on the pool, which uses the flow
+    QVERIFY(started.tryAcquire(1, 10000));
+    flow.reset(); // waits for the step running on the pool, which may use the flow
     QVERIFY(slowDone);
     QVERIFY(future.isFinished());
     QVERIFY(pending.isCanceled());
     const Error e = errorOf([&] { future.waitForFinished(); });
     QCOMPARE(e.kind(), ErrorKind::Cancelled);
     QVERIFY2(e.message().contains(QLatin1String("destroyed while it ran")), qPrintable(e.message()));
+}
+
+void TestFlow::destroyingAFlowWhoseStepThenThrows()
+{
+    // The flow waits for its running step, which then throws: the destructor must not rethrow it
+    // (it would terminate the process).
+    auto flow = std::make_unique<Flow>(QStringLiteral("Thrower"), offline());
+    QSemaphore started;
+    QSemaphore go;
+    flow->start("throws", [&started, &go]() -> int {
+        started.release();
+        go.acquire();
+        throw std::runtime_error("the step failed while the flow was being destroyed");
+    });
+    QFuture<Json> future = flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    go.release();
+    flow.reset();
+    QVERIFY(future.isFinished());
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+}
+
+void TestFlow::destroyingAFlowSkipsItsQueuedSteps()
+{
+    // One pool thread: "first" runs, "second" waits in the pool's queue. Destroying the flow does not
+    // run "second" (on the destroying thread or anywhere): it never started, so it never will.
+    QThreadPool pool;
+    pool.setMaxThreadCount(1);
+    FlowOptions options = offline();
+    options.threadPool = &pool;
+    auto flow = std::make_unique<Flow>(QStringLiteral("Queued"), options);
+    Trace trace;
+    QSemaphore started;
+    std::atomic_bool destroying = false;
+    flow->start("first", [&]() {
+        trace.add("first");
+        started.release();
+        // Ends once the destructor has had (ample) time to cancel "second".
+        while (!destroying)
+            QThread::msleep(5);
+        QThread::msleep(1000);
+    });
+    flow->start("second", logs(trace, "second"));
+    QFuture<Json> future = flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    destroying = true;
+    flow.reset(); // waits for "first"
+    pool.waitForDone();
+    QCOMPARE(trace.list(), QStringList{"first"});
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+}
+
+void TestFlow::queuedStepsDoNotStartAfterAFailure()
+{
+    // One pool thread runs one of the two synchronous starts while the other waits in the queue; then
+    // the asynchronous start fails. The queued one never starts, the running one is waited for and
+    // its output dropped: nothing of them is recorded, saved or reported finished.
+    QThreadPool pool;
+    pool.setMaxThreadCount(1);
+    auto persistence = std::make_shared<test::RecordingPersistence>();
+    FlowOptions options = offline();
+    options.threadPool = &pool;
+    options.persistence = persistence;
+    Flow flow(QStringLiteral("StopQueued"), options);
+    Trace trace;
+    QSemaphore release;
+    const auto blocking = [&](const QString &name) {
+        return [&trace, &release, name]() {
+            trace.add(name);
+            release.acquire();
+            return name;
+        };
+    };
+    auto failing = std::make_shared<QPromise<int>>();
+    failing->start();
+    flow.start("fail", [failing]() { return failing->future(); });
+    flow.start("one", blocking(QStringLiteral("one")));
+    flow.start("two", blocking(QStringLiteral("two")));
+    // Once the run has stopped, both may go (two permits, so that a step that should not have
+    // started cannot hang the test).
+    QObject::connect(&flow, &Flow::stepFailed, &flow, [&release]() { QTimer::singleShot(0, [&release]() { release.release(2); }); });
+    QSignalSpy finished(&flow, &Flow::stepFinished);
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QFuture<Json> future = flow.kickoff();
+    QVERIFY(QTest::qWaitFor([&] { return trace.list().size() == 1; }, 10000));
+    failing->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+    failing->finish();
+    QVERIFY(QTest::qWaitFor([&] { return future.isFinished(); }, 10000));
+    pool.waitForDone();
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::ServerError);
+    QCOMPARE(trace.list().size(), 1);
+    QCOMPARE(finished.size(), 0);
+    QCOMPARE(cancelled.size(), 2);
+    QCOMPARE(flow.stepOutputs().size(), 0);
+    QCOMPARE(persistence->savedSteps(), QStringList());
+}
+
+void TestFlow::outputArrivingAfterTheStopIsDropped()
+{
+    // "fail" and "ok" settle in one go, "fail" first: "ok"'s output reaches the flow after the run
+    // stopped. It is dropped as cancelled, not recorded, saved or reported finished.
+    auto persistence = std::make_shared<test::RecordingPersistence>();
+    FlowOptions options = offline();
+    options.persistence = persistence;
+    Flow flow(QStringLiteral("LateOutput"), options);
+    auto failing = std::make_shared<QPromise<int>>();
+    auto ok = std::make_shared<QPromise<int>>();
+    failing->start();
+    ok->start();
+    flow.start("fail", [failing]() { return failing->future(); });
+    flow.start("ok", [ok]() { return ok->future(); });
+    QSignalSpy finished(&flow, &Flow::stepFinished);
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QTimer::singleShot(20, [failing, ok]() {
+        failing->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+        failing->finish();
+        ok->addResult(1);
+        ok->finish();
+    });
+    QCOMPARE(errorOf([&] { flow.kickoffAndWait(); }).kind(), ErrorKind::ServerError);
+    QCOMPARE(finished.size(), 0);
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("ok"));
+    QCOMPARE(flow.stepOutputs().size(), 0);
+    QCOMPARE(persistence->savedSteps(), QStringList());
 }
 
 void TestFlow::misuseIsRefused()
