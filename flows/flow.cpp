@@ -125,6 +125,20 @@ void FlowPrivate::runEnded(const QList<FlowStepOutput> &outputs)
     run.reset();
 }
 
+void FlowPrivate::stopAndWait(const Error &why) noexcept
+{
+    if (!run)
+        return;
+    if (QThread::currentThread() != q->thread() && !destroying) {
+        qWarning("mneme: stopAndWait() of flow \"%s\" was called on another thread than the flow's; call it on the "
+                 "flow's thread. Its run goes on",
+                 qPrintable(name));
+        return;
+    }
+    const std::shared_ptr<FlowRun> stopping = run;
+    stopping->abandon(why);
+}
+
 Json FlowPrivate::prepareState(const Json &inputs, const KickoffOptions &kickoff)
 {
     if (!inputs.is_object() && !inputs.is_null())
@@ -209,8 +223,13 @@ Flow::Flow(const QString &name, std::unique_ptr<FlowStateModel> model, const Flo
 
 Flow::~Flow()
 {
-    if (d->run)
-        d->run->abandon();
+    d->destroying = true;
+    if (d->run) {
+        qWarning("mneme: flow \"%s\" was destroyed while it ran; its run is stopped now, after the destructors of "
+                 "any subclass: a Flow subclass whose steps use its members must call stopAndWait() in its own destructor",
+                 qPrintable(d->name));
+        d->stopAndWait(Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d->name))));
+    }
     // No continuation may arrive once the flow is half destroyed.
     delete d->context;
     d->context = nullptr;
@@ -349,6 +368,8 @@ QFuture<Json> Flow::kickoff(const Json &inputs, const KickoffOptions &options)
                     QStringLiteral("kickoff() of flow %1 is called on another thread than the flow's; call it on the flow's "
                                    "thread (QMetaObject::invokeMethod), or moveToThread() the flow first")
                         .arg(quoted(d->name)));
+    if (d->destroying)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("the flow %1 is being destroyed: it cannot be kicked off").arg(quoted(d->name)));
     d->refuseWhileRunning(QStringLiteral("another kickoff()"));
     validate();
     const Json state = d->prepareState(inputs, options);
@@ -378,6 +399,11 @@ Json Flow::kickoffAndWait(const Json &inputs, const KickoffOptions &options)
     if (future.resultCount() == 0)
         throw Error(ErrorKind::Cancelled, QStringLiteral("the run of flow %1 was cancelled").arg(quoted(d->name)));
     return future.result();
+}
+
+void Flow::stopAndWait() noexcept
+{
+    d->stopAndWait(Error(ErrorKind::Cancelled, QStringLiteral("the run of flow %1 was stopped by stopAndWait() while it ran").arg(quoted(d->name))));
 }
 
 void Flow::cancel()

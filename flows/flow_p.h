@@ -51,6 +51,8 @@ public:
     Json prepareState(const Json &inputs, const KickoffOptions &options);
     // Called by the run when it is over, before its signal.
     void runEnded(const QList<FlowStepOutput> &outputs);
+    // Flow::stopAndWait(), with the error the run fails with. Never throws.
+    void stopAndWait(const Error &why) noexcept;
     void refuseWhileRunning(const QString &what) const;
     // Signals carry Qt's JSON types.
     static QJsonValue toQJsonValue(const Json &value);
@@ -73,6 +75,7 @@ public:
 
     std::unique_ptr<SerialExecutor> writer;
     std::shared_ptr<FlowRun> run;
+    bool destroying = false; // ~Flow has begun: no kickoff any more
     QList<FlowStepOutput> lastOutputs;
 };
 
@@ -89,9 +92,11 @@ public:
     // Stops the run: no step starts any more, asynchronous steps in flight are cancelled; the run
     // fails with `why` once the steps in flight have settled. The first reason wins.
     void stop(const Error &why);
-    // The flow is being destroyed: stop, keep the synchronous steps still queued in the pool from
-    // starting, wait for those running (they may use the flow), fail the future. Never throws.
-    void abandon() noexcept;
+    // Flow::stopAndWait(): stops at once, without the event loop. Keeps the synchronous steps still
+    // queued in the pool from starting, waits for those running (they may use the flow) and for the
+    // memory's drain, reports every step in flight cancelled and the run failed with `why` (unless
+    // it failed already), and ignores whatever of it arrives later. Never throws.
+    void abandon(const Error &why) noexcept;
     QList<FlowStepOutput> outputs() const { return m_outputs; }
 
 private:
@@ -105,6 +110,7 @@ private:
     // One step in flight.
     struct Call
     {
+        quint64 id = 0;
         QString step;
         Json input;
         QString eventId;
@@ -157,13 +163,15 @@ private:
     QHash<QString, QSet<QString>> m_seen;
     QHash<QString, int> m_calls;
     QList<FlowStepOutput> m_outputs;
-    QHash<quint64, std::shared_ptr<Call>> m_inFlight;
+    QHash<quint64, std::shared_ptr<Call>> m_open;     // steps started and not yet reported, by id
+    QHash<quint64, std::shared_ptr<Call>> m_inFlight; // of those, the ones whose code or future runs
     quint64 m_nextCall = 0;
-    int m_busy = 0;         // steps in flight, their saves included
     int m_openStarts = 0;   // start chains not done yet
     bool m_stopping = false;
     bool m_finishing = false;
-    bool m_reported = false; // the future has its result or error
+    bool m_abandoned = false; // stopAndWait() ended it: nothing that arrives later counts
+    bool m_reported = false;  // the future has its result or error
+    QFuture<void> m_drained;  // the memory's drain, once finishing
     std::optional<Error> m_failure;
 };
 

@@ -11,6 +11,7 @@
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 
 namespace mneme {
 
@@ -153,7 +154,16 @@ void FlowRun::begin()
 
 void FlowRun::stop(const Error &why)
 {
-    if (m_stopping || m_finishing)
+    if (m_reported || m_abandoned)
+        return;
+    if (m_finishing) {
+        // Only the memory's drain is left: it is waited for, and the run then fails with `why` (the
+        // future may be cancelled already: it cannot be given a result any more).
+        if (!m_failure)
+            m_failure = why;
+        return;
+    }
+    if (m_stopping)
         return;
     m_stopping = true;
     m_failure = why;
@@ -164,31 +174,56 @@ void FlowRun::stop(const Error &why)
     maybeFinish();
 }
 
-void FlowRun::abandon() noexcept
+void FlowRun::abandon(const Error &why) noexcept
 {
-    // No continuation arrives any more (the flow deletes its context next), so nothing is finished
-    // through the usual path: stop, let the synchronous steps on the pool end (they use the flow),
-    // and fail the future here.
-    if (!m_failure)
-        m_failure = Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d.name)));
+    if (m_reported || m_abandoned)
+        return;
+    // complete() drops the flow's reference to this run.
+    const std::shared_ptr<FlowRun> keep = shared_from_this();
+    m_abandoned = true;
     m_stopping = true;
-    // Every call is cancelled before any is waited for: a synchronous step still queued in the pool
-    // is then skipped when its turn comes (or when waitForFinished() takes it to run it here).
-    for (const std::shared_ptr<Call> &c : std::as_const(m_inFlight)) {
-        if (c->call.cancel)
-            c->call.cancel();
-    }
-    for (const std::shared_ptr<Call> &c : std::as_const(m_inFlight)) {
-        if (c->async)
-            continue; // settled by its cancel(); its producer is its own
-        try {
-            c->call.output.waitForFinished();
-        } catch (...) {
-            // What the step threw is of no use any more, and a destructor must not throw it.
+    try {
+        if (!m_failure)
+            m_failure = why;
+        // Every call is cancelled before any is waited for: a synchronous step still queued in the
+        // pool is then skipped when its turn comes (or when waitForFinished() takes it to run it here).
+        const QList<std::shared_ptr<Call>> inFlight = m_inFlight.values();
+        for (const std::shared_ptr<Call> &c : inFlight) {
+            if (c->call.cancel)
+                c->call.cancel();
         }
+        for (const std::shared_ptr<Call> &c : inFlight) {
+            if (c->async)
+                continue; // settled by its cancel(); its producer is its own
+            try {
+                c->call.output.waitForFinished();
+            } catch (...) {
+                // What the step threw is of no use any more, and a destructor must not throw it.
+            }
+        }
+        m_inFlight.clear();
+        if (m_finishing) {
+            try {
+                m_drained.waitForFinished();
+            } catch (...) {
+            }
+        }
+        // The steps not reported yet (running, or their state being saved) end cancelled, in the
+        // order they started.
+        QList<quint64> open = m_open.keys();
+        std::sort(open.begin(), open.end());
+        const QString reason = QStringLiteral("the run stopped: %1").arg(m_failure->message());
+        for (quint64 id : std::as_const(open)) {
+            if (const std::shared_ptr<Call> c = m_open.value(id))
+                stepCancelledWith(c, reason);
+        }
+        complete();
+    } catch (...) {
+        qWarning("mneme: stopping flow \"%s\" threw; its run is failed as it is", qPrintable(d.name));
     }
     if (!m_reported) {
         m_reported = true;
+        d.runEnded(m_outputs);
         m_promise.setException(std::make_exception_ptr(*m_failure));
         m_promise.finish();
     }
@@ -196,7 +231,7 @@ void FlowRun::abandon() noexcept
 
 void FlowRun::maybeFinish()
 {
-    if (m_finishing || m_busy > 0)
+    if (m_finishing || m_abandoned || !m_open.isEmpty())
         return;
     if (m_stopping || m_openStarts == 0)
         finish();
@@ -207,8 +242,11 @@ void FlowRun::finish()
     m_finishing = true;
     // Saves still queued on the memory's writer belong to this run: they are done before it is.
     if (std::shared_ptr<Memory> memory = d.existingMemory()) {
-        const QFuture<void> drained = QtConcurrent::run(d.pool(), [memory]() { memory->drainWrites(); });
-        whenFinished(d.context, drained, [self = shared_from_this()](const QFuture<void> &) { self->complete(); });
+        m_drained = QtConcurrent::run(d.pool(), [memory]() { memory->drainWrites(); });
+        whenFinished(d.context, m_drained, [self = shared_from_this()](const QFuture<void> &) {
+            if (!self->m_abandoned)
+                self->complete();
+        });
         return;
     }
     complete();
@@ -216,6 +254,8 @@ void FlowRun::finish()
 
 void FlowRun::complete()
 {
+    if (m_reported)
+        return;
     // runEnded() drops the flow's reference to this run.
     const std::shared_ptr<FlowRun> keep = shared_from_this();
     m_reported = true;
@@ -426,19 +466,24 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
     }
 
     auto call = std::make_shared<Call>();
+    call->id = ++m_nextCall;
     call->step = step;
     call->input = input;
     call->race = race;
     call->then = std::move(then);
     call->async = d.functions.value(step).isAsync();
     call->timer.start();
+    m_open.insert(call->id, call);
     if (m_bus)
         call->eventId = publish(QLatin1String(events::kMethodExecutionStarted),
                                 {{"method_name", step}, {"params", input}, {"state", d.q->stateJson()}}, m_flowEventId);
     Q_EMIT d.q->stepStarted(step, FlowPrivate::toQJsonValue(input));
+    if (m_stopping) { // stopped by a slot of stepStarted
+        if (m_open.contains(call->id))
+            stepCancelledWith(call, QStringLiteral("the run stopped: %1").arg(m_failure->message()));
+        return;
+    }
 
-    ++m_busy;
-    const quint64 id = ++m_nextCall;
     try {
         // Work a step starts while it is called (a crew's kickoff, an agent's turn) publishes its
         // events as children of the step's.
@@ -450,10 +495,20 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
         stepDone(call, std::nullopt, std::current_exception());
         return;
     }
+    if (!m_open.contains(call->id)) { // stopAndWait() was called while the step was called
+        if (call->call.cancel)
+            call->call.cancel();
+        return;
+    }
+    const quint64 id = call->id;
     m_inFlight.insert(id, call);
+    if (m_stopping && call->call.cancel) // stopped while the step was called
+        call->call.cancel();
     auto self = shared_from_this();
     whenFinished(d.context, call->call.output, [self, call, id](const QFuture<Json> &f) {
         self->m_inFlight.remove(id);
+        if (self->m_abandoned)
+            return;
         QFuture<Json> future = f;
         try {
             future.waitForFinished(); // rethrows the step's exception
@@ -468,6 +523,8 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
 
 void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Json> &output, std::exception_ptr error)
 {
+    if (m_abandoned || !m_open.contains(call->id))
+        return; // reported already (stopAndWait())
     const std::shared_ptr<Race> &race = call->race;
     if (race && race->decided) {
         stepCancelledWith(call, QStringLiteral("%1 finished first; the or_ listener it feeds fires once")
@@ -545,6 +602,8 @@ void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &outpu
     });
     auto self = shared_from_this();
     whenFinished(d.context, saved, [self, call, output, label](const QFuture<void> &f) {
+        if (self->m_abandoned)
+            return;
         QFuture<void> future = f;
         try {
             future.waitForFinished();
@@ -560,6 +619,7 @@ void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &outpu
 
 void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &output, const std::optional<QString> &label)
 {
+    m_open.remove(call->id);
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     if (m_bus)
         publish(QLatin1String(events::kMethodExecutionFinished),
@@ -569,7 +629,6 @@ void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &outpu
         publish(QLatin1String(events::kFlowRouterLabelEmitted), {{"router", call->step}, {"label", *label}}, call->eventId);
         Q_EMIT d.q->routerLabelEmitted(call->step, *label);
     }
-    --m_busy;
     if (!m_stopping)
         call->then(output);
     maybeFinish();
@@ -577,11 +636,11 @@ void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &outpu
 
 void FlowRun::stepFailedWith(const std::shared_ptr<Call> &call, const Error &error, const std::optional<Error> &runError)
 {
+    m_open.remove(call->id);
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     publish(QLatin1String(events::kMethodExecutionFailed),
             {{"method_name", call->step}, {"error", error.message()}, {"duration_ms", ms}}, call->eventId);
     Q_EMIT d.q->stepFailed(call->step, FlowPrivate::toQJsonValue(call->input), error.message(), ms);
-    --m_busy;
     if (runError)
         stop(*runError);
     maybeFinish();
@@ -589,11 +648,11 @@ void FlowRun::stepFailedWith(const std::shared_ptr<Call> &call, const Error &err
 
 void FlowRun::stepCancelledWith(const std::shared_ptr<Call> &call, const QString &reason)
 {
+    m_open.remove(call->id);
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     publish(QLatin1String(events::kMethodExecutionFailed),
             {{"method_name", call->step}, {"error", reason}, {"cancelled", true}, {"duration_ms", ms}}, call->eventId);
     Q_EMIT d.q->stepCancelled(call->step, reason, ms);
-    --m_busy;
     maybeFinish();
 }
 

@@ -83,6 +83,8 @@ private Q_SLOTS:
     void flowIsReusable();
     void destroyingARunningFlowEndsItsRun();
     void destroyingAFlowWhoseStepThenThrows();
+    void subclassStopsItsRunInItsDestructor();
+    void stopAndWaitEndsTheRunAtOnce();
     void destroyingAFlowSkipsItsQueuedSteps();
     void queuedStepsDoNotStartAfterAFailure();
     void outputArrivingAfterTheStopIsDropped();
@@ -612,6 +614,8 @@ void TestFlow::destroyingARunningFlowEndsItsRun()
     flow->start("pending", [&pending]() { return pending = later(5000, 1); });
     QFuture<Json> future = flow->kickoff();
     QVERIFY(started.tryAcquire(1, 10000));
+    QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral(
+                                           "flow \"Doomed\" was destroyed while it ran.*must call stopAndWait\\(\\) in its own destructor")));
     flow.reset(); // waits for the step running on the pool, which may use the flow
     QVERIFY(slowDone);
     QVERIFY(future.isFinished());
@@ -636,9 +640,116 @@ void TestFlow::destroyingAFlowWhoseStepThenThrows()
     QFuture<Json> future = flow->kickoff();
     QVERIFY(started.tryAcquire(1, 10000));
     go.release();
+    QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral("flow \"Thrower\" was destroyed while it ran")));
     flow.reset();
     QVERIFY(future.isFinished());
     QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+}
+
+namespace {
+
+// A flow whose step uses a member of the subclass, which is gone once the subclass's destructor
+// has run: the destructor stops the run first.
+class Sampler : public Flow
+{
+public:
+    Sampler(QSemaphore &started, QSemaphore &go, std::atomic_bool &destroyed, std::atomic_bool &usedAfterDestruction)
+        : Flow(QStringLiteral("Sampler"), offline()), m_started(started), m_go(go), m_destroyed(destroyed),
+          m_usedAfterDestruction(usedAfterDestruction)
+    {
+        start("sample", &Sampler::sample);
+    }
+    ~Sampler() override
+    {
+        stopAndWait();
+        m_destroyed = true; // what follows in a subclass's destructor: its members go
+    }
+
+private:
+    QString sample()
+    {
+        m_started.release();
+        m_go.acquire();
+        QThread::msleep(100);
+        if (m_destroyed)
+            m_usedAfterDestruction = true;
+        return m_text;
+    }
+
+    QSemaphore &m_started;
+    QSemaphore &m_go;
+    std::atomic_bool &m_destroyed;
+    std::atomic_bool &m_usedAfterDestruction;
+    QString m_text = QStringLiteral("a member of the subclass");
+};
+
+} // namespace
+
+void TestFlow::subclassStopsItsRunInItsDestructor()
+{
+    QSemaphore started;
+    QSemaphore go;
+    std::atomic_bool destroyed = false;
+    std::atomic_bool usedAfterDestruction = false;
+    auto flow = std::make_unique<Sampler>(started, go, destroyed, usedAfterDestruction);
+    QSignalSpy failed(flow.get(), &Flow::flowFailed);
+    QSignalSpy cancelled(flow.get(), &Flow::stepCancelled);
+    QFuture<Json> future = flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    go.release();
+    // ~Flow finds no run left: it does not warn.
+    QTest::failOnWarning(QRegularExpression(QStringLiteral("destroyed while it ran")));
+    flow.reset();
+    QVERIFY2(!usedAfterDestruction, "the step ran on after the subclass's destructor");
+    QVERIFY(future.isFinished());
+    const Error e = errorOf([&] { future.waitForFinished(); });
+    QCOMPARE(e.kind(), ErrorKind::Cancelled);
+    QCOMPARE(e.message(), QStringLiteral("the run of flow \"Sampler\" was stopped by stopAndWait() while it ran"));
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("sample"));
+}
+
+void TestFlow::stopAndWaitEndsTheRunAtOnce()
+{
+    // Called on a running flow (not from a destructor): when it returns the run is over, reported
+    // once; what its cancelled steps do later does not reach the flow, which runs again at once.
+    Flow flow(QStringLiteral("Stopped"), offline());
+    flow.stopAndWait(); // no run: nothing to do
+    QSemaphore started;
+    std::atomic_bool busyDone = false;
+    QFuture<int> pending;
+    flow.start("pending", [&pending]() { return pending = later(200, 1); });
+    flow.start("busy", [&started, &busyDone]() {
+        started.release();
+        QThread::msleep(100);
+        busyDone = true;
+        return 2;
+    });
+    QSignalSpy failed(&flow, &Flow::flowFailed);
+    QSignalSpy finished(&flow, &Flow::flowFinished);
+    QSignalSpy stepFinished(&flow, &Flow::stepFinished);
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QFuture<Json> future = flow.kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    flow.stopAndWait();
+    QVERIFY(busyDone);
+    QVERIFY(!flow.isRunning());
+    QVERIFY(future.isFinished());
+    QVERIFY(pending.isCanceled());
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(cancelled.size(), 2);
+    QCOMPARE(flow.stepOutputs().size(), 0);
+
+    // The next run is not disturbed by what is left of the stopped one (its timer fires meanwhile).
+    flow.kickoff();
+    QVERIFY(QTest::qWaitFor([&] { return !flow.isRunning(); }, 10000));
+    QTest::qWait(300);
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(finished.size(), 1);
+    QCOMPARE(cancelled.size(), 2);
+    QCOMPARE(stepFinished.size(), 2);
 }
 
 void TestFlow::destroyingAFlowSkipsItsQueuedSteps()
@@ -665,6 +776,7 @@ void TestFlow::destroyingAFlowSkipsItsQueuedSteps()
     QFuture<Json> future = flow->kickoff();
     QVERIFY(started.tryAcquire(1, 10000));
     destroying = true;
+    QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral("flow \"Queued\" was destroyed while it ran")));
     flow.reset(); // waits for "first"
     pool.waitForDone();
     QCOMPARE(trace.list(), QStringList{"first"});

@@ -14,6 +14,7 @@
 #include <QMutex>
 #include <QSignalSpy>
 #include <QThread>
+#include <QTimer>
 #include <QtTest>
 
 using namespace mneme;
@@ -32,11 +33,15 @@ Json sqliteAt(const QString &path)
 class SlowEmbedder : public FakeEmbedder
 {
 public:
+    explicit SlowEmbedder(int ms = 400) : m_ms(ms) {}
     std::vector<Embedding> embed(const QStringList &texts) override
     {
-        QThread::msleep(400);
+        QThread::msleep(m_ms);
         return FakeEmbedder::embed(texts);
     }
+
+private:
+    int m_ms;
 };
 
 } // namespace
@@ -52,6 +57,8 @@ private Q_SLOTS:
     void givenMemoryIsUsedAsItIs();
     void researchFlowRemembersAndRecalls();
     void pendingSavesAreDrainedBeforeFinished();
+    void cancellingDuringTheDrainFailsTheRun_data();
+    void cancellingDuringTheDrainFailsTheRun();
 };
 
 void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName_data()
@@ -180,6 +187,57 @@ void TestFlowMemory::pendingSavesAreDrainedBeforeFinished()
     QVERIFY2(stepMs < 300, "rememberMany blocked the step");
     QCOMPARE(order, (QStringList{"save-done", "flow-finished"}));
     QCOMPARE(recordsAtFinish, 1);
+}
+
+void TestFlowMemory::cancellingDuringTheDrainFailsTheRun_data()
+{
+    QTest::addColumn<bool>("throughTheFuture");
+    QTest::newRow("cancel()") << false;
+    QTest::newRow("future.cancel()") << true;
+}
+
+void TestFlowMemory::cancellingDuringTheDrainFailsTheRun()
+{
+    // The steps are done and the memory drains a slow save when the run is cancelled: either way
+    // (Flow::cancel() or the future) the drain is waited for and the run fails as cancelled; it does
+    // not report finished with a future that has no result.
+    QFETCH(bool, throughTheFuture);
+    TempStore dir;
+    MemoryConfig config;
+    config.storage = sqliteAt(dir.path());
+    config.rootScope = QStringLiteral("/flow/drain");
+    auto memory = std::make_shared<Memory>(config, nullptr, std::make_shared<SlowEmbedder>(1500));
+    Flow flow(QStringLiteral("CancelDrain"));
+    flow.setMemory(memory);
+    flow.start("note", [&flow]() {
+        flow.rememberMany({QStringLiteral("The deploy window is Tuesday 10:00.")}, test::fields(QStringLiteral("/ops")));
+        return QStringLiteral("noted");
+    });
+    QFuture<Json> future;
+    // The step is reported finished just before the run starts draining: cancel right after that.
+    QObject::connect(&flow, &Flow::stepFinished, &flow, [&]() {
+        QTimer::singleShot(0, &flow, [&]() {
+            QVERIFY(flow.isRunning());
+            if (throughTheFuture)
+                future.cancel();
+            else
+                flow.cancel();
+        });
+    });
+    QSignalSpy finished(&flow, &Flow::flowFinished);
+    QSignalSpy failed(&flow, &Flow::flowFailed);
+    int recordsAtFailure = -1;
+    QObject::connect(&flow, &Flow::flowFailed, &flow, [&]() { recordsAtFailure = int(memory->listRecords().size()); });
+    future = flow.kickoff();
+    QVERIFY(QTest::qWaitFor([&] { return !flow.isRunning(); }, 20000));
+    QCOMPARE(finished.size(), 0);
+    QCOMPARE(failed.size(), 1);
+    QVERIFY2(failed.at(0).at(1).toString().contains(QLatin1String("cancelled")), qPrintable(failed.at(0).at(1).toString()));
+    QCOMPARE(recordsAtFailure, 1);
+    QVERIFY(future.isFinished());
+    QCOMPARE(future.resultCount(), 0);
+    if (!throughTheFuture)
+        QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
 }
 
 QTEST_MAIN(TestFlowMemory)
