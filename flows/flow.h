@@ -139,10 +139,13 @@ public:
     // A copy of the state as a JSON object, whatever its kind.
     Json stateJson() const;
     // The unstructured state (a TypedFlow has its own state()).
-    Json state() const { return stateJson(); }
+    Json state() const;
     Json stateValue(const QString &key) const;
     // Changes the state under the flow's lock, all or nothing. The change may not remove or alter
-    // the id, and a typed state must still fit its type: Error(InvalidArgument) otherwise.
+    // the id, and a typed state must still fit its type: Error(InvalidArgument) otherwise. The
+    // change reads and changes the state it is given: a state function of the flow called inside it
+    // (stateValue(), state(), updateState(), ...) would wait for the lock the change holds, and
+    // throws Error(InvalidArgument) instead (the change then does not happen).
     void updateState(const std::function<void(Json &)> &change);
     void setStateValue(const QString &key, const Json &value);
     // A fresh state (the model's defaults) under a new id. Not while running.
@@ -220,6 +223,21 @@ protected:
     // The state model and the lock that guards it.
     FlowStateModel &stateModel() const;
     QMutex &stateMutex() const;
+    // Throws Error(InvalidArgument) naming `call` when this thread is running a change of the state
+    // (inside updateState()), whose lock it would wait for for ever. Call it before locking.
+    void refuseInsideChange(const char *call) const;
+    // Marks this thread as running a change of the state while it lives (the lock held).
+    class ChangeScope
+    {
+    public:
+        explicit ChangeScope(const Flow &flow);
+        ~ChangeScope();
+        ChangeScope(const ChangeScope &) = delete;
+        ChangeScope &operator=(const ChangeScope &) = delete;
+
+    private:
+        const Flow &m_flow;
+    };
 
 private:
     friend class FlowPrivate;

@@ -9,6 +9,7 @@
 #include <QHash>
 #include <QPromise>
 #include <QSet>
+#include <atomic>
 #include <exception>
 #include <optional>
 
@@ -41,7 +42,8 @@ public:
     // The memory if one is given or was built already; never builds one.
     std::shared_ptr<Memory> existingMemory() const;
     // The memory, building the built-in one when needed; throws "No memory configured ..." when off.
-    Memory &requireMemory(const char *call);
+    // A call holds on to it, so a setMemory() meanwhile cannot destroy it under the call.
+    std::shared_ptr<Memory> requireMemory(const char *call);
     QThreadPool *pool() const;
     // The serial thread saves run on, started on first use.
     SerialExecutor &persistenceWriter();
@@ -68,6 +70,8 @@ public:
 
     std::unique_ptr<FlowStateModel> state;
     mutable QMutex stateMutex;
+    // The thread running a change of the state (inside updateState()), or null.
+    std::atomic<Qt::HANDLE> changingThread{nullptr};
 
     mutable QMutex memoryMutex;
     std::shared_ptr<Memory> givenMemory;

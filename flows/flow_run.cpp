@@ -34,6 +34,23 @@ void whenFinished(QObject *context, const QFuture<T> &future, F callback)
     watcher->setFuture(future);
 }
 
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st, ..., 101st, 111th.
+QString ordinal(int n)
+{
+    const int lastTwo = n % 100;
+    const int last = n % 10;
+    const char *suffix = "th";
+    if (lastTwo < 11 || lastTwo > 13) {
+        if (last == 1)
+            suffix = "st";
+        else if (last == 2)
+            suffix = "nd";
+        else if (last == 3)
+            suffix = "rd";
+    }
+    return QString::number(n) + QLatin1String(suffix);
+}
+
 Error errorFrom(std::exception_ptr error)
 {
     try {
@@ -456,11 +473,10 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
     const int calls = ++m_calls[step];
     if (calls > d.options.maxStepCalls) {
         stop(Error(ErrorKind::InvalidArgument,
-                   QStringLiteral("Flow %1 stopped: step %2 was about to run for the %3th time in this run, which means an "
+                   QStringLiteral("Flow %1 stopped: step %2 was about to run for the %3 time in this run, which means an "
                                   "endless loop (FlowOptions::maxStepCalls is %4); check the routers and listeners that "
                                   "lead back to it, or raise maxStepCalls")
-                       .arg(quoted(d.name), quoted(step))
-                       .arg(calls)
+                       .arg(quoted(d.name), quoted(step), ordinal(calls))
                        .arg(d.options.maxStepCalls)));
         return;
     }
@@ -583,7 +599,6 @@ void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Js
 
 void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &output, const std::optional<QString> &label)
 {
-    m_outputs.append({call->step, output});
     m_completed.insert(call->step);
 
     const FlowDefinition::Step *spec = d.definition.step(call->step);
@@ -620,6 +635,8 @@ void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &outpu
 void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &output, const std::optional<QString> &label)
 {
     m_open.remove(call->id);
+    // An output counts once its state is saved: a step whose save failed did not complete.
+    m_outputs.append({call->step, output});
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     if (m_bus)
         publish(QLatin1String(events::kMethodExecutionFinished),

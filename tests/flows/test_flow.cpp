@@ -75,6 +75,8 @@ private Q_SLOTS:
     void startsGetTheInputsAndListenersTypedOutputs();
     void inputThatDoesNotFitTheParameterFailsTheStep();
     void callLimitStopsEndlessLoops();
+    void callLimitNamesTheCallInEnglish_data();
+    void callLimitNamesTheCallInEnglish();
     void failingStepFailsTheFlow();
     void failingAsyncStepFailsTheFlow();
     void asyncStepFailingOnAnotherThreadKeepsItsError();
@@ -468,6 +470,37 @@ void TestFlow::callLimitStopsEndlessLoops()
                  && e.message().contains(QLatin1String("endless loop")),
              qPrintable(e.message()));
     QVERIFY(!flow.isRunning());
+}
+
+void TestFlow::callLimitNamesTheCallInEnglish_data()
+{
+    QTest::addColumn<int>("limit");
+    QTest::addColumn<QString>("ordinal");
+    QTest::newRow("1") << 1 << "2nd";
+    QTest::newRow("2") << 2 << "3rd";
+    QTest::newRow("3") << 3 << "4th";
+    QTest::newRow("10") << 10 << "11th";
+    QTest::newRow("11") << 11 << "12th";
+    QTest::newRow("12") << 12 << "13th";
+    QTest::newRow("20") << 20 << "21st";
+    QTest::newRow("100") << 100 << "101st";
+    QTest::newRow("110") << 110 << "111th";
+    QTest::newRow("121") << 121 << "122nd";
+}
+
+void TestFlow::callLimitNamesTheCallInEnglish()
+{
+    QFETCH(int, limit);
+    QFETCH(QString, ordinal);
+    FlowOptions options = offline();
+    options.maxStepCalls = limit;
+    Flow flow(QStringLiteral("Loop"), options);
+    flow.start("begin", []() { return 0; });
+    flow.listen("work", or_("begin", "again"), []() { return 1; });
+    flow.router("check", "work", {"again"}, []() { return QStringLiteral("again"); });
+    const Error e = errorOf([&] { flow.kickoffAndWait(); });
+    QVERIFY2(e.message().contains(QStringLiteral("step \"work\" was about to run for the %1 time in this run").arg(ordinal)),
+             qPrintable(e.message()));
 }
 
 void TestFlow::failingStepFailsTheFlow()

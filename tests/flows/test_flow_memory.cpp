@@ -13,7 +13,9 @@
 #include <QFile>
 #include <QMutex>
 #include <QSignalSpy>
+#include <QSemaphore>
 #include <QThread>
+#include <thread>
 #include <QTimer>
 #include <QtTest>
 
@@ -44,6 +46,27 @@ private:
     int m_ms;
 };
 
+// Holds every embedding call at a gate until the test opens it, then notes whether the memory it
+// embeds for is still alive.
+class GateEmbedder : public FakeEmbedder
+{
+public:
+    std::vector<Embedding> embed(const QStringList &texts) override
+    {
+        if (armed) {
+            entered.release();
+            gate.acquire();
+            memoryAlive = !memory.expired();
+        }
+        return FakeEmbedder::embed(texts);
+    }
+    std::atomic_bool armed = false;
+    QSemaphore entered;
+    QSemaphore gate;
+    std::weak_ptr<Memory> memory;
+    std::atomic_bool memoryAlive = false;
+};
+
 } // namespace
 
 class TestFlowMemory : public QObject
@@ -57,6 +80,7 @@ private Q_SLOTS:
     void givenMemoryIsUsedAsItIs();
     void researchFlowRemembersAndRecalls();
     void pendingSavesAreDrainedBeforeFinished();
+    void memoryOutlivesTheCallsUsingIt();
     void cancellingDuringTheDrainFailsTheRun_data();
     void cancellingDuringTheDrainFailsTheRun();
 };
@@ -187,6 +211,34 @@ void TestFlowMemory::pendingSavesAreDrainedBeforeFinished()
     QVERIFY2(stepMs < 300, "rememberMany blocked the step");
     QCOMPARE(order, (QStringList{"save-done", "flow-finished"}));
     QCOMPARE(recordsAtFinish, 1);
+}
+
+void TestFlowMemory::memoryOutlivesTheCallsUsingIt()
+{
+    // A recall on another thread is under way when the flow is given another memory and the caller
+    // lets go of the first: the recall keeps the memory it called alive until it returns.
+    TempStore dir;
+    MemoryConfig config;
+    config.storage = sqliteAt(dir.path());
+    auto embedder = std::make_shared<GateEmbedder>();
+    auto memory = std::make_shared<Memory>(config, nullptr, embedder);
+    embedder->memory = memory;
+    FlowOptions options;
+    options.memory = false; // only the given one
+    Flow flow(QStringLiteral("Swap"), options);
+    flow.setMemory(memory);
+    embedder->armed = true;
+    std::thread recall([&flow]() {
+        RecallOptions options;
+        options.depth = RecallDepth::Shallow;
+        flow.recall(QStringLiteral("deploy window"), options);
+    });
+    QVERIFY(embedder->entered.tryAcquire(1, 10000));
+    flow.setMemory(nullptr);
+    memory.reset();
+    embedder->gate.release();
+    recall.join();
+    QVERIFY2(embedder->memoryAlive, "the memory was destroyed while a call of the flow used it");
 }
 
 void TestFlowMemory::cancellingDuringTheDrainFailsTheRun_data()
