@@ -93,8 +93,10 @@ public:
     QFuture<Json> future() { return m_promise.future(); }
     // Emits flowStarted and runs the starts.
     void begin();
-    // Stops the run: no step starts any more, asynchronous steps in flight are cancelled; the run
-    // fails with `why` once the steps in flight have settled. The first reason wins.
+    // Stops the run: no step starts any more, every step in flight is cancelled (asynchronous ones
+    // settle at once, synchronous ones still queued never start, those running are waited for); the
+    // run fails with `why` once they have settled. The first reason wins. While only the memory's
+    // drain is left, the run still waits for it and then fails with `why`.
     void stop(const Error &why);
     // Flow::stopAndWait(): stops at once, without the event loop. Keeps the synchronous steps still
     // queued in the pool from starting, waits for those running (they may use the flow) and for the

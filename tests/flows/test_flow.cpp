@@ -70,6 +70,7 @@ private Q_SLOTS:
     void routerTriggeredByALabelGetsTheLabelsPayload();
     void raceCancelsTheSlowerAlternative();
     void stepThatFeedsARouterDoesNotRace();
+    void queuedSynchronousRaceLoserNeverStarts();
     void asyncStepsKeepTheEventLoopRunning();
     void agentExecutorStep();
     void startsGetTheInputsAndListenersTypedOutputs();
@@ -389,6 +390,39 @@ void TestFlow::stepThatFeedsARouterDoesNotRace()
     QCOMPARE(cancelled.size(), 0);
     QCOMPARE(trace.list(), (QStringList{"handler fast", "after_check"}));
     QCOMPARE(stepNames(flow.stepOutputs()), (QStringList{"begin", "fast", "handler", "slow", "check", "after_check"}));
+}
+
+void TestFlow::queuedSynchronousRaceLoserNeverStarts()
+{
+    // One pool thread; "fast", "blocker" and "slow" queue in that order. "fast" wins the race, and
+    // "blocker" holds the thread until the race is decided, so "slow" is still queued when it loses:
+    // it never starts.
+    QThreadPool pool;
+    pool.setMaxThreadCount(1);
+    FlowOptions options = offline();
+    options.threadPool = &pool;
+    Flow flow(QStringLiteral("QueuedLoser"), options);
+    Trace trace;
+    QSemaphore decided;
+    flow.start("begin", []() { return 0; });
+    flow.listen("fast", "begin", logs(trace, "fast"));
+    flow.listen("blocker", "begin", [&decided, &trace]() {
+        decided.tryAcquire(1, 10000);
+        trace.add("blocker");
+    });
+    flow.listen("slow", "begin", logs(trace, "slow"));
+    flow.listen("handler", or_("fast", "slow"), [&trace](const QString &winner) { trace.add("handler " + winner); });
+    QObject::connect(&flow, &Flow::stepFinished, &flow, [&decided](const QString &step) {
+        if (step == QLatin1String("fast"))
+            decided.release();
+    });
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    flow.kickoffAndWait();
+    pool.waitForDone();
+    QVERIFY2(!trace.list().contains("slow"), qPrintable(trace.list().join(QLatin1String(", "))));
+    QCOMPARE(trace.count("handler fast"), 1);
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("slow"));
 }
 
 void TestFlow::asyncStepsKeepTheEventLoopRunning()
