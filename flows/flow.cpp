@@ -72,11 +72,11 @@ std::shared_ptr<Memory> FlowPrivate::existingMemory() const
     return givenMemory ? givenMemory : builtInMemory;
 }
 
-Memory &FlowPrivate::requireMemory(const char *call)
+std::shared_ptr<Memory> FlowPrivate::requireMemory(const char *call)
 {
     QMutexLocker lock(&memoryMutex);
     if (givenMemory)
-        return *givenMemory;
+        return givenMemory;
     if (!options.memory)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("No memory configured for this flow (%1 called %2, but FlowOptions::memory is false); "
@@ -95,7 +95,7 @@ Memory &FlowPrivate::requireMemory(const char *call)
             options.eventBus->attachMemory(memory.get());
         builtInMemory = memory;
     }
-    return *builtInMemory;
+    return builtInMemory;
 }
 
 QThreadPool *FlowPrivate::pool() const
@@ -123,6 +123,20 @@ void FlowPrivate::runEnded(const QList<FlowStepOutput> &outputs)
 {
     lastOutputs = outputs;
     run.reset();
+}
+
+void FlowPrivate::stopAndWait(const Error &why) noexcept
+{
+    if (!run)
+        return;
+    if (QThread::currentThread() != q->thread() && !destroying) {
+        qWarning("mneme: stopAndWait() of flow \"%s\" was called on another thread than the flow's; call it on the "
+                 "flow's thread. Its run goes on",
+                 qPrintable(name));
+        return;
+    }
+    const std::shared_ptr<FlowRun> stopping = run;
+    stopping->abandon(why);
 }
 
 Json FlowPrivate::prepareState(const Json &inputs, const KickoffOptions &kickoff)
@@ -209,8 +223,13 @@ Flow::Flow(const QString &name, std::unique_ptr<FlowStateModel> model, const Flo
 
 Flow::~Flow()
 {
-    if (d->run)
-        d->run->abandon();
+    d->destroying = true;
+    if (d->run) {
+        qWarning("mneme: flow \"%s\" was destroyed while it ran; its run is stopped now, after the destructors of "
+                 "any subclass: a Flow subclass whose steps use its members must call stopAndWait() in its own destructor",
+                 qPrintable(d->name));
+        d->stopAndWait(Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d->name))));
+    }
     // No continuation may arrive once the flow is half destroyed.
     delete d->context;
     d->context = nullptr;
@@ -284,19 +303,49 @@ bool Flow::printGraphIfAsked(const QStringList &arguments) const
 
 // ---- State --------------------------------------------------------------------------------------
 
+void Flow::refuseInsideChange(const char *call) const
+{
+    if (d->changingThread.load() == QThread::currentThreadId())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the change given to updateState() of flow %1 called %2, which waits for the state's lock "
+                                   "that the change holds; read and change the state the change is given instead")
+                        .arg(quoted(d->name), QLatin1String(call)));
+}
+
+Flow::ChangeScope::ChangeScope(const Flow &flow)
+    : m_flow(flow)
+{
+    m_flow.d->changingThread.store(QThread::currentThreadId());
+}
+
+Flow::ChangeScope::~ChangeScope()
+{
+    m_flow.d->changingThread.store(nullptr);
+}
+
 QString Flow::stateId() const
 {
-    return idOf(stateJson());
+    refuseInsideChange("stateId()");
+    QMutexLocker lock(&d->stateMutex);
+    return idOf(d->state->toJson());
 }
 
 Json Flow::stateJson() const
 {
+    refuseInsideChange("stateJson()");
     QMutexLocker lock(&d->stateMutex);
     return d->state->toJson();
 }
 
+Json Flow::state() const
+{
+    refuseInsideChange("state()");
+    return stateJson();
+}
+
 Json Flow::stateValue(const QString &key) const
 {
+    refuseInsideChange("stateValue()");
     const Json s = stateJson();
     const auto it = s.find(key.toStdString());
     return it == s.end() ? Json() : *it;
@@ -304,10 +353,14 @@ Json Flow::stateValue(const QString &key) const
 
 void Flow::updateState(const std::function<void(Json &)> &change)
 {
+    refuseInsideChange("updateState()");
     QMutexLocker lock(&d->stateMutex);
     Json next = d->state->toJson();
     const QString id = idOf(next);
-    change(next);
+    {
+        const ChangeScope changing(*this);
+        change(next);
+    }
     if (!next.is_object() || idOf(next) != id)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("updateState of flow %1 may not remove or change the state's id (%2); kick off with the "
@@ -318,11 +371,13 @@ void Flow::updateState(const std::function<void(Json &)> &change)
 
 void Flow::setStateValue(const QString &key, const Json &value)
 {
+    refuseInsideChange("setStateValue()");
     updateState([&](Json &s) { s[key.toStdString()] = value; });
 }
 
 void Flow::resetState()
 {
+    refuseInsideChange("resetState()");
     d->refuseWhileRunning(QStringLiteral("resetState()"));
     QMutexLocker lock(&d->stateMutex);
     Json fresh = d->state->defaults();
@@ -349,6 +404,8 @@ QFuture<Json> Flow::kickoff(const Json &inputs, const KickoffOptions &options)
                     QStringLiteral("kickoff() of flow %1 is called on another thread than the flow's; call it on the flow's "
                                    "thread (QMetaObject::invokeMethod), or moveToThread() the flow first")
                         .arg(quoted(d->name)));
+    if (d->destroying)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("the flow %1 is being destroyed: it cannot be kicked off").arg(quoted(d->name)));
     d->refuseWhileRunning(QStringLiteral("another kickoff()"));
     validate();
     const Json state = d->prepareState(inputs, options);
@@ -380,6 +437,11 @@ Json Flow::kickoffAndWait(const Json &inputs, const KickoffOptions &options)
     return future.result();
 }
 
+void Flow::stopAndWait() noexcept
+{
+    d->stopAndWait(Error(ErrorKind::Cancelled, QStringLiteral("the run of flow %1 was stopped by stopAndWait() while it ran").arg(quoted(d->name))));
+}
+
 void Flow::cancel()
 {
     if (d->run)
@@ -405,7 +467,7 @@ Memory *Flow::memory()
         if (!d->givenMemory && !d->options.memory)
             return nullptr;
     }
-    return &d->requireMemory("memory()");
+    return d->requireMemory("memory()").get();
 }
 
 void Flow::setMemory(std::shared_ptr<Memory> memory)
@@ -417,27 +479,27 @@ void Flow::setMemory(std::shared_ptr<Memory> memory)
 
 MemoryRecord Flow::remember(const QString &content, const RememberOptions &options)
 {
-    return d->requireMemory("remember()").remember(content, options);
+    return d->requireMemory("remember()")->remember(content, options);
 }
 
 QFuture<SaveResult> Flow::rememberMany(const QStringList &contents, const RememberOptions &options)
 {
-    return d->requireMemory("rememberMany()").rememberMany(contents, options);
+    return d->requireMemory("rememberMany()")->rememberMany(contents, options);
 }
 
 QList<MemoryMatch> Flow::recall(const QString &query, const RecallOptions &options)
 {
-    return d->requireMemory("recall()").recall(query, options);
+    return d->requireMemory("recall()")->recall(query, options);
 }
 
 QFuture<QList<MemoryMatch>> Flow::recallAsync(const QString &query, const RecallOptions &options)
 {
-    return d->requireMemory("recallAsync()").recallAsync(query, options);
+    return d->requireMemory("recallAsync()")->recallAsync(query, options);
 }
 
 QStringList Flow::extractMemories(const QString &content)
 {
-    return d->requireMemory("extractMemories()").extractMemories(content);
+    return d->requireMemory("extractMemories()")->extractMemories(content);
 }
 
 } // namespace mneme

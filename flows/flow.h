@@ -56,6 +56,12 @@ class Memory;
 // Threads. A Flow lives on one thread, which must run an event loop; kickoff() is called there and
 // every signal is emitted there. State accessors and the memory methods may be called from any
 // thread (steps run on the pool).
+//
+// Destruction. A subclass whose steps use its members (member-function steps, lambdas capturing
+// `this`) must call stopAndWait() first thing in its own destructor: ~Flow runs after the
+// subclass's members are gone, too late to stop steps that still use them.
+//
+//   ~ResearchFlow() override { stopAndWait(); }
 class Flow : public QObject
 {
     Q_OBJECT
@@ -63,7 +69,8 @@ public:
     // An unstructured flow: its state is a JSON object with an "id". Throws Error(InvalidArgument)
     // for an empty name or invalid options.
     explicit Flow(const QString &name, const FlowOptions &options = {}, QObject *parent = nullptr);
-    // Cancels a run in progress and waits for its steps to stop.
+    // Stops a run in progress as stopAndWait() does, with a qWarning: by then a subclass's members
+    // are gone (a subclass with state calls stopAndWait() in its own destructor).
     ~Flow() override;
 
     QString name() const;
@@ -132,10 +139,13 @@ public:
     // A copy of the state as a JSON object, whatever its kind.
     Json stateJson() const;
     // The unstructured state (a TypedFlow has its own state()).
-    Json state() const { return stateJson(); }
+    Json state() const;
     Json stateValue(const QString &key) const;
     // Changes the state under the flow's lock, all or nothing. The change may not remove or alter
-    // the id, and a typed state must still fit its type: Error(InvalidArgument) otherwise.
+    // the id, and a typed state must still fit its type: Error(InvalidArgument) otherwise. The
+    // change reads and changes the state it is given: a state function of the flow called inside it
+    // (stateValue(), state(), updateState(), ...) would wait for the lock the change holds, and
+    // throws Error(InvalidArgument) instead (the change then does not happen).
     void updateState(const std::function<void(Json &)> &change);
     void setStateValue(const QString &key, const Json &value);
     // A fresh state (the model's defaults) under a new id. Not while running.
@@ -158,8 +168,23 @@ public:
     // and command-line tools only: never on a GUI thread. Throws what the run failed with.
     Json kickoffAndWait(const Json &inputs = Json::object(), const KickoffOptions &options = {});
     // Stops the run in progress: no step starts any more, asynchronous steps in flight are
-    // cancelled, synchronous ones are waited for; the run then fails with Error(Cancelled).
+    // cancelled, synchronous ones still queued in the pool never start and those running are waited
+    // for (their outputs dropped); the run then fails with Error(Cancelled). Returns at once.
     void cancel();
+    // Stops the run in progress and returns when nothing of it is left running on the flow's behalf:
+    // no step starts any more, asynchronous steps are cancelled, synchronous steps still queued in
+    // the pool never start and those running are waited for (blocking this thread), as is the
+    // memory's drain. The run is reported at once: stepCancelled for each step in flight,
+    // flowFailed, the future failed with Error(Cancelled) "the run of flow "F" was stopped by
+    // stopAndWait() while it ran" (or with the run's failure if it was failing already), and its
+    // events closed. What its cancelled steps produce later is ignored, and the flow can be kicked
+    // off again. Nothing happens when no run is in progress. Never throws.
+    //
+    // A Flow subclass whose steps use its members calls it first thing in its destructor. Call it
+    // on the flow's thread (elsewhere it only warns); a synchronous step must not be waiting for the
+    // flow's thread then. The producer of an asynchronous step's future (a crew, a QtConcurrent job)
+    // is cancelled, not waited for: it must not use the flow after its future is cancelled.
+    void stopAndWait() noexcept;
     bool isRunning() const;
     // The outputs of the current or last run, in completion order (routers' outputs included).
     QList<FlowStepOutput> stepOutputs() const;
@@ -198,6 +223,21 @@ protected:
     // The state model and the lock that guards it.
     FlowStateModel &stateModel() const;
     QMutex &stateMutex() const;
+    // Throws Error(InvalidArgument) naming `call` when this thread is running a change of the state
+    // (inside updateState()), whose lock it would wait for for ever. Call it before locking.
+    void refuseInsideChange(const char *call) const;
+    // Marks this thread as running a change of the state while it lives (the lock held).
+    class ChangeScope
+    {
+    public:
+        explicit ChangeScope(const Flow &flow);
+        ~ChangeScope();
+        ChangeScope(const ChangeScope &) = delete;
+        ChangeScope &operator=(const ChangeScope &) = delete;
+
+    private:
+        const Flow &m_flow;
+    };
 
 private:
     friend class FlowPrivate;

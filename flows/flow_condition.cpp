@@ -4,6 +4,33 @@
 
 namespace mneme {
 
+namespace {
+
+// `json` as text for a message, at most three levels and ten members deep: a value read from a
+// file may be nested as deep as it likes, and dumping it whole would recurse that deep.
+QString brief(const Json &json, int depth = 0)
+{
+    if (!json.is_structured())
+        return QString::fromStdString(json.dump(-1, ' ', false, Json::error_handler_t::replace));
+    const bool object = json.is_object();
+    if (depth >= 3)
+        return object ? QStringLiteral("{...}") : QStringLiteral("[...]");
+    QStringList parts;
+    for (auto it = json.begin(); it != json.end(); ++it) {
+        if (parts.size() == 10) {
+            parts << QStringLiteral("...");
+            break;
+        }
+        QString member = brief(it.value(), depth + 1);
+        if (object)
+            member.prepend(brief(Json(it.key())) + QLatin1Char(':'));
+        parts << member;
+    }
+    return (object ? QLatin1String("{") : QLatin1String("[")) + parts.join(QLatin1Char(',')) + (object ? QLatin1String("}") : QLatin1String("]"));
+}
+
+} // namespace
+
 FlowCondition::FlowCondition(const QString &name)
     : m_name(name)
 {
@@ -127,6 +154,11 @@ Json FlowCondition::toJson() const
 
 FlowCondition FlowCondition::fromJson(const Json &json, const QString &where)
 {
+    return fromJson(json, where, 0);
+}
+
+FlowCondition FlowCondition::fromJson(const Json &json, const QString &where, int depth)
+{
     if (json.is_string())
         return FlowCondition(QString::fromStdString(json.get<std::string>()));
     const auto bad = [&](const QString &what) {
@@ -134,8 +166,11 @@ FlowCondition FlowCondition::fromJson(const Json &json, const QString &where)
                      QStringLiteral("%1: %2; a trigger is a step name or label (a string), {\"and\": [...]} or {\"or\": [...]}")
                          .arg(where, what));
     };
+    // Checked before anything is printed: dumping a deep value recurses as deep as it is nested.
+    if (depth >= kMaxJsonDepth)
+        throw bad(QStringLiteral("it is nested more than %1 deep (and / or inside one another)").arg(kMaxJsonDepth));
     if (!json.is_object() || json.size() != 1)
-        throw bad(QStringLiteral("%1 is not a trigger").arg(QString::fromStdString(json.dump())));
+        throw bad(QStringLiteral("%1 is not a trigger").arg(brief(json).left(200)));
     const auto it = json.begin();
     const bool isAnd = it.key() == "and";
     if (!isAnd && it.key() != "or")
@@ -144,7 +179,7 @@ FlowCondition FlowCondition::fromJson(const Json &json, const QString &where)
         throw bad(QStringLiteral("\"%1\" needs a non-empty array of triggers").arg(QString::fromStdString(it.key())));
     QList<FlowCondition> children;
     for (const Json &c : it.value())
-        children << fromJson(c, where);
+        children << fromJson(c, where, depth + 1);
     return isAnd ? all(children) : any(children);
 }
 

@@ -53,14 +53,18 @@ public:
     QString toString() const;
     // A Name is a string; and_ / or_ are {"and": [...]} / {"or": [...]}.
     Json toJson() const;
-    // Reads what toJson() writes. Throws Error(InvalidArgument) naming `where` for anything else.
+    // Reads what toJson() writes. Throws Error(InvalidArgument) naming `where` for anything else,
+    // and for and / or nested more than kMaxJsonDepth deep (a description is read from files and
+    // pipes: its depth must not decide how deep the reader recurses).
     static FlowCondition fromJson(const Json &json, const QString &where);
+    static constexpr int kMaxJsonDepth = 64;
 
     bool operator==(const FlowCondition &other) const;
 
 private:
     FlowCondition(Kind kind, const QList<FlowCondition> &children);
     void collectNames(QStringList *out) const;
+    static FlowCondition fromJson(const Json &json, const QString &where, int depth);
 
     Kind m_kind = Kind::Name;
     QString m_name;

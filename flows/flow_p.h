@@ -9,6 +9,7 @@
 #include <QHash>
 #include <QPromise>
 #include <QSet>
+#include <atomic>
 #include <exception>
 #include <optional>
 
@@ -41,7 +42,8 @@ public:
     // The memory if one is given or was built already; never builds one.
     std::shared_ptr<Memory> existingMemory() const;
     // The memory, building the built-in one when needed; throws "No memory configured ..." when off.
-    Memory &requireMemory(const char *call);
+    // A call holds on to it, so a setMemory() meanwhile cannot destroy it under the call.
+    std::shared_ptr<Memory> requireMemory(const char *call);
     QThreadPool *pool() const;
     // The serial thread saves run on, started on first use.
     SerialExecutor &persistenceWriter();
@@ -51,6 +53,8 @@ public:
     Json prepareState(const Json &inputs, const KickoffOptions &options);
     // Called by the run when it is over, before its signal.
     void runEnded(const QList<FlowStepOutput> &outputs);
+    // Flow::stopAndWait(), with the error the run fails with. Never throws.
+    void stopAndWait(const Error &why) noexcept;
     void refuseWhileRunning(const QString &what) const;
     // Signals carry Qt's JSON types.
     static QJsonValue toQJsonValue(const Json &value);
@@ -66,6 +70,8 @@ public:
 
     std::unique_ptr<FlowStateModel> state;
     mutable QMutex stateMutex;
+    // The thread running a change of the state (inside updateState()), or null.
+    std::atomic<Qt::HANDLE> changingThread{nullptr};
 
     mutable QMutex memoryMutex;
     std::shared_ptr<Memory> givenMemory;
@@ -73,6 +79,7 @@ public:
 
     std::unique_ptr<SerialExecutor> writer;
     std::shared_ptr<FlowRun> run;
+    bool destroying = false; // ~Flow has begun: no kickoff any more
     QList<FlowStepOutput> lastOutputs;
 };
 
@@ -86,11 +93,16 @@ public:
     QFuture<Json> future() { return m_promise.future(); }
     // Emits flowStarted and runs the starts.
     void begin();
-    // Stops the run: no step starts any more, asynchronous steps in flight are cancelled; the run
-    // fails with `why` once the steps in flight have settled. The first reason wins.
+    // Stops the run: no step starts any more, every step in flight is cancelled (asynchronous ones
+    // settle at once, synchronous ones still queued never start, those running are waited for); the
+    // run fails with `why` once they have settled. The first reason wins. While only the memory's
+    // drain is left, the run still waits for it and then fails with `why`.
     void stop(const Error &why);
-    // The flow is being destroyed: stop, wait for the synchronous steps on the pool, fail the future.
-    void abandon();
+    // Flow::stopAndWait(): stops at once, without the event loop. Keeps the synchronous steps still
+    // queued in the pool from starting, waits for those running (they may use the flow) and for the
+    // memory's drain, reports every step in flight cancelled and the run failed with `why` (unless
+    // it failed already), and ignores whatever of it arrives later. Never throws.
+    void abandon(const Error &why) noexcept;
     QList<FlowStepOutput> outputs() const { return m_outputs; }
 
 private:
@@ -104,11 +116,13 @@ private:
     // One step in flight.
     struct Call
     {
+        quint64 id = 0;
         QString step;
         Json input;
         QString eventId;
         QElapsedTimer timer;
         StepCall call;
+        bool async = false; // returned a future (else: runs on the pool)
         std::shared_ptr<Race> race;
         Then then;
     };
@@ -155,13 +169,15 @@ private:
     QHash<QString, QSet<QString>> m_seen;
     QHash<QString, int> m_calls;
     QList<FlowStepOutput> m_outputs;
-    QHash<quint64, std::shared_ptr<Call>> m_inFlight;
+    QHash<quint64, std::shared_ptr<Call>> m_open;     // steps started and not yet reported, by id
+    QHash<quint64, std::shared_ptr<Call>> m_inFlight; // of those, the ones whose code or future runs
     quint64 m_nextCall = 0;
-    int m_busy = 0;         // steps in flight, their saves included
     int m_openStarts = 0;   // start chains not done yet
     bool m_stopping = false;
     bool m_finishing = false;
-    bool m_reported = false; // the future has its result or error
+    bool m_abandoned = false; // stopAndWait() ended it: nothing that arrives later counts
+    bool m_reported = false;  // the future has its result or error
+    QFuture<void> m_drained;  // the memory's drain, once finishing
     std::optional<Error> m_failure;
 };
 

@@ -11,6 +11,7 @@
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
+#include <algorithm>
 
 namespace mneme {
 
@@ -31,6 +32,23 @@ void whenFinished(QObject *context, const QFuture<T> &future, F callback)
         callback(watcher->future());
     });
     watcher->setFuture(future);
+}
+
+// 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st, ..., 101st, 111th.
+QString ordinal(int n)
+{
+    const int lastTwo = n % 100;
+    const int last = n % 10;
+    const char *suffix = "th";
+    if (lastTwo < 11 || lastTwo > 13) {
+        if (last == 1)
+            suffix = "st";
+        else if (last == 2)
+            suffix = "nd";
+        else if (last == 3)
+            suffix = "rd";
+    }
+    return QString::number(n) + QLatin1String(suffix);
 }
 
 Error errorFrom(std::exception_ptr error)
@@ -153,7 +171,16 @@ void FlowRun::begin()
 
 void FlowRun::stop(const Error &why)
 {
-    if (m_stopping || m_finishing)
+    if (m_reported || m_abandoned)
+        return;
+    if (m_finishing) {
+        // Only the memory's drain is left: it is waited for, and the run then fails with `why` (the
+        // future may be cancelled already: it cannot be given a result any more).
+        if (!m_failure)
+            m_failure = why;
+        return;
+    }
+    if (m_stopping)
         return;
     m_stopping = true;
     m_failure = why;
@@ -164,22 +191,56 @@ void FlowRun::stop(const Error &why)
     maybeFinish();
 }
 
-void FlowRun::abandon()
+void FlowRun::abandon(const Error &why) noexcept
 {
-    // No continuation arrives any more (the flow deletes its context next), so nothing is finished
-    // through the usual path: stop, let the synchronous steps on the pool end (they use the flow),
-    // and fail the future here.
-    if (!m_failure)
-        m_failure = Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d.name)));
+    if (m_reported || m_abandoned)
+        return;
+    // complete() drops the flow's reference to this run.
+    const std::shared_ptr<FlowRun> keep = shared_from_this();
+    m_abandoned = true;
     m_stopping = true;
-    for (const std::shared_ptr<Call> &c : std::as_const(m_inFlight)) {
-        if (c->call.cancel)
-            c->call.cancel();
-        else
-            c->call.output.waitForFinished();
+    try {
+        if (!m_failure)
+            m_failure = why;
+        // Every call is cancelled before any is waited for: a synchronous step still queued in the
+        // pool is then skipped when its turn comes (or when waitForFinished() takes it to run it here).
+        const QList<std::shared_ptr<Call>> inFlight = m_inFlight.values();
+        for (const std::shared_ptr<Call> &c : inFlight) {
+            if (c->call.cancel)
+                c->call.cancel();
+        }
+        for (const std::shared_ptr<Call> &c : inFlight) {
+            if (c->async)
+                continue; // settled by its cancel(); its producer is its own
+            try {
+                c->call.output.waitForFinished();
+            } catch (...) {
+                // What the step threw is of no use any more, and a destructor must not throw it.
+            }
+        }
+        m_inFlight.clear();
+        if (m_finishing) {
+            try {
+                m_drained.waitForFinished();
+            } catch (...) {
+            }
+        }
+        // The steps not reported yet (running, or their state being saved) end cancelled, in the
+        // order they started.
+        QList<quint64> open = m_open.keys();
+        std::sort(open.begin(), open.end());
+        const QString reason = QStringLiteral("the run stopped: %1").arg(m_failure->message());
+        for (quint64 id : std::as_const(open)) {
+            if (const std::shared_ptr<Call> c = m_open.value(id))
+                stepCancelledWith(c, reason);
+        }
+        complete();
+    } catch (...) {
+        qWarning("mneme: stopping flow \"%s\" threw; its run is failed as it is", qPrintable(d.name));
     }
     if (!m_reported) {
         m_reported = true;
+        d.runEnded(m_outputs);
         m_promise.setException(std::make_exception_ptr(*m_failure));
         m_promise.finish();
     }
@@ -187,7 +248,7 @@ void FlowRun::abandon()
 
 void FlowRun::maybeFinish()
 {
-    if (m_finishing || m_busy > 0)
+    if (m_finishing || m_abandoned || !m_open.isEmpty())
         return;
     if (m_stopping || m_openStarts == 0)
         finish();
@@ -198,8 +259,11 @@ void FlowRun::finish()
     m_finishing = true;
     // Saves still queued on the memory's writer belong to this run: they are done before it is.
     if (std::shared_ptr<Memory> memory = d.existingMemory()) {
-        const QFuture<void> drained = QtConcurrent::run(d.pool(), [memory]() { memory->drainWrites(); });
-        whenFinished(d.context, drained, [self = shared_from_this()](const QFuture<void> &) { self->complete(); });
+        m_drained = QtConcurrent::run(d.pool(), [memory]() { memory->drainWrites(); });
+        whenFinished(d.context, m_drained, [self = shared_from_this()](const QFuture<void> &) {
+            if (!self->m_abandoned)
+                self->complete();
+        });
         return;
     }
     complete();
@@ -207,6 +271,8 @@ void FlowRun::finish()
 
 void FlowRun::complete()
 {
+    if (m_reported)
+        return;
     // runEnded() drops the flow's reference to this run.
     const std::shared_ptr<FlowRun> keep = shared_from_this();
     m_reported = true;
@@ -279,11 +345,12 @@ void FlowRun::rearm(const QString &trigger, QSet<QString> &rearmable)
 
 QStringList FlowRun::racingSteps(const QStringList &steps) const
 {
-    // The names that are alternatives of one multi-event or_ listener and feed no other listener
-    // race each other; nothing under an and_ does (cancelling one would make the and_ unsatisfiable).
+    // The names that are alternatives of one multi-event or_ listener and feed nothing else (no other
+    // listener, no router: CrewAI counts every step whose trigger mentions the name) race each other;
+    // nothing under an and_ does (cancelling one would make the and_ unsatisfiable).
     QHash<QString, int> listenersOf;
     for (const FlowDefinition::Step &s : d.definition.steps()) {
-        if (s.trigger && s.kind != FlowDefinition::StepKind::Router) {
+        if (s.trigger) {
             for (const QString &n : s.trigger->names())
                 ++listenersOf[n];
         }
@@ -406,28 +473,33 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
     const int calls = ++m_calls[step];
     if (calls > d.options.maxStepCalls) {
         stop(Error(ErrorKind::InvalidArgument,
-                   QStringLiteral("Flow %1 stopped: step %2 was about to run for the %3th time in this run, which means an "
+                   QStringLiteral("Flow %1 stopped: step %2 was about to run for the %3 time in this run, which means an "
                                   "endless loop (FlowOptions::maxStepCalls is %4); check the routers and listeners that "
                                   "lead back to it, or raise maxStepCalls")
-                       .arg(quoted(d.name), quoted(step))
-                       .arg(calls)
+                       .arg(quoted(d.name), quoted(step), ordinal(calls))
                        .arg(d.options.maxStepCalls)));
         return;
     }
 
     auto call = std::make_shared<Call>();
+    call->id = ++m_nextCall;
     call->step = step;
     call->input = input;
     call->race = race;
     call->then = std::move(then);
+    call->async = d.functions.value(step).isAsync();
     call->timer.start();
+    m_open.insert(call->id, call);
     if (m_bus)
         call->eventId = publish(QLatin1String(events::kMethodExecutionStarted),
                                 {{"method_name", step}, {"params", input}, {"state", d.q->stateJson()}}, m_flowEventId);
     Q_EMIT d.q->stepStarted(step, FlowPrivate::toQJsonValue(input));
+    if (m_stopping) { // stopped by a slot of stepStarted
+        if (m_open.contains(call->id))
+            stepCancelledWith(call, QStringLiteral("the run stopped: %1").arg(m_failure->message()));
+        return;
+    }
 
-    ++m_busy;
-    const quint64 id = ++m_nextCall;
     try {
         // Work a step starts while it is called (a crew's kickoff, an agent's turn) publishes its
         // events as children of the step's.
@@ -439,10 +511,20 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
         stepDone(call, std::nullopt, std::current_exception());
         return;
     }
+    if (!m_open.contains(call->id)) { // stopAndWait() was called while the step was called
+        if (call->call.cancel)
+            call->call.cancel();
+        return;
+    }
+    const quint64 id = call->id;
     m_inFlight.insert(id, call);
+    if (m_stopping && call->call.cancel) // stopped while the step was called
+        call->call.cancel();
     auto self = shared_from_this();
     whenFinished(d.context, call->call.output, [self, call, id](const QFuture<Json> &f) {
         self->m_inFlight.remove(id);
+        if (self->m_abandoned)
+            return;
         QFuture<Json> future = f;
         try {
             future.waitForFinished(); // rethrows the step's exception
@@ -457,6 +539,8 @@ void FlowRun::runStep(const QString &step, const Json &input, Then then, const s
 
 void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Json> &output, std::exception_ptr error)
 {
+    if (m_abandoned || !m_open.contains(call->id))
+        return; // reported already (stopAndWait())
     const std::shared_ptr<Race> &race = call->race;
     if (race && race->decided) {
         stepCancelledWith(call, QStringLiteral("%1 finished first; the or_ listener it feeds fires once")
@@ -477,6 +561,13 @@ void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Js
         if (!race->firstError)
             race->firstError = stepError(call->step, e);
         stepFailedWith(call, e, ++race->failed < race->steps.size() ? std::nullopt : race->firstError);
+        return;
+    }
+
+    // An output that arrives once the run has stopped (a step that finished before it saw the stop)
+    // is dropped: the run is over, nothing more is recorded or saved.
+    if (m_stopping) {
+        stepCancelledWith(call, QStringLiteral("the run stopped: %1").arg(m_failure->message()));
         return;
     }
 
@@ -508,7 +599,6 @@ void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Js
 
 void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &output, const std::optional<QString> &label)
 {
-    m_outputs.append({call->step, output});
     m_completed.insert(call->step);
 
     const FlowDefinition::Step *spec = d.definition.step(call->step);
@@ -527,6 +617,8 @@ void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &outpu
     });
     auto self = shared_from_this();
     whenFinished(d.context, saved, [self, call, output, label](const QFuture<void> &f) {
+        if (self->m_abandoned)
+            return;
         QFuture<void> future = f;
         try {
             future.waitForFinished();
@@ -542,6 +634,9 @@ void FlowRun::recordAndSave(const std::shared_ptr<Call> &call, const Json &outpu
 
 void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &output, const std::optional<QString> &label)
 {
+    m_open.remove(call->id);
+    // An output counts once its state is saved: a step whose save failed did not complete.
+    m_outputs.append({call->step, output});
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     if (m_bus)
         publish(QLatin1String(events::kMethodExecutionFinished),
@@ -551,7 +646,6 @@ void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &outpu
         publish(QLatin1String(events::kFlowRouterLabelEmitted), {{"router", call->step}, {"label", *label}}, call->eventId);
         Q_EMIT d.q->routerLabelEmitted(call->step, *label);
     }
-    --m_busy;
     if (!m_stopping)
         call->then(output);
     maybeFinish();
@@ -559,11 +653,11 @@ void FlowRun::stepSucceeded(const std::shared_ptr<Call> &call, const Json &outpu
 
 void FlowRun::stepFailedWith(const std::shared_ptr<Call> &call, const Error &error, const std::optional<Error> &runError)
 {
+    m_open.remove(call->id);
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     publish(QLatin1String(events::kMethodExecutionFailed),
             {{"method_name", call->step}, {"error", error.message()}, {"duration_ms", ms}}, call->eventId);
     Q_EMIT d.q->stepFailed(call->step, FlowPrivate::toQJsonValue(call->input), error.message(), ms);
-    --m_busy;
     if (runError)
         stop(*runError);
     maybeFinish();
@@ -571,11 +665,11 @@ void FlowRun::stepFailedWith(const std::shared_ptr<Call> &call, const Error &err
 
 void FlowRun::stepCancelledWith(const std::shared_ptr<Call> &call, const QString &reason)
 {
+    m_open.remove(call->id);
     const double ms = double(call->timer.nsecsElapsed()) / 1e6;
     publish(QLatin1String(events::kMethodExecutionFailed),
             {{"method_name", call->step}, {"error", reason}, {"cancelled", true}, {"duration_ms", ms}}, call->eventId);
     Q_EMIT d.q->stepCancelled(call->step, reason, ms);
-    --m_busy;
     maybeFinish();
 }
 

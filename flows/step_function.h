@@ -18,8 +18,10 @@
 
 namespace mneme {
 
-// One invocation of a step: the future of its output and a way to cancel it (empty when the step
-// cannot be interrupted: a synchronous step already running on the pool).
+// One invocation of a step: the future of its output and a way to cancel it. Cancelling an
+// asynchronous step cancels the future it returned and settles `output` as cancelled at once.
+// Cancelling a synchronous one cancels `output`: a step still queued in the pool never starts, one
+// already running runs to its end (`output` finishes then, without its result).
 struct StepCall
 {
     QFuture<Json> output;
@@ -77,24 +79,28 @@ public:
 
     // Waits, through a QFutureWatcher owned by `owner`, for `future` and delivers its value as Json
     // on the owner's thread. A future that fails passes its exception on; one cancelled without a
-    // result fails with Error(Cancelled). The returned cancel() cancels `future` itself.
+    // result fails with Error(Cancelled). The returned cancel() cancels `future` itself and settles
+    // the step as cancelled at once (its producer may notice late, or go on regardless), unless
+    // `future` is finished already: then its own result or error is what the step gives.
+    //
+    // Only `finished` settles the step otherwise: Qt signals a future's exception as `canceled`
+    // first and `finished` second, and a producer on another thread lets the owner's thread see the
+    // first before the second is sent, so `canceled` cannot tell a failure from a cancellation.
     template<typename T>
     static StepCall await(QFuture<T> future, QObject *owner)
     {
         auto promise = std::make_shared<QPromise<Json>>();
         promise->start();
-        StepCall call{promise->future(), [future]() mutable { future.cancel(); }};
-        auto *watcher = new QFutureWatcher<T>(owner);
         auto settled = std::make_shared<bool>(false);
-        // Cancelled while its producer still runs: it is over for the flow now, not when the
-        // producer notices (a future that failed is cancelled and finished at once: finished() tells).
-        QObject::connect(watcher, &QFutureWatcherBase::canceled, owner, [watcher, promise, settled]() {
-            if (*settled || watcher->future().isFinished())
-                return;
-            *settled = true;
-            promise->setException(std::make_exception_ptr(cancelled()));
-            promise->finish();
-        });
+        StepCall call{promise->future(), [future, promise, settled]() mutable {
+                          if (*settled || future.isFinished())
+                              return; // what it gave is on its way to `finished`
+                          future.cancel();
+                          *settled = true;
+                          promise->setException(std::make_exception_ptr(cancelled()));
+                          promise->finish();
+                      }};
+        auto *watcher = new QFutureWatcher<T>(owner);
         QObject::connect(watcher, &QFutureWatcherBase::finished, owner, [watcher, promise, settled]() {
             QFuture<T> f = watcher->future();
             watcher->deleteLater();
@@ -258,7 +264,7 @@ private:
                             }
                         });
                     });
-                    return StepCall{output, {}};
+                    return StepCall{output, [output]() mutable { output.cancel(); }};
                 },
                 false);
         }

@@ -34,16 +34,23 @@ public:
     // A copy of the state (any thread).
     State state() const
     {
+        refuseInsideChange("state()");
         QMutexLocker lock(&stateMutex());
         return model().value;
     }
 
     // Changes the state under the flow's lock, all or nothing (any thread). The id may not change.
+    // The change reads and changes the state it is given: a state function of the flow called
+    // inside it throws Error(InvalidArgument) (it would wait for the lock the change holds).
     void updateState(const std::function<void(State &)> &change)
     {
+        refuseInsideChange("updateState()");
         QMutexLocker lock(&stateMutex());
         State next = model().value;
-        change(next);
+        {
+            const ChangeScope changing(*this);
+            change(next);
+        }
         const Json before = model().toJson();
         const Json after = Model::write(next);
         if (after.value("id", Json()) != before.value("id", Json()))

@@ -71,6 +71,8 @@ public:
             return QStringLiteral("Stored \"%1\" at %2 (%3 tokens)").arg(stored.content, stored.scope).arg(out.tokenUsage.totalTokens());
         });
     }
+    // The steps use m_crew: the run stops before it goes (~Flow would come too late).
+    ~LaunchFlow() override { stopAndWait(); }
 
 private:
     std::unique_ptr<Crew> m_crew;

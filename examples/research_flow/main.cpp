@@ -23,6 +23,8 @@ public:
         start("gather_data", &ResearchFlow::gatherData);
         listen("write_report", "gather_data", &ResearchFlow::writeReport);
     }
+    // Steps that are member functions stop before the subclass goes (~Flow would come too late).
+    ~ResearchFlow() override { stopAndWait(); }
 
     // Synchronous steps run on a worker thread, so the blocking memory calls are fine here.
     QString gatherData()

@@ -39,6 +39,8 @@ public:
         listen("publish", "approved", &ReviewFlow::publish);
         listen("give_up", "rejected", &ReviewFlow::giveUp);
     }
+    // Steps that are member functions stop before the subclass goes (~Flow would come too late).
+    ~ReviewFlow() override { stopAndWait(); }
 
 private:
     QString draft()

@@ -52,6 +52,7 @@ private Q_SLOTS:
     void jsonOutput();
     void badInput_data();
     void badInput();
+    void deepTriggerWithinTheLimit();
     void usage();
 };
 
@@ -103,6 +104,27 @@ void TestCliFlowGraph::badInput_data()
                                         {"name": "a", "kind": "start"}, {"name": "r", "kind": "router", "trigger": "r", "labels": ["x"]}]})")
                                   << "mneme: standard input: Invalid flow definition for step \"r\" (flow \"f\"): the router is triggered "
                                      "by its own name (r); it would run again every time it finishes. Trigger it by the step before it";
+    // A trigger nested deeper than anyone writes is refused, not followed until the stack overflows.
+    const auto nested = [](int depth) {
+        QByteArray trigger = "\"a\"";
+        for (int i = 0; i < depth; ++i)
+            trigger = "{\"or\": [" + trigger + "]}";
+        return R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
+                   {"name": "b", "kind": "listen", "trigger": )" + trigger + "}]}";
+    };
+    const QString tooDeep = "mneme: standard input: the trigger of step \"b\": it is nested more than 64 deep (and / or inside "
+                            "one another); a trigger is a step name or label (a string), {\"and\": [...]} or {\"or\": [...]}";
+    QTest::newRow("trigger 65 deep") << nested(65) << tooDeep;
+    QTest::newRow("trigger 200000 deep") << nested(200000) << tooDeep;
+    // A deep value where a trigger should be is quoted only in part.
+    QByteArray deepValue = "1";
+    for (int i = 0; i < 200000; ++i)
+        deepValue = "[" + deepValue + "]";
+    QTest::newRow("deep value that is not a trigger")
+        << QByteArray(R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
+                         {"name": "b", "kind": "listen", "trigger": {"x": )" + deepValue + R"(, "y": 1}}]})")
+        << "mneme: standard input: the trigger of step \"b\": {\"x\":[[[...]]],\"y\":1} is not a trigger; a trigger is a step "
+           "name or label (a string), {\"and\": [...]} or {\"or\": [...]}";
 }
 
 void TestCliFlowGraph::badInput()
@@ -118,6 +140,20 @@ void TestCliFlowGraph::badInput()
     const CliRun missing = cli({QStringLiteral("flow-graph"), dir.path(QStringLiteral("nope.json"))}, dir.dir());
     QCOMPARE(missing.exitCode, 2);
     QVERIFY2(missing.err.contains("nope.json"), missing.describe().constData());
+}
+
+void TestCliFlowGraph::deepTriggerWithinTheLimit()
+{
+    // 64 levels are still a trigger.
+    QByteArray trigger = "\"a\"";
+    for (int i = 0; i < 64; ++i)
+        trigger = "{\"and\": [" + trigger + "]}";
+    TempStore dir;
+    const CliRun run = cli({QStringLiteral("flow-graph"), QStringLiteral("-")}, dir.dir(),
+                           R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
+                               {"name": "b", "kind": "listen", "trigger": )" + trigger + "}]}");
+    QCOMPARE(run.exitCode, 0);
+    QVERIFY2(run.out.startsWith("digraph"), run.describe().constData());
 }
 
 void TestCliFlowGraph::usage()

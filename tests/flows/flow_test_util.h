@@ -2,15 +2,19 @@
 
 // Helpers shared by the flow tests.
 
+#include "core/error.h"
 #include "core/json.h"
 #include "flows/flow_options.h"
+#include "flows/flow_persistence.h"
 
 #include <QFuture>
+#include <QHash>
 #include <QMutex>
 #include <QPromise>
 #include <QStringList>
 #include <QTimer>
 #include <memory>
+#include <optional>
 
 namespace mneme::test {
 
@@ -42,6 +46,39 @@ public:
 private:
     mutable QMutex m_mutex;
     QStringList m_entries;
+};
+
+// A persistence in memory that lists the steps it saved after, and fails the saves after the step
+// named `failAfter`.
+class RecordingPersistence : public FlowPersistence
+{
+public:
+    explicit RecordingPersistence(const QString &failAfter = {}) : m_failAfter(failAfter) {}
+    void saveState(const QString &flowId, const QString &stepName, const Json &state) override
+    {
+        if (stepName == m_failAfter)
+            throw Error(ErrorKind::Storage, QStringLiteral("the disk is full"));
+        QMutexLocker lock(&m_mutex);
+        m_steps << stepName;
+        m_states[flowId] = state;
+    }
+    std::optional<Json> loadState(const QString &flowId) override
+    {
+        QMutexLocker lock(&m_mutex);
+        return m_states.contains(flowId) ? std::optional<Json>(m_states.value(flowId)) : std::nullopt;
+    }
+    QString location() const override { return QStringLiteral("memory"); }
+    QStringList savedSteps() const
+    {
+        QMutexLocker lock(&m_mutex);
+        return m_steps;
+    }
+
+private:
+    const QString m_failAfter;
+    mutable QMutex m_mutex;
+    QStringList m_steps;
+    QHash<QString, Json> m_states;
 };
 
 // A future that gives `value` after `ms` milliseconds, from a timer of the calling thread: a real

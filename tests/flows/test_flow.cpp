@@ -12,11 +12,14 @@
 #include "scripted_llm.h"
 
 #include <QElapsedTimer>
+#include <QSemaphore>
+#include <QThreadPool>
 #include <QSignalSpy>
 #include <QTimer>
 #include <QtTest>
 #include <atomic>
 #include <stdexcept>
+#include <thread>
 
 using namespace mneme;
 using mneme::test::errorOf;
@@ -66,17 +69,28 @@ private Q_SLOTS:
     void multipleRoutersFromOneTrigger();
     void routerTriggeredByALabelGetsTheLabelsPayload();
     void raceCancelsTheSlowerAlternative();
+    void stepThatFeedsARouterDoesNotRace();
+    void queuedSynchronousRaceLoserNeverStarts();
     void asyncStepsKeepTheEventLoopRunning();
     void agentExecutorStep();
     void startsGetTheInputsAndListenersTypedOutputs();
     void inputThatDoesNotFitTheParameterFailsTheStep();
     void callLimitStopsEndlessLoops();
+    void callLimitNamesTheCallInEnglish_data();
+    void callLimitNamesTheCallInEnglish();
     void failingStepFailsTheFlow();
     void failingAsyncStepFailsTheFlow();
+    void asyncStepFailingOnAnotherThreadKeepsItsError();
     void cancelStopsTheRun();
     void cancellingTheFutureStopsTheRun();
     void flowIsReusable();
     void destroyingARunningFlowEndsItsRun();
+    void destroyingAFlowWhoseStepThenThrows();
+    void subclassStopsItsRunInItsDestructor();
+    void stopAndWaitEndsTheRunAtOnce();
+    void destroyingAFlowSkipsItsQueuedSteps();
+    void queuedStepsDoNotStartAfterAFailure();
+    void outputArrivingAfterTheStopIsDropped();
     void misuseIsRefused();
 };
 
@@ -359,6 +373,58 @@ void TestFlow::raceCancelsTheSlowerAlternative()
     QCOMPARE(stepNames(flow.stepOutputs()), (QStringList{"begin", "fast", "handler"}));
 }
 
+void TestFlow::stepThatFeedsARouterDoesNotRace()
+{
+    // "slow" feeds the or_ listener and a router too: it is no exclusive alternative of the or_, so it
+    // is not cancelled when "fast" finishes first, and its router and the router's listener run.
+    Flow flow(QStringLiteral("RaceAndRoute"), offline());
+    Trace trace;
+    flow.start("begin", []() { return 0; });
+    flow.listen("fast", "begin", []() { return later(10, QStringLiteral("fast")); });
+    flow.listen("slow", "begin", []() { return later(300, QStringLiteral("slow")); });
+    flow.listen("handler", or_("fast", "slow"), [&trace](const QString &first) { trace.add(QStringLiteral("handler ") + first); });
+    flow.router("check", "slow", {"checked"}, []() { return QStringLiteral("checked"); });
+    flow.listen("after_check", "checked", logs(trace, "after_check"));
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QCOMPARE(flow.kickoffAndWait(), Json("after_check"));
+    QCOMPARE(cancelled.size(), 0);
+    QCOMPARE(trace.list(), (QStringList{"handler fast", "after_check"}));
+    QCOMPARE(stepNames(flow.stepOutputs()), (QStringList{"begin", "fast", "handler", "slow", "check", "after_check"}));
+}
+
+void TestFlow::queuedSynchronousRaceLoserNeverStarts()
+{
+    // One pool thread; "fast", "blocker" and "slow" queue in that order. "fast" wins the race, and
+    // "blocker" holds the thread until the race is decided, so "slow" is still queued when it loses:
+    // it never starts.
+    QThreadPool pool;
+    pool.setMaxThreadCount(1);
+    FlowOptions options = offline();
+    options.threadPool = &pool;
+    Flow flow(QStringLiteral("QueuedLoser"), options);
+    Trace trace;
+    QSemaphore decided;
+    flow.start("begin", []() { return 0; });
+    flow.listen("fast", "begin", logs(trace, "fast"));
+    flow.listen("blocker", "begin", [&decided, &trace]() {
+        decided.tryAcquire(1, 10000);
+        trace.add("blocker");
+    });
+    flow.listen("slow", "begin", logs(trace, "slow"));
+    flow.listen("handler", or_("fast", "slow"), [&trace](const QString &winner) { trace.add("handler " + winner); });
+    QObject::connect(&flow, &Flow::stepFinished, &flow, [&decided](const QString &step) {
+        if (step == QLatin1String("fast"))
+            decided.release();
+    });
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    flow.kickoffAndWait();
+    pool.waitForDone();
+    QVERIFY2(!trace.list().contains("slow"), qPrintable(trace.list().join(QLatin1String(", "))));
+    QCOMPARE(trace.count("handler fast"), 1);
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("slow"));
+}
+
 void TestFlow::asyncStepsKeepTheEventLoopRunning()
 {
     Flow flow(QStringLiteral("Async"), offline());
@@ -440,6 +506,37 @@ void TestFlow::callLimitStopsEndlessLoops()
     QVERIFY(!flow.isRunning());
 }
 
+void TestFlow::callLimitNamesTheCallInEnglish_data()
+{
+    QTest::addColumn<int>("limit");
+    QTest::addColumn<QString>("ordinal");
+    QTest::newRow("1") << 1 << "2nd";
+    QTest::newRow("2") << 2 << "3rd";
+    QTest::newRow("3") << 3 << "4th";
+    QTest::newRow("10") << 10 << "11th";
+    QTest::newRow("11") << 11 << "12th";
+    QTest::newRow("12") << 12 << "13th";
+    QTest::newRow("20") << 20 << "21st";
+    QTest::newRow("100") << 100 << "101st";
+    QTest::newRow("110") << 110 << "111th";
+    QTest::newRow("121") << 121 << "122nd";
+}
+
+void TestFlow::callLimitNamesTheCallInEnglish()
+{
+    QFETCH(int, limit);
+    QFETCH(QString, ordinal);
+    FlowOptions options = offline();
+    options.maxStepCalls = limit;
+    Flow flow(QStringLiteral("Loop"), options);
+    flow.start("begin", []() { return 0; });
+    flow.listen("work", or_("begin", "again"), []() { return 1; });
+    flow.router("check", "work", {"again"}, []() { return QStringLiteral("again"); });
+    const Error e = errorOf([&] { flow.kickoffAndWait(); });
+    QVERIFY2(e.message().contains(QStringLiteral("step \"work\" was about to run for the %1 time in this run").arg(ordinal)),
+             qPrintable(e.message()));
+}
+
 void TestFlow::failingStepFailsTheFlow()
 {
     Trace trace;
@@ -465,24 +562,54 @@ void TestFlow::failingStepFailsTheFlow()
 
 void TestFlow::failingAsyncStepFailsTheFlow()
 {
-    // The future's own error, with its kind, and the sibling still running is waited for.
+    // The future's own error, with its kind, and the sibling still running is waited for (it fails
+    // the future itself, so it is running when the flow hears of the failure).
     Flow flow(QStringLiteral("AsyncFailure"), offline());
     std::atomic_bool siblingDone = false;
-    flow.start("remote", []() -> QFuture<QString> {
-        QPromise<QString> promise;
-        promise.start();
-        promise.setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
-        promise.finish();
-        return promise.future();
-    });
-    flow.start("local", [&siblingDone]() {
+    auto promise = std::make_shared<QPromise<QString>>();
+    promise->start();
+    flow.start("remote", [promise]() { return promise->future(); });
+    flow.start("local", [&siblingDone, promise]() {
+        promise->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+        promise->finish();
         QThread::msleep(100);
         siblingDone = true;
     });
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
     const Error e = errorOf([&] { flow.kickoffAndWait(); });
     QCOMPARE(e.kind(), ErrorKind::ServerError);
     QCOMPARE(e.message(), QStringLiteral("Flow \"AsyncFailure\" failed in step \"remote\": the server answered 503"));
     QVERIFY2(siblingDone, "the run ended while a step was still running");
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("local"));
+}
+
+void TestFlow::asyncStepFailingOnAnotherThreadKeepsItsError()
+{
+    // A future's exception is signalled as "canceled" first and "finished" second. Its producer here
+    // is another thread that lets the flow's thread see the first before it finishes the future: the
+    // step still fails with the producer's error, not as cancelled.
+    Flow flow(QStringLiteral("RemoteFailure"), offline());
+    std::thread producer;
+    flow.start("remote", [&producer]() -> QFuture<QString> {
+        auto promise = std::make_shared<QPromise<QString>>();
+        promise->start();
+        producer = std::thread([promise]() {
+            promise->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+            QThread::msleep(300);
+            promise->finish();
+        });
+        return promise->future();
+    });
+    QSignalSpy stepFailed(&flow, &Flow::stepFailed);
+    QSignalSpy stepCancelled(&flow, &Flow::stepCancelled);
+    const Error e = errorOf([&] { flow.kickoffAndWait(); });
+    producer.join();
+    QCOMPARE(e.kind(), ErrorKind::ServerError);
+    QCOMPARE(e.message(), QStringLiteral("Flow \"RemoteFailure\" failed in step \"remote\": the server answered 503"));
+    QCOMPARE(stepFailed.size(), 1);
+    QCOMPARE(stepFailed.at(0).at(2).toString(), QStringLiteral("the server answered 503"));
+    QCOMPARE(stepCancelled.size(), 0);
 }
 
 void TestFlow::cancelStopsTheRun()
@@ -544,21 +671,258 @@ void TestFlow::destroyingARunningFlowEndsItsRun()
 {
     auto flow = std::make_unique<Flow>(QStringLiteral("Doomed"), offline());
     std::atomic_bool slowDone = false;
+    QSemaphore started;
     QFuture<int> pending;
-    flow->start("slow", [&slowDone]() {
+    flow->start("slow", [&slowDone, &started]() {
+        started.release();
         QThread::msleep(200);
         slowDone = true;
     });
     flow->start("pending", [&pending]() { return pending = later(5000, 1); });
     QFuture<Json> future = flow->kickoff();
-    QTest::qWait(30);
-    flow.reset(); // waits for the step on the pool, which uses the flow
+    QVERIFY(started.tryAcquire(1, 10000));
+    QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral(
+                                           "flow \"Doomed\" was destroyed while it ran.*must call stopAndWait\\(\\) in its own destructor")));
+    flow.reset(); // waits for the step running on the pool, which may use the flow
     QVERIFY(slowDone);
     QVERIFY(future.isFinished());
     QVERIFY(pending.isCanceled());
     const Error e = errorOf([&] { future.waitForFinished(); });
     QCOMPARE(e.kind(), ErrorKind::Cancelled);
     QVERIFY2(e.message().contains(QLatin1String("destroyed while it ran")), qPrintable(e.message()));
+}
+
+void TestFlow::destroyingAFlowWhoseStepThenThrows()
+{
+    // The flow waits for its running step, which then throws: the destructor must not rethrow it
+    // (it would terminate the process).
+    auto flow = std::make_unique<Flow>(QStringLiteral("Thrower"), offline());
+    QSemaphore started;
+    QSemaphore go;
+    flow->start("throws", [&started, &go]() -> int {
+        started.release();
+        go.acquire();
+        throw std::runtime_error("the step failed while the flow was being destroyed");
+    });
+    QFuture<Json> future = flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    go.release();
+    QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral("flow \"Thrower\" was destroyed while it ran")));
+    flow.reset();
+    QVERIFY(future.isFinished());
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+}
+
+namespace {
+
+// A flow whose step uses a member of the subclass, which is gone once the subclass's destructor
+// has run: the destructor stops the run first.
+class Sampler : public Flow
+{
+public:
+    Sampler(QSemaphore &started, QSemaphore &go, std::atomic_bool &destroyed, std::atomic_bool &usedAfterDestruction)
+        : Flow(QStringLiteral("Sampler"), offline()), m_started(started), m_go(go), m_destroyed(destroyed),
+          m_usedAfterDestruction(usedAfterDestruction)
+    {
+        start("sample", &Sampler::sample);
+    }
+    ~Sampler() override
+    {
+        stopAndWait();
+        m_destroyed = true; // what follows in a subclass's destructor: its members go
+    }
+
+private:
+    QString sample()
+    {
+        m_started.release();
+        m_go.acquire();
+        QThread::msleep(100);
+        if (m_destroyed)
+            m_usedAfterDestruction = true;
+        return m_text;
+    }
+
+    QSemaphore &m_started;
+    QSemaphore &m_go;
+    std::atomic_bool &m_destroyed;
+    std::atomic_bool &m_usedAfterDestruction;
+    QString m_text = QStringLiteral("a member of the subclass");
+};
+
+} // namespace
+
+void TestFlow::subclassStopsItsRunInItsDestructor()
+{
+    QSemaphore started;
+    QSemaphore go;
+    std::atomic_bool destroyed = false;
+    std::atomic_bool usedAfterDestruction = false;
+    auto flow = std::make_unique<Sampler>(started, go, destroyed, usedAfterDestruction);
+    QSignalSpy failed(flow.get(), &Flow::flowFailed);
+    QSignalSpy cancelled(flow.get(), &Flow::stepCancelled);
+    QFuture<Json> future = flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    go.release();
+    // ~Flow finds no run left: it does not warn.
+    QTest::failOnWarning(QRegularExpression(QStringLiteral("destroyed while it ran")));
+    flow.reset();
+    QVERIFY2(!usedAfterDestruction, "the step ran on after the subclass's destructor");
+    QVERIFY(future.isFinished());
+    const Error e = errorOf([&] { future.waitForFinished(); });
+    QCOMPARE(e.kind(), ErrorKind::Cancelled);
+    QCOMPARE(e.message(), QStringLiteral("the run of flow \"Sampler\" was stopped by stopAndWait() while it ran"));
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("sample"));
+}
+
+void TestFlow::stopAndWaitEndsTheRunAtOnce()
+{
+    // Called on a running flow (not from a destructor): when it returns the run is over, reported
+    // once; what its cancelled steps do later does not reach the flow, which runs again at once.
+    Flow flow(QStringLiteral("Stopped"), offline());
+    flow.stopAndWait(); // no run: nothing to do
+    QSemaphore started;
+    std::atomic_bool busyDone = false;
+    QFuture<int> pending;
+    flow.start("pending", [&pending]() { return pending = later(200, 1); });
+    flow.start("busy", [&started, &busyDone]() {
+        started.release();
+        QThread::msleep(100);
+        busyDone = true;
+        return 2;
+    });
+    QSignalSpy failed(&flow, &Flow::flowFailed);
+    QSignalSpy finished(&flow, &Flow::flowFinished);
+    QSignalSpy stepFinished(&flow, &Flow::stepFinished);
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QFuture<Json> future = flow.kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    flow.stopAndWait();
+    QVERIFY(busyDone);
+    QVERIFY(!flow.isRunning());
+    QVERIFY(future.isFinished());
+    QVERIFY(pending.isCanceled());
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(cancelled.size(), 2);
+    QCOMPARE(flow.stepOutputs().size(), 0);
+
+    // The next run is not disturbed by what is left of the stopped one (its timer fires meanwhile).
+    flow.kickoff();
+    QVERIFY(QTest::qWaitFor([&] { return !flow.isRunning(); }, 10000));
+    QTest::qWait(300);
+    QCOMPARE(failed.size(), 1);
+    QCOMPARE(finished.size(), 1);
+    QCOMPARE(cancelled.size(), 2);
+    QCOMPARE(stepFinished.size(), 2);
+}
+
+void TestFlow::destroyingAFlowSkipsItsQueuedSteps()
+{
+    // One pool thread: "first" runs, "second" waits in the pool's queue. Destroying the flow does not
+    // run "second" (on the destroying thread or anywhere): it never started, so it never will.
+    QThreadPool pool;
+    pool.setMaxThreadCount(1);
+    FlowOptions options = offline();
+    options.threadPool = &pool;
+    auto flow = std::make_unique<Flow>(QStringLiteral("Queued"), options);
+    Trace trace;
+    QSemaphore started;
+    std::atomic_bool destroying = false;
+    flow->start("first", [&]() {
+        trace.add("first");
+        started.release();
+        // Ends once the destructor has had (ample) time to cancel "second".
+        while (!destroying)
+            QThread::msleep(5);
+        QThread::msleep(1000);
+    });
+    flow->start("second", logs(trace, "second"));
+    QFuture<Json> future = flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    destroying = true;
+    QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral("flow \"Queued\" was destroyed while it ran")));
+    flow.reset(); // waits for "first"
+    pool.waitForDone();
+    QCOMPARE(trace.list(), QStringList{"first"});
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+}
+
+void TestFlow::queuedStepsDoNotStartAfterAFailure()
+{
+    // One pool thread runs one of the two synchronous starts while the other waits in the queue; then
+    // the asynchronous start fails. The queued one never starts, the running one is waited for and
+    // its output dropped: nothing of them is recorded, saved or reported finished.
+    QThreadPool pool;
+    pool.setMaxThreadCount(1);
+    auto persistence = std::make_shared<test::RecordingPersistence>();
+    FlowOptions options = offline();
+    options.threadPool = &pool;
+    options.persistence = persistence;
+    Flow flow(QStringLiteral("StopQueued"), options);
+    Trace trace;
+    QSemaphore release;
+    const auto blocking = [&](const QString &name) {
+        return [&trace, &release, name]() {
+            trace.add(name);
+            release.acquire();
+            return name;
+        };
+    };
+    auto failing = std::make_shared<QPromise<int>>();
+    failing->start();
+    flow.start("fail", [failing]() { return failing->future(); });
+    flow.start("one", blocking(QStringLiteral("one")));
+    flow.start("two", blocking(QStringLiteral("two")));
+    // Once the run has stopped, both may go (two permits, so that a step that should not have
+    // started cannot hang the test).
+    QObject::connect(&flow, &Flow::stepFailed, &flow, [&release]() { QTimer::singleShot(0, [&release]() { release.release(2); }); });
+    QSignalSpy finished(&flow, &Flow::stepFinished);
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QFuture<Json> future = flow.kickoff();
+    QVERIFY(QTest::qWaitFor([&] { return trace.list().size() == 1; }, 10000));
+    failing->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+    failing->finish();
+    QVERIFY(QTest::qWaitFor([&] { return future.isFinished(); }, 10000));
+    pool.waitForDone();
+    QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::ServerError);
+    QCOMPARE(trace.list().size(), 1);
+    QCOMPARE(finished.size(), 0);
+    QCOMPARE(cancelled.size(), 2);
+    QCOMPARE(flow.stepOutputs().size(), 0);
+    QCOMPARE(persistence->savedSteps(), QStringList());
+}
+
+void TestFlow::outputArrivingAfterTheStopIsDropped()
+{
+    // "fail" and "ok" settle in one go, "fail" first: "ok"'s output reaches the flow after the run
+    // stopped. It is dropped as cancelled, not recorded, saved or reported finished.
+    auto persistence = std::make_shared<test::RecordingPersistence>();
+    FlowOptions options = offline();
+    options.persistence = persistence;
+    Flow flow(QStringLiteral("LateOutput"), options);
+    auto failing = std::make_shared<QPromise<int>>();
+    auto ok = std::make_shared<QPromise<int>>();
+    failing->start();
+    ok->start();
+    flow.start("fail", [failing]() { return failing->future(); });
+    flow.start("ok", [ok]() { return ok->future(); });
+    QSignalSpy finished(&flow, &Flow::stepFinished);
+    QSignalSpy cancelled(&flow, &Flow::stepCancelled);
+    QTimer::singleShot(20, [failing, ok]() {
+        failing->setException(Error(ErrorKind::ServerError, QStringLiteral("the server answered 503")));
+        failing->finish();
+        ok->addResult(1);
+        ok->finish();
+    });
+    QCOMPARE(errorOf([&] { flow.kickoffAndWait(); }).kind(), ErrorKind::ServerError);
+    QCOMPARE(finished.size(), 0);
+    QCOMPARE(cancelled.size(), 1);
+    QCOMPARE(cancelled.at(0).at(0).toString(), QStringLiteral("ok"));
+    QCOMPARE(flow.stepOutputs().size(), 0);
+    QCOMPARE(persistence->savedSteps(), QStringList());
 }
 
 void TestFlow::misuseIsRefused()

@@ -12,6 +12,7 @@
 
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSemaphore>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -133,6 +134,8 @@ private Q_SLOTS:
     void busEventsPairUp();
     void overlappingStepsPairWithTheirOwnStarts();
     void failuresAndCancellationsCloseTheirScopes();
+    void stoppingAndDestroyingCloseTheirScopes_data();
+    void stoppingAndDestroyingCloseTheirScopes();
     void consoleTraceReadsFlowEvents();
     void builtInMemoryReportsToTheBus();
 };
@@ -263,6 +266,54 @@ void TestFlowEvents::failuresAndCancellationsCloseTheirScopes()
     QCOMPARE(flowFailed.properties["error"], Json("Flow \"Closing\" failed in step \"broken\": HTTP 500"));
     QCOMPARE(events.lines().last(), QStringLiteral("flow_failed"));
     QCOMPARE(bus.openScopes(), 0);
+}
+
+void TestFlowEvents::stoppingAndDestroyingCloseTheirScopes_data()
+{
+    QTest::addColumn<bool>("destroy");
+    QTest::addColumn<QString>("error");
+    QTest::newRow("stopAndWait()") << false << "the run of flow \"Halted\" was stopped by stopAndWait() while it ran";
+    QTest::newRow("destroyed") << true << "the flow \"Halted\" was destroyed while it ran";
+}
+
+void TestFlowEvents::stoppingAndDestroyingCloseTheirScopes()
+{
+    // A run ended by stopAndWait() or by destroying the flow reports like any stopped run: each step
+    // in flight (one awaiting a future, one running on the pool) cancelled, then the run failed.
+    QFETCH(bool, destroy);
+    QFETCH(QString, error);
+    EventBus bus;
+    Events events(bus);
+    auto flow = std::make_unique<Flow>(QStringLiteral("Halted"), withBus(&bus));
+    QSemaphore started;
+    flow->start("pending", []() { return later(5000, 1); });
+    flow->start("busy", [&started]() {
+        started.release();
+        QThread::msleep(50);
+        return 2;
+    });
+    SignalLog log(*flow);
+    flow->kickoff();
+    QVERIFY(started.tryAcquire(1, 10000));
+    if (destroy) {
+        QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral("destroyed while it ran")));
+        flow.reset();
+    } else {
+        flow->stopAndWait();
+    }
+    QCOMPARE(events.lines(), (QStringList{"flow_started", "method_execution_started pending", "method_execution_started busy",
+                                          "method_execution_failed pending", "method_execution_failed busy", "flow_failed"}));
+    for (const QString step : {"pending", "busy"}) {
+        const Event &cancelled = events.find("method_execution_failed", step);
+        QCOMPARE(cancelled.parentId, events.find("method_execution_started", step).id);
+        QCOMPARE(cancelled.properties["cancelled"], Json(true));
+        QCOMPARE(cancelled.properties["error"], Json(QStringLiteral("the run stopped: %1").arg(error).toStdString()));
+    }
+    const Event &failed = events.find("flow_failed");
+    QCOMPARE(failed.parentId, events.find("flow_started").id);
+    QCOMPARE(failed.properties["error"], Json(error.toStdString()));
+    QCOMPARE(log.lines(), (QStringList{"flowStarted {}", "stepStarted pending {}", "stepStarted busy {}", "stepCancelled pending",
+                                       "stepCancelled busy", "flowFailed " + error}));
 }
 
 void TestFlowEvents::consoleTraceReadsFlowEvents()

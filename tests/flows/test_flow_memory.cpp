@@ -13,7 +13,10 @@
 #include <QFile>
 #include <QMutex>
 #include <QSignalSpy>
+#include <QSemaphore>
 #include <QThread>
+#include <thread>
+#include <QTimer>
 #include <QtTest>
 
 using namespace mneme;
@@ -32,11 +35,36 @@ Json sqliteAt(const QString &path)
 class SlowEmbedder : public FakeEmbedder
 {
 public:
+    explicit SlowEmbedder(int ms = 400) : m_ms(ms) {}
     std::vector<Embedding> embed(const QStringList &texts) override
     {
-        QThread::msleep(400);
+        QThread::msleep(m_ms);
         return FakeEmbedder::embed(texts);
     }
+
+private:
+    int m_ms;
+};
+
+// Holds every embedding call at a gate until the test opens it, then notes whether the memory it
+// embeds for is still alive.
+class GateEmbedder : public FakeEmbedder
+{
+public:
+    std::vector<Embedding> embed(const QStringList &texts) override
+    {
+        if (armed) {
+            entered.release();
+            gate.acquire();
+            memoryAlive = !memory.expired();
+        }
+        return FakeEmbedder::embed(texts);
+    }
+    std::atomic_bool armed = false;
+    QSemaphore entered;
+    QSemaphore gate;
+    std::weak_ptr<Memory> memory;
+    std::atomic_bool memoryAlive = false;
 };
 
 } // namespace
@@ -52,6 +80,9 @@ private Q_SLOTS:
     void givenMemoryIsUsedAsItIs();
     void researchFlowRemembersAndRecalls();
     void pendingSavesAreDrainedBeforeFinished();
+    void memoryOutlivesTheCallsUsingIt();
+    void cancellingDuringTheDrainFailsTheRun_data();
+    void cancellingDuringTheDrainFailsTheRun();
 };
 
 void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName_data()
@@ -180,6 +211,85 @@ void TestFlowMemory::pendingSavesAreDrainedBeforeFinished()
     QVERIFY2(stepMs < 300, "rememberMany blocked the step");
     QCOMPARE(order, (QStringList{"save-done", "flow-finished"}));
     QCOMPARE(recordsAtFinish, 1);
+}
+
+void TestFlowMemory::memoryOutlivesTheCallsUsingIt()
+{
+    // A recall on another thread is under way when the flow is given another memory and the caller
+    // lets go of the first: the recall keeps the memory it called alive until it returns.
+    TempStore dir;
+    MemoryConfig config;
+    config.storage = sqliteAt(dir.path());
+    auto embedder = std::make_shared<GateEmbedder>();
+    auto memory = std::make_shared<Memory>(config, nullptr, embedder);
+    embedder->memory = memory;
+    FlowOptions options;
+    options.memory = false; // only the given one
+    Flow flow(QStringLiteral("Swap"), options);
+    flow.setMemory(memory);
+    embedder->armed = true;
+    std::thread recall([&flow]() {
+        RecallOptions options;
+        options.depth = RecallDepth::Shallow;
+        flow.recall(QStringLiteral("deploy window"), options);
+    });
+    QVERIFY(embedder->entered.tryAcquire(1, 10000));
+    flow.setMemory(nullptr);
+    memory.reset();
+    embedder->gate.release();
+    recall.join();
+    QVERIFY2(embedder->memoryAlive, "the memory was destroyed while a call of the flow used it");
+}
+
+void TestFlowMemory::cancellingDuringTheDrainFailsTheRun_data()
+{
+    QTest::addColumn<bool>("throughTheFuture");
+    QTest::newRow("cancel()") << false;
+    QTest::newRow("future.cancel()") << true;
+}
+
+void TestFlowMemory::cancellingDuringTheDrainFailsTheRun()
+{
+    // The steps are done and the memory drains a slow save when the run is cancelled: either way
+    // (Flow::cancel() or the future) the drain is waited for and the run fails as cancelled; it does
+    // not report finished with a future that has no result.
+    QFETCH(bool, throughTheFuture);
+    TempStore dir;
+    MemoryConfig config;
+    config.storage = sqliteAt(dir.path());
+    config.rootScope = QStringLiteral("/flow/drain");
+    auto memory = std::make_shared<Memory>(config, nullptr, std::make_shared<SlowEmbedder>(1500));
+    Flow flow(QStringLiteral("CancelDrain"));
+    flow.setMemory(memory);
+    flow.start("note", [&flow]() {
+        flow.rememberMany({QStringLiteral("The deploy window is Tuesday 10:00.")}, test::fields(QStringLiteral("/ops")));
+        return QStringLiteral("noted");
+    });
+    QFuture<Json> future;
+    // The step is reported finished just before the run starts draining: cancel right after that.
+    QObject::connect(&flow, &Flow::stepFinished, &flow, [&]() {
+        QTimer::singleShot(0, &flow, [&]() {
+            QVERIFY(flow.isRunning());
+            if (throughTheFuture)
+                future.cancel();
+            else
+                flow.cancel();
+        });
+    });
+    QSignalSpy finished(&flow, &Flow::flowFinished);
+    QSignalSpy failed(&flow, &Flow::flowFailed);
+    int recordsAtFailure = -1;
+    QObject::connect(&flow, &Flow::flowFailed, &flow, [&]() { recordsAtFailure = int(memory->listRecords().size()); });
+    future = flow.kickoff();
+    QVERIFY(QTest::qWaitFor([&] { return !flow.isRunning(); }, 20000));
+    QCOMPARE(finished.size(), 0);
+    QCOMPARE(failed.size(), 1);
+    QVERIFY2(failed.at(0).at(1).toString().contains(QLatin1String("cancelled")), qPrintable(failed.at(0).at(1).toString()));
+    QCOMPARE(recordsAtFailure, 1);
+    QVERIFY(future.isFinished());
+    QCOMPARE(future.resultCount(), 0);
+    if (!throughTheFuture)
+        QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
 }
 
 QTEST_MAIN(TestFlowMemory)

@@ -292,6 +292,7 @@ void TestFlowPersistence::failingBackendFailsTheStep()
     QCOMPARE(stepFailed.size(), 1);
     QCOMPARE(stepFinished.size(), 0);
     QCOMPARE(flow.stateValue("counter"), Json(1)); // "middle" never ran
+    QCOMPARE(flow.stepOutputs().size(), 0);           // a step whose save failed did not complete
 }
 
 void TestFlowPersistence::resumeAndForkInOneProcess()

@@ -77,6 +77,8 @@ private Q_SLOTS:
     void typedStateWithoutId();
     void typedUpdateChecks();
     void resetStateGivesANewId();
+    void stateCallsInsideAChangeAreRefused_data();
+    void stateCallsInsideAChangeAreRefused();
 };
 
 void TestFlowState::unstructuredStateHasAnId()
@@ -233,6 +235,60 @@ void TestFlowState::resetStateGivesANewId()
     QVERIFY(flow.state().id != id);
     QVERIFY(isUuid(flow.state().id));
     QCOMPARE(flow.state().attempts, 0);
+}
+
+void TestFlowState::stateCallsInsideAChangeAreRefused_data()
+{
+    QTest::addColumn<QString>("call");
+    for (const char *call : {"stateValue()", "stateJson()", "state()", "stateId()", "updateState()", "setStateValue()", "resetState()"})
+        QTest::newRow(call) << QString::fromLatin1(call);
+}
+
+void TestFlowState::stateCallsInsideAChangeAreRefused()
+{
+    // A change runs under the state's lock: a state call inside it would wait for that lock for
+    // ever. It is refused with a clear error instead, and the change does not happen.
+    QFETCH(QString, call);
+    OnboardingFlow flow;
+    const auto inner = [&]() {
+        if (call == QLatin1String("stateValue()"))
+            flow.stateValue("name");
+        else if (call == QLatin1String("stateJson()"))
+            flow.stateJson();
+        else if (call == QLatin1String("state()"))
+            flow.state();
+        else if (call == QLatin1String("stateId()"))
+            flow.stateId();
+        else if (call == QLatin1String("updateState()"))
+            flow.updateState([](Onboarding &s) { s.attempts = 9; });
+        else if (call == QLatin1String("setStateValue()"))
+            flow.setStateValue("attempts", 9);
+        else
+            flow.resetState();
+    };
+    const Onboarding before = flow.state();
+    const QString expected = QStringLiteral("the change given to updateState() of flow \"OnboardingFlow\" called %1, which waits "
+                                            "for the state's lock that the change holds; read and change the state the change "
+                                            "is given instead")
+                                 .arg(call);
+    const Error fromJson = errorOf([&] {
+        flow.updateState([&](Json &s) {
+            s["attempts"] = 1;
+            inner();
+        });
+    });
+    QCOMPARE(fromJson.kind(), ErrorKind::InvalidArgument);
+    QCOMPARE(fromJson.message(), expected);
+    const Error fromTyped = errorOf([&] {
+        flow.updateState([&](Onboarding &s) {
+            s.attempts = 1;
+            inner();
+        });
+    });
+    QCOMPARE(fromTyped.message(), expected);
+    QCOMPARE(flow.stateJson(), Json(before));
+    // Outside a change, the same call works.
+    inner();
 }
 
 QTEST_MAIN(TestFlowState)
