@@ -66,8 +66,10 @@ public:
     // Nearest records to `query` by cosine similarity among those the filter selects, best first.
     virtual std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) = 0;
     // Records matching the words of `text` (full-text, BM25), best first. Returns nothing for a
-    // text with no searchable word.
-    virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) = 0;
+    // text with no searchable word. A word found in a record's context (MemoryRecord::context)
+    // counts `contextWeight` times as much as one found in its content (0: the content alone).
+    virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
+                                                    double contextWeight = 0) = 0;
 
     virtual std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) = 0;
     // The records the filter selects, newest first (created_at descending, then id).
@@ -114,5 +116,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.1"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.2"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

@@ -272,7 +272,8 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     }
 
     // 2. One embedding call for the whole batch. With a context window (a conversation), every
-    //    turn is embedded, and each stored vector blends the turn with its neighbours.
+    //    turn is embedded, each stored vector blends the turn with its neighbours, and the
+    //    neighbours' text is the turn's keyword context.
     if (context.window > 0) {
         std::vector<size_t> turns;
         QStringList texts;
@@ -287,12 +288,17 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
             Embedding v = own[k];
             const size_t from = k >= size_t(context.window) ? k - size_t(context.window) : 0;
             const size_t to = std::min(turns.size() - 1, k + size_t(context.window));
+            QStringList around;
             for (size_t n = from; n <= to; ++n) {
-                if (n == k || own[n].size() != v.size())
+                if (n == k)
+                    continue;
+                around << texts[qsizetype(n)];
+                if (own[n].size() != v.size())
                     continue;
                 for (size_t x = 0; x < v.size(); ++x)
                     v[x] += float(context.weight) * own[n][x];
             }
+            items[turns[k]].record.context = around.join(QLatin1Char('\n'));
             const float len = VectorMath::norm(v.data(), v.size());
             if (len > 0)
                 for (float &x : v)
@@ -444,7 +450,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
         pool.emplace(c.record.id.toStdString(), std::move(c));
     }
     if (config.keywordWeight > 0) {
-        const auto hits = storage->keywordSearch(text, filter, candidates);
+        const auto hits = storage->keywordSearch(text, filter, candidates, config.keywordContextWeight);
         double best = 0;
         for (const auto &h : hits)
             best = std::max(best, h.score);

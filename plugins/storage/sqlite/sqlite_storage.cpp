@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/scope_path.h"
+#include "core/stop_words.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -82,14 +83,24 @@ CREATE INDEX history_record ON history(record_id, seq);
     {2, R"SQL(
 CREATE TABLE state(key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL);
 )SQL"},
+    // A second keyword column, `context` (MemoryRecord::context: a conversation turn's neighbours),
+    // weighed apart from the content. FTS5 cannot add a column: the index is rebuilt from the records,
+    // every existing record with an empty context.
+    {3, R"SQL(
+CREATE VIRTUAL TABLE records_fts_v3 USING fts5(content, context, tokenize = 'porter unicode61 remove_diacritics 2');
+INSERT INTO records_fts_v3(rowid, content, context) SELECT rid, content, '' FROM records;
+DROP TABLE records_fts;
+ALTER TABLE records_fts_v3 RENAME TO records_fts;
+)SQL"},
 };
 
 constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
 static_assert(kMigrations[kLatestSchema - 1].version == kLatestSchema);
 
 // The oldest schema a read-only connection can use as it is (it cannot upgrade the file). Every step
-// since has only added tables whose absence the code handles: a v1 store has no state table, so
-// readState() finds nothing there and writeState() needs a writable, upgraded store anyway.
+// since has only added what the code does without: a v1 store has no state table, so readState()
+// finds nothing there and writeState() needs a writable, upgraded store anyway; a store before v3
+// has no context column in its keyword index, so keyword search reads the content alone.
 constexpr int kOldestReadableSchema = 1;
 
 // The tables a store at a given version must have, and the version that added each.
@@ -148,8 +159,9 @@ QString describe(const std::optional<EmbedderBinding> &b)
 constexpr qint64 kKeywordMinCap = 50;
 constexpr qint64 kKeywordMaxCap = 2000;
 
-// The distinct words of a text (letters, digits and marks; at most 64), each quoted as an FTS5
-// phrase so that no user text can form query syntax.
+// The distinct words of a text (letters, digits and marks; at most 64) but English stop words
+// ("what", "did", "the": StopWords), each quoted as an FTS5 phrase so that no user text can form query
+// syntax. A text of nothing but stop words keeps them.
 QList<QByteArray> matchTerms(const QString &text)
 {
     QStringList words;
@@ -176,8 +188,13 @@ QList<QByteArray> matchTerms(const QString &text)
             break;
     }
     flush();
+    QStringList content;
+    for (const QString &w : std::as_const(words)) {
+        if (!StopWords::isEnglish(w.toLower().toStdString()))
+            content.append(w);
+    }
     QList<QByteArray> quoted;
-    for (const QString &w : std::as_const(words))
+    for (const QString &w : std::as_const(content.isEmpty() ? words : content))
         quoted.append((QLatin1Char('"') + w + QLatin1Char('"')).toUtf8());
     return quoted;
 }
@@ -1131,8 +1148,8 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     bindFields(st, 2, r);
     st.run(QStringLiteral("saving record %1").arg(r.id));
     const qint64 rowid = sqlite3_last_insert_rowid(m_db);
-    Statement fts(*this, "INSERT INTO records_fts(rowid, content) VALUES (?, ?)");
-    fts.bind(1, rowid).bindText(2, r.content).run(QStringLiteral("indexing record %1").arg(r.id));
+    Statement fts(*this, "INSERT INTO records_fts(rowid, content, context) VALUES (?, ?, ?)");
+    fts.bind(1, rowid).bindText(2, r.content).bindText(3, r.context).run(QStringLiteral("indexing record %1").arg(r.id));
     return rowid;
 }
 
@@ -1762,8 +1779,9 @@ void SqliteStorage::flushIndex()
 
 QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
 {
-    // A term found in more than `cap` records tells little (its BM25 weight is low) and would make the
-    // query score and sort a large part of the store, so it is left out. Counting stops at cap + 1.
+    // A term found in the content of more than `cap` records tells little (its BM25 weight is low) and
+    // would make the query score and sort a large part of the store, so it is left out. Counting stops
+    // at cap + 1. (Contexts are not counted: in a conversation they repeat the neighbours' content.)
     qint64 records = 0;
     {
         Statement st(*this, "SELECT coalesce(max(rid), 0) FROM records");
@@ -1774,27 +1792,37 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
     QList<QByteArray> kept;
     for (const QByteArray &term : terms) {
         Statement st(*this, "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)");
-        st.bindBytes(1, term).bind(2, cap + 1);
-        if (st.step(QStringLiteral("weighing a search term")) && st.int64(0) <= cap && st.int64(0) > 0)
+        st.bindBytes(1, "content : " + term).bind(2, cap + 1);
+        if (st.step(QStringLiteral("weighing a search term")) && st.int64(0) <= cap)
             kept.append(term);
     }
     return kept.join(" OR ");
 }
 
-std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit)
+std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit,
+                                                     double contextWeight)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     if (limit <= 0)
         return {};
+    if (!(contextWeight >= 0))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
     refreshIfChanged();
-    const QByteArray match = selectiveMatch(matchTerms(text));
+    QByteArray match = selectiveMatch(matchTerms(text));
     if (match.isEmpty())
         return {};
+    // A store before schema 3 (read-only, not upgraded) has no context column.
+    const bool context = contextWeight > 0 && m_version >= 3;
+    if (!context)
+        match = "content : (" + match + ")";
+    const QByteArray relevance = context ? "bm25(records_fts, 1.0, " + QByteArray::number(contextWeight, 'g', 6) + ")"
+                                         : QByteArray("bm25(records_fts)");
     const Where w = where(filter, true);
     const bool post = needsPostFilter(filter);
-    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", bm25(records_fts) AS relevance "
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", " + relevance + " AS relevance "
                             "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
                             "WHERE records_fts MATCH ? AND (" + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
     st.bindBytes(1, match);

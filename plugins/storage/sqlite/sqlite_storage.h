@@ -85,7 +85,8 @@ public:
 
     // limit <= 0 returns nothing.
     std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override;
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) override;
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
+                                            double contextWeight = 0) override;
 
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) override;
     // limit < 0 means no limit.
