@@ -63,7 +63,8 @@ public:
     // Re-inserts a record exactly as given (same id and times): used to undo a delete.
     virtual void restore(const MemoryRecord &record) = 0;
 
-    // Nearest records to `query` by cosine similarity among those the filter selects, best first.
+    // Nearest records to `query` by cosine similarity among those the filter selects, best first,
+    // without their embeddings (get(id, true) reads one).
     virtual std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) = 0;
     // Records matching the words of `text` (full-text, BM25), best first. Returns nothing for a
     // text with no searchable word. A word found in a record's context (MemoryRecord::context)

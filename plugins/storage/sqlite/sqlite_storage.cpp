@@ -796,6 +796,11 @@ void SqliteStorage::configureWriting()
         }
     }
     exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
+    // A batch of a few hundred records dirties a few megabytes of pages: a page cache that holds
+    // them is not spilled to the WAL in the middle of the transaction, and a WAL allowed to grow to
+    // 16 MB is checkpointed every few batches, not after each (SQLite's defaults: 2 MB, 4 MB).
+    exec("PRAGMA cache_size = -8192", QStringLiteral("configuring the page cache"));
+    exec("PRAGMA wal_autocheckpoint = 4000", QStringLiteral("configuring checkpoints"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1138,15 +1143,18 @@ SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, co
 
 qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
 {
-    if (rowById(r.id, false))
-        throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("a record with id %1 already exists in the store %2; nothing was saved").arg(r.id, m_location));
     Statement st(*this, "INSERT INTO records(id, content, scope, categories, importance, source, private, metadata, "
                         "created_at, updated_at, last_accessed, access_count, content_hash, embedding) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.bindText(1, r.id);
     bindFields(st, 2, r);
-    st.run(QStringLiteral("saving record %1").arg(r.id));
+    // The id's UNIQUE index finds a record that exists already (no lookup before each insert).
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_CONSTRAINT_UNIQUE)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("a record with id %1 already exists in the store %2; nothing was saved").arg(r.id, m_location));
+    if (rc != SQLITE_DONE)
+        fail(rc, QStringLiteral("saving record %1").arg(r.id));
     const qint64 rowid = sqlite3_last_insert_rowid(m_db);
     Statement fts(*this, "INSERT INTO records_fts(rowid, content, context) VALUES (?, ?, ?)");
     fts.bind(1, rowid).bindText(2, r.content).bindText(3, r.context).run(QStringLiteral("indexing record %1").arg(r.id));
@@ -1674,6 +1682,7 @@ int SqliteStorage::reset(const QString &scopePrefix)
     m_binding.reset();
     m_sessionBinding.reset();
     m_index.reset(0);
+    m_termCounts.clear();
     m_indexGeneration = generation;
     m_indexSeq = seq;
     m_unsaved = 0;
@@ -1697,6 +1706,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
     if (limit <= 0)
         return {};
+    ReadSnapshot snapshot(*this); // one read transaction for the index's catch-up and every row
     refreshIfChanged();
     if (!prepareIndex(query))
         return {};
@@ -1708,7 +1718,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
         m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
     for (const VectorIndex::Hit &hit : hits) {
-        std::optional<Row> row = rowByRowid(hit.rowid, true);
+        std::optional<Row> row = rowByRowid(hit.rowid, false);
         // The record itself is the final judge: the index never widens what the filter selects.
         if (!row || !filter.matches(row->record))
             continue;
@@ -1789,11 +1799,22 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
             records = st.int64(0);
     }
     const qint64 cap = std::clamp<qint64>(records / 10, kKeywordMinCap, kKeywordMaxCap);
+    // Counts are a judgement of commonness, not part of any result: those of a store about the size
+    // it had when they were taken are good enough, and save a scan of each term per query.
+    if (records < m_termCountsRecords || records > m_termCountsRecords + m_termCountsRecords / 20
+        || m_termCounts.size() > 4096) {
+        m_termCounts.clear();
+        m_termCountsRecords = records;
+    }
     QList<QByteArray> kept;
     for (const QByteArray &term : terms) {
-        Statement st(*this, "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)");
-        st.bindBytes(1, "content : " + term).bind(2, cap + 1);
-        if (st.step(QStringLiteral("weighing a search term")) && st.int64(0) <= cap)
+        auto known = m_termCounts.constFind(term);
+        if (known == m_termCounts.constEnd()) {
+            Statement st(*this, "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)");
+            st.bindBytes(1, "content : " + term).bind(2, kKeywordMaxCap + 1);
+            known = m_termCounts.insert(term, st.step(QStringLiteral("weighing a search term")) ? st.int64(0) : 0);
+        }
+        if (*known <= cap)
             kept.append(term);
     }
     return kept.join(" OR ");
@@ -1810,6 +1831,7 @@ std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, cons
     if (!(contextWeight >= 0))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
+    ReadSnapshot snapshot(*this); // one read transaction for the term counts and the search
     refreshIfChanged();
     QByteArray match = selectiveMatch(matchTerms(text));
     if (match.isEmpty())

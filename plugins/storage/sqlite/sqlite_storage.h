@@ -211,6 +211,10 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    // How many records' content each recently searched term is in (counted up to the cap + 1), and
+    // the store's size when counted: reused while the store has grown by less than a twentieth.
+    QHash<QByteArray, qint64> m_termCounts;
+    qint64 m_termCountsRecords = -1;
     QString m_storeId;          // meta store_id: names the store in the index file
     qint64 m_indexGeneration = 0; // meta reset_generation the index reflects
     qint64 m_indexSeq = 0;      // last history seq the index reflects
