@@ -253,22 +253,30 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     out.records.resize(items.size());
     const QDateTime now = nowUtc();
 
-    // 1. Identical records already stored are not stored again.
+    // 1. Identical records already stored are not stored again (one lookup for the batch). A
+    //    conversation is a log: a turn that repeats earlier words is still its own event.
     std::vector<size_t> active;
     for (size_t i = 0; i < items.size(); ++i) {
-        auto &it = items[i];
-        if (it.dropped)
-            continue;
-        const MemoryRecord &r = it.record;
-        // A conversation is a log: a turn that repeats earlier words is still its own event.
-        if (!context.conversation) {
-            if (auto existing = d.storage->findExact(r.content, r.scope, r.source, r.isPrivate)) {
-                it.existingId = existing->id;
-                out.records[i] = *existing;
-                continue;
+        if (!items[i].dropped)
+            active.push_back(i);
+    }
+    if (!context.conversation && !active.empty()) {
+        std::vector<MemoryRecord> wanted;
+        wanted.reserve(active.size());
+        for (size_t i : active)
+            wanted.push_back(items[i].record);
+        const std::vector<std::optional<MemoryRecord>> existing = d.storage->findExact(wanted);
+        std::vector<size_t> fresh;
+        for (size_t k = 0; k < active.size(); ++k) {
+            const size_t i = active[k];
+            if (k < existing.size() && existing[k]) {
+                items[i].existingId = existing[k]->id;
+                out.records[i] = *existing[k];
+            } else {
+                fresh.push_back(i);
             }
         }
-        active.push_back(i);
+        active = std::move(fresh);
     }
 
     // 2. One embedding call for the whole batch. With a context window (a conversation), every

@@ -929,6 +929,19 @@ void TestSqliteStorage::findExact()
     QVERIFY(!store->findExact(r.content, r.scope, r.source, false).has_value());
     QVERIFY(!store->findExact(QStringLiteral("ana likes tea"), r.scope, r.source, true).has_value());
     QVERIFY(!store->findExact(r.content + QLatin1Char(' '), r.scope, r.source, true).has_value());
+
+    // The batch form answers each record as the single one does, in order.
+    MemoryRecord elsewhere = shared;
+    elsewhere.scope = QStringLiteral("/people/x");
+    MemoryRecord otherSource = r;
+    otherSource.source = QStringLiteral("bob");
+    const auto found = store->findExact(std::vector<MemoryRecord>{shared, elsewhere, r, otherSource});
+    QCOMPARE(found.size(), std::size_t(4));
+    QCOMPARE(found[0]->id, shared.id);
+    QVERIFY(!found[1].has_value());
+    QCOMPARE(found[2]->id, r.id);
+    QVERIFY(!found[3].has_value());
+    QVERIFY(store->findExact(std::vector<MemoryRecord>{}).empty());
 }
 
 void TestSqliteStorage::scopeTreeStatistics()

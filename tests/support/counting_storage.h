@@ -65,6 +65,10 @@ public:
     {
         return m_inner->findExact(content, scope, source, isPrivate);
     }
+    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override
+    {
+        return m_inner->findExact(records);
+    }
     int count(const RecordFilter &filter) override { return m_inner->count(filter); }
     ScopeInfo scopeInfo(const QString &scope) override { return m_inner->scopeInfo(scope); }
     QStringList childScopes(const QString &parent) override { return m_inner->childScopes(parent); }

@@ -7,11 +7,14 @@
 #include <QMutex>
 #include <QMutexLocker>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
+#include <thread>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -1127,11 +1130,40 @@ int HashEmbedder::dimension() const
 
 std::vector<Embedding> HashEmbedder::embed(const QStringList &texts)
 {
-    std::vector<Embedding> out;
-    out.reserve(size_t(texts.size()));
-    Workspace ws;
-    for (const QString &t : texts)
-        out.push_back(m_model == Model::HashV1 ? embedText(ws, t, m_dimension) : embedTextV2(ws, t, m_dimension));
+    std::vector<Embedding> out(size_t(texts.size()));
+    const auto range = [&](qsizetype from, qsizetype to) {
+        Workspace ws;
+        for (qsizetype i = from; i < to; ++i)
+            out[size_t(i)] = m_model == Model::HashV1 ? embedText(ws, texts[i], m_dimension)
+                                                      : embedTextV2(ws, texts[i], m_dimension);
+    };
+    // A large batch (a bulk save) is split over the machine's cores; every text is embedded alone,
+    // so the vectors are the same either way.
+    const qsizetype n = texts.size();
+    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    const qsizetype parts = n >= 256 ? std::min<qsizetype>(qsizetype(cores), 4) : 1;
+    std::vector<std::exception_ptr> failures{size_t(parts)};
+    std::vector<std::thread> helpers;
+    for (qsizetype p = 1; p < parts; ++p) {
+        helpers.emplace_back([&, p] {
+            try {
+                range(n * p / parts, n * (p + 1) / parts);
+            } catch (...) {
+                failures[size_t(p)] = std::current_exception();
+            }
+        });
+    }
+    try {
+        range(0, n / parts);
+    } catch (...) {
+        failures[0] = std::current_exception();
+    }
+    for (std::thread &t : helpers)
+        t.join();
+    for (const std::exception_ptr &f : failures) {
+        if (f)
+            std::rethrow_exception(f);
+    }
     return out;
 }
 

@@ -1913,6 +1913,25 @@ std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, con
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
+    return findExactLocked(content, scope, source, isPrivate);
+}
+
+std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vector<MemoryRecord> &records)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(records.size());
+    for (const MemoryRecord &r : records)
+        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate));
+    return out;
+}
+
+std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
+                                                           const QString &source, bool isPrivate)
+{
     Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ? AND r.content = ? "
                             "AND r.scope = ? AND r.source = ? AND r.private = ? ORDER BY r.rid LIMIT 1");
     st.bind(1, contentHash(content)).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);

@@ -93,6 +93,7 @@ public:
     std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override;
     std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                           const QString &source, bool isPrivate) override;
+    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
     int count(const RecordFilter &filter) override;
     ScopeInfo scopeInfo(const QString &scope) override;
     QStringList childScopes(const QString &parent) override;
@@ -169,6 +170,8 @@ private:
     int removeLocked(const RecordFilter &filter);
     // The OR of those terms that are rare enough in the store to be worth a keyword search.
     QByteArray selectiveMatch(const QList<QByteArray> &terms);
+    std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
+                                                bool isPrivate);
     qint64 insertRecord(const MemoryRecord &r);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
