@@ -1140,8 +1140,8 @@ std::vector<Embedding> HashEmbedder::embed(const QStringList &texts)
     // A large batch (a bulk save) is split over the machine's cores; every text is embedded alone,
     // so the vectors are the same either way.
     const qsizetype n = texts.size();
-    const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-    const qsizetype parts = n >= 256 ? std::min<qsizetype>(qsizetype(cores), 4) : 1;
+    static const qsizetype cores = std::clamp<qsizetype>(qsizetype(std::thread::hardware_concurrency()), 1, 4);
+    const qsizetype parts = n >= 256 ? cores : 1;
     std::vector<std::exception_ptr> failures{size_t(parts)};
     std::vector<std::thread> helpers;
     for (qsizetype p = 1; p < parts; ++p) {

@@ -559,7 +559,10 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
         f.onlySource = it.value();
         f.trivial = false;
     }
-    f.hidePrivate = filter.applyPrivacy && !filter.includePrivate;
+    // Privacy hides nothing in an index without private records: such a filter stays trivial (a plain
+    // graph walk, no selectivity estimate).
+    f.hidePrivate = filter.applyPrivacy && !filter.includePrivate && !m_private.empty()
+        && std::memchr(m_private.data(), 1, m_private.size()) != nullptr;
     if (f.hidePrivate) {
         f.trivial = false;
         if (!filter.source.isEmpty()) {
