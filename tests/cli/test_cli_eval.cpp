@@ -244,6 +244,11 @@ void TestCliEval::jsonShapeAndCounts()
     const std::string content = options["record"].value("content", std::string());
     QVERIFY2(content.find("<speaker>: <text>") != std::string::npos, content.c_str());
     QVERIFY2(content.find("[image: <blip_caption>]") != std::string::npos, content.c_str());
+    // The conversation-aware indexing it ran with.
+    QVERIFY(options["record"]["neighbour_turns"] == config["conversation_context_window"]);
+    QVERIFY(options["record"]["neighbour_weight"] == config["conversation_context_weight"]);
+    QVERIFY(options["record"]["keyword_context_weight"] == config["keyword_context_weight"]);
+    QVERIFY(near(num(config["keyword_context_weight"]), 0.3));
 
     QVERIFY(options["counts"] == (Json{{"conversations", 2},
                                        {"turns", 14},

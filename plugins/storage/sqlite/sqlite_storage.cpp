@@ -1791,7 +1791,8 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
 {
     // A term found in the content of more than `cap` records tells little (its BM25 weight is low) and
     // would make the query score and sort a large part of the store, so it is left out. Counting stops
-    // at cap + 1. (Contexts are not counted: in a conversation they repeat the neighbours' content.)
+    // past the largest cap. (Contexts are not counted: in a conversation they repeat the neighbours'
+    // content.)
     qint64 records = 0;
     {
         Statement st(*this, "SELECT coalesce(max(rid), 0) FROM records");
