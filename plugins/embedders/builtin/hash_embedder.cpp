@@ -14,9 +14,9 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <thread>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include <libstemmer.h>
@@ -804,7 +804,6 @@ struct WordInfo
     const char *number = nullptr; // the digits a number word stands for
     const char *base = nullptr;   // the word an irregular form stands for
 };
-
 
 // Words that name a time, sharing one feature with each other and with "when".
 constexpr const char *kTemporalWords[] = {

@@ -214,7 +214,7 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
-    // How many records' content each recently searched term is in (counted up to the cap + 1), and
+    // How many records' content each recently searched term is in (counted past the largest cap), and
     // the store's size when counted: reused while the store has grown by less than a twentieth.
     QHash<QByteArray, qint64> m_termCounts;
     qint64 m_termCountsRecords = -1;
