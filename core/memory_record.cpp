@@ -2,14 +2,33 @@
 
 #include "core/error.h"
 
+#include <QRandomGenerator>
 #include <QUuid>
+#include <QtEndian>
 
 namespace mneme {
+
+namespace {
+
+// A version 7 UUID (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits. Ids made
+// one after another sort together, so a store's id index grows at its end instead of at random
+// places, which keeps bulk saves of a large store from rewriting pages all over the index.
+QString timeOrderedUuid()
+{
+    quint64 words[2];
+    QRandomGenerator::system()->fillRange(words);
+    uchar bytes[16];
+    qToBigEndian(quint64(QDateTime::currentMSecsSinceEpoch()) << 16 | (words[0] & 0x0fff) | 0x7000, bytes);
+    qToBigEndian((words[1] & 0x3fffffffffffffffULL) | 0x8000000000000000ULL, bytes + 8);
+    return QUuid::fromRfc4122(QByteArrayView(bytes, 16)).toString(QUuid::WithoutBraces);
+}
+
+} // namespace
 
 MemoryRecord MemoryRecord::create(const QString &content)
 {
     MemoryRecord r;
-    r.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
+    r.id = timeOrderedUuid();
     r.content = content;
     r.createdAt = nowUtc();
     r.updatedAt = r.createdAt;

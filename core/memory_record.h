@@ -29,6 +29,11 @@ struct MemoryRecord
     QDateTime lastAccessed;     // UTC
     int accessCount = 0;
     Embedding embedding;        // float32, L2-normalised by the embedders Mneme ships
+    // Text keyword search also reads for this record, at a lower weight than the content
+    // (keyword_context_weight): Memory::rememberConversation puts a turn's neighbouring turns here.
+    // Written with the record and kept by updates of the content; like the embedding it is never
+    // serialised to JSON, read back by get() or compared by operator==.
+    QString context;
 
     // A record with a fresh id and all three times set to now.
     static MemoryRecord create(const QString &content);

@@ -63,11 +63,14 @@ public:
     // Re-inserts a record exactly as given (same id and times): used to undo a delete.
     virtual void restore(const MemoryRecord &record) = 0;
 
-    // Nearest records to `query` by cosine similarity among those the filter selects, best first.
+    // Nearest records to `query` by cosine similarity among those the filter selects, best first,
+    // without their embeddings (get(id, true) reads one).
     virtual std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) = 0;
     // Records matching the words of `text` (full-text, BM25), best first. Returns nothing for a
-    // text with no searchable word.
-    virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) = 0;
+    // text with no searchable word. A word found in a record's context (MemoryRecord::context)
+    // counts `contextWeight` times as much as one found in its content (0: the content alone).
+    virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
+                                                    double contextWeight = 0) = 0;
 
     virtual std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) = 0;
     // The records the filter selects, newest first (created_at descending, then id).
@@ -75,6 +78,9 @@ public:
     // A record with exactly this content, scope, source and privacy, if one exists.
     virtual std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                                   const QString &source, bool isPrivate) = 0;
+    // For each of `records`, one stored with exactly its content, scope, source and privacy, if one
+    // exists: findExact() for a whole batch, in one read of the store.
+    virtual std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) = 0;
     virtual int count(const RecordFilter &filter) = 0;
     virtual ScopeInfo scopeInfo(const QString &scope) = 0;
     // Immediate child scopes of `parent` that hold records (directly or below), sorted.
@@ -114,5 +120,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.1"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.2"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

@@ -253,26 +253,35 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     out.records.resize(items.size());
     const QDateTime now = nowUtc();
 
-    // 1. Identical records already stored are not stored again.
+    // 1. Identical records already stored are not stored again (one lookup for the batch). A
+    //    conversation is a log: a turn that repeats earlier words is still its own event.
     std::vector<size_t> active;
     for (size_t i = 0; i < items.size(); ++i) {
-        auto &it = items[i];
-        if (it.dropped)
-            continue;
-        const MemoryRecord &r = it.record;
-        // A conversation is a log: a turn that repeats earlier words is still its own event.
-        if (!context.conversation) {
-            if (auto existing = d.storage->findExact(r.content, r.scope, r.source, r.isPrivate)) {
-                it.existingId = existing->id;
-                out.records[i] = *existing;
-                continue;
+        if (!items[i].dropped)
+            active.push_back(i);
+    }
+    if (!context.conversation && !active.empty()) {
+        std::vector<MemoryRecord> wanted;
+        wanted.reserve(active.size());
+        for (size_t i : active)
+            wanted.push_back(items[i].record);
+        const std::vector<std::optional<MemoryRecord>> existing = d.storage->findExact(wanted);
+        std::vector<size_t> fresh;
+        for (size_t k = 0; k < active.size(); ++k) {
+            const size_t i = active[k];
+            if (k < existing.size() && existing[k]) {
+                items[i].existingId = existing[k]->id;
+                out.records[i] = *existing[k];
+            } else {
+                fresh.push_back(i);
             }
         }
-        active.push_back(i);
+        active = std::move(fresh);
     }
 
     // 2. One embedding call for the whole batch. With a context window (a conversation), every
-    //    turn is embedded, and each stored vector blends the turn with its neighbours.
+    //    turn is embedded, each stored vector blends the turn with its neighbours, and the
+    //    neighbours' text is the turn's keyword context.
     if (context.window > 0) {
         std::vector<size_t> turns;
         QStringList texts;
@@ -287,12 +296,17 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
             Embedding v = own[k];
             const size_t from = k >= size_t(context.window) ? k - size_t(context.window) : 0;
             const size_t to = std::min(turns.size() - 1, k + size_t(context.window));
+            QStringList around;
             for (size_t n = from; n <= to; ++n) {
-                if (n == k || own[n].size() != v.size())
+                if (n == k)
+                    continue;
+                around << texts[qsizetype(n)];
+                if (own[n].size() != v.size())
                     continue;
                 for (size_t x = 0; x < v.size(); ++x)
                     v[x] += float(context.weight) * own[n][x];
             }
+            items[turns[k]].record.context = around.join(QLatin1Char('\n'));
             const float len = VectorMath::norm(v.data(), v.size());
             if (len > 0)
                 for (float &x : v)
@@ -444,7 +458,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
         pool.emplace(c.record.id.toStdString(), std::move(c));
     }
     if (config.keywordWeight > 0) {
-        const auto hits = storage->keywordSearch(text, filter, candidates);
+        const auto hits = storage->keywordSearch(text, filter, candidates, config.keywordContextWeight);
         double best = 0;
         for (const auto &h : hits)
             best = std::max(best, h.score);

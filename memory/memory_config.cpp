@@ -141,6 +141,7 @@ MemoryConfig MemoryConfig::fromJson(const Json &json)
         {"recency_weight", [&](const Json &v, const std::string &k) { c.recencyWeight = number(v, k); }},
         {"importance_weight", [&](const Json &v, const std::string &k) { c.importanceWeight = number(v, k); }},
         {"keyword_weight", [&](const Json &v, const std::string &k) { c.keywordWeight = number(v, k); }},
+        {"keyword_context_weight", [&](const Json &v, const std::string &k) { c.keywordContextWeight = number(v, k); }},
         {"recency_half_life_days", [&](const Json &v, const std::string &k) { c.recencyHalfLifeDays = number(v, k); }},
         {"decay_function", [&](const Json &v, const std::string &k) {
              if (!v.is_string())
@@ -196,6 +197,7 @@ void MemoryConfig::validate() const
     checkRange(recencyWeight, 0, 1, "recency_weight");
     checkRange(importanceWeight, 0, 1, "importance_weight");
     checkRange(keywordWeight, 0, 1, "keyword_weight");
+    checkRange(keywordContextWeight, 0, 1, "keyword_context_weight");
     if (!(recencyHalfLifeDays > 0) || !std::isfinite(recencyHalfLifeDays))
         bad("recency_half_life_days", QStringLiteral("must be a positive number of days"));
     if (decayFunction != QLatin1String("exponential") && decayFunction != QLatin1String("linear"))
@@ -236,6 +238,7 @@ Json MemoryConfig::toJson() const
         {"recency_weight", recencyWeight},
         {"importance_weight", importanceWeight},
         {"keyword_weight", keywordWeight},
+        {"keyword_context_weight", keywordContextWeight},
         {"recency_half_life_days", recencyHalfLifeDays},
         {"decay_function", decayFunction},
         {"access_boost", accessBoost},

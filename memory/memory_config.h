@@ -19,6 +19,9 @@ struct MemoryConfig
     double recencyWeight = 0.3;
     double importanceWeight = 0.2;
     double keywordWeight = 0.5;
+    // Keyword search: a word found in a record's context (MemoryRecord::context, a conversation
+    // turn's neighbours) counts this much of one found in its content (0: the content alone).
+    double keywordContextWeight = 0.3;
     double recencyHalfLifeDays = 30;
     QString decayFunction = QStringLiteral("exponential");  // or "linear"
     double accessBoost = 0.0;                                // importance bonus per log2(1+access_count)
@@ -31,8 +34,8 @@ struct MemoryConfig
     int maxContentChars = 65536;    // longer content is refused with a clear error
 
     // Conversation ingestion (rememberConversation): each turn's vector blends in the turns this many
-    // places before and after it, each at this weight.
-    int conversationContextWindow = 1;
+    // places before and after it, each at this weight, and its keyword context holds their text.
+    int conversationContextWindow = 2;
     double conversationContextWeight = 0.5;
 
     // Conversation ingestion (addConversation): earlier messages shown with the new ones (m), and

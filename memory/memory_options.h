@@ -44,7 +44,9 @@ struct ConversationTurn
 // How rememberConversation() stores turns. Each turn is its own record, even when its words repeat
 // an earlier turn (no duplicate lookup, no intra-batch dedup: a conversation is a log); its vector blends the
 // turn's own embedding with those of the `contextWindow` turns before and after it (each weighted
-// `contextWeight`), so a short reply ("Yes, last Tuesday!") is found by what it answers.
+// `contextWeight`), so a short reply ("Yes, last Tuesday!") is found by what it answers; and its
+// keyword context (MemoryRecord::context) holds the text of those turns, which keyword search reads at
+// keyword_context_weight.
 struct ConversationOptions
 {
     RememberOptions defaults;               // scope, categories, importance, source, ... of every turn

@@ -196,6 +196,8 @@ void EvalCommands::locomo()
             {"batch", "one Memory::rememberConversation per session"},
             {"neighbour_turns", config.conversationContextWindow},
             {"neighbour_weight", config.conversationContextWeight},
+            {"keyword_context", "the neighbour turns' text, searched at keyword_context_weight"},
+            {"keyword_context_weight", config.keywordContextWeight},
         };
         options["counts"] = OrderedJson{
             {"conversations", result.conversationIds.size()},

@@ -128,6 +128,9 @@ private:
     // eval locomo on the fixture with --json and the extra options.
     Run evalJson(const QStringList &options = {});
     QString writeConfig(const QByteArray &json);
+    // --config for a run whose expected recalls hold for turns indexed alone: the fixture's sessions
+    // are two to four turns long, so with the default context window every turn carries its session.
+    QStringList turnsAlone();
 
     std::unique_ptr<mneme::test::TempStore> m_dir;
 };
@@ -241,6 +244,11 @@ void TestCliEval::jsonShapeAndCounts()
     const std::string content = options["record"].value("content", std::string());
     QVERIFY2(content.find("<speaker>: <text>") != std::string::npos, content.c_str());
     QVERIFY2(content.find("[image: <blip_caption>]") != std::string::npos, content.c_str());
+    // The conversation-aware indexing it ran with.
+    QVERIFY(options["record"]["neighbour_turns"] == config["conversation_context_window"]);
+    QVERIFY(options["record"]["neighbour_weight"] == config["conversation_context_weight"]);
+    QVERIFY(options["record"]["keyword_context_weight"] == config["keyword_context_weight"]);
+    QVERIFY(near(num(config["keyword_context_weight"]), 0.3));
 
     QVERIFY(options["counts"] == (Json{{"conversations", 2},
                                        {"turns", 14},
@@ -285,10 +293,16 @@ void TestCliEval::recallByConstruction()
     QCOMPARE(temporal.json()["options"]["counts"]["evidence_ids_dropped"].get<int>(), 0);
 }
 
+QStringList TestCliEval::turnsAlone()
+{
+    return {QStringLiteral("--config"), writeConfig(R"({"conversation_context_window": 0})")};
+}
+
 void TestCliEval::kList()
 {
-    const Run r = evalJson({QStringLiteral("--k"), QStringLiteral("10, 1,1"), QStringLiteral("--category"),
-                            QStringLiteral("1")});
+    const Run r = evalJson(QStringList{QStringLiteral("--k"), QStringLiteral("10, 1,1"), QStringLiteral("--category"),
+                                       QStringLiteral("1")}
+                           + turnsAlone());
     EXPECT_JSON_OK(r);
     const Json doc = r.json();
     QCOMPARE(keysOf(doc["recall_at"]), set({QStringLiteral("1"), QStringLiteral("10")}));
@@ -299,7 +313,8 @@ void TestCliEval::kList()
     EXPECT_NEAR(num(doc["recall_at"]["10"]), 1.0, r);
 
     // k = 2 reaches the second evidence turn of the multi-hop question.
-    const Run two = evalJson({QStringLiteral("--k=2"), QStringLiteral("--category"), QStringLiteral("1")});
+    const Run two = evalJson(QStringList{QStringLiteral("--k=2"), QStringLiteral("--category"), QStringLiteral("1")}
+                             + turnsAlone());
     EXPECT_JSON_OK(two);
     QCOMPARE(keysOf(two.json()["recall_at"]), set({QStringLiteral("2")}));
     QVERIFY(two.json()["options"]["limit"] == 2);
@@ -353,8 +368,9 @@ void TestCliEval::categoryFilter()
         EXPECT_NEAR(num(caption.json()["recall_at"][k]), 1.0, caption);
     QCOMPARE(caption.json()["options"]["counts"]["evidence_ids_repaired"].get<int>(), 1);
 
-    const Run two = evalJson({QStringLiteral("--category"), QStringLiteral("5"), QStringLiteral("--category"),
-                              QStringLiteral("1"), QStringLiteral("--category"), QStringLiteral("5")});
+    const Run two = evalJson(QStringList{QStringLiteral("--category"), QStringLiteral("5"), QStringLiteral("--category"),
+                                         QStringLiteral("1"), QStringLiteral("--category"), QStringLiteral("5")}
+                             + turnsAlone());
     EXPECT_JSON_OK(two);
     const Json doc = two.json();
     QCOMPARE(keysOf(doc["by_category"]), set({QStringLiteral("1"), QStringLiteral("5")}));

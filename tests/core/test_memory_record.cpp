@@ -29,6 +29,28 @@ private Q_SLOTS:
         QVERIFY(MemoryRecord::create(QStringLiteral("x")).id != r.id);
     }
 
+    void idsAreTimeOrderedUuids()
+    {
+        const MemoryRecord first = MemoryRecord::create(QStringLiteral("a"));
+        QTest::qWait(3);
+        const MemoryRecord second = MemoryRecord::create(QStringLiteral("b"));
+        for (const MemoryRecord *r : {&first, &second}) {
+            // Qt 6.4's QUuid::version() knows versions 1 to 5 only: read the version digit.
+            QVERIFY(!QUuid::fromString(r->id).isNull());
+            QCOMPARE(QUuid::fromString(r->id).variant(), QUuid::DCE);
+            QCOMPARE(r->id.size(), 36);
+            QCOMPARE(r->id.at(14), QLatin1Char('7'));
+        }
+        QVERIFY2(first.id < second.id, qPrintable(first.id + QLatin1Char(' ') + second.id)); // later ids sort after
+        // The first 48 bits are the creation time in milliseconds.
+        const qint64 ms = first.id.left(8).toLongLong(nullptr, 16) << 16 | first.id.mid(9, 4).toLongLong(nullptr, 16);
+        QVERIFY(qAbs(ms - first.createdAt.toMSecsSinceEpoch()) < 1000);
+        QSet<QString> many;
+        for (int i = 0; i < 1000; ++i)
+            many.insert(MemoryRecord::create(QString()).id);
+        QCOMPARE(many.size(), 1000);
+    }
+
     // Acceptance case 2: the embedding is never serialised.
     void embeddingNotSerialised()
     {

@@ -579,6 +579,16 @@ private Q_SLOTS:
         for (qsizetype i = 0; i < texts.size(); ++i)
             QCOMPARE(batch[size_t(i)], embedOne(*m_embedder, texts[i]));
         QVERIFY(m_embedder->embed({}).empty());
+
+        // A large batch is split over threads: still each text's own vector, in order.
+        QStringList many;
+        for (int i = 0; i < 1000; ++i)
+            many << QStringLiteral("note %1 about %2").arg(i).arg(texts[i % texts.size()]);
+        const auto big = m_embedder->embed(many);
+        QCOMPARE(big.size(), size_t(many.size()));
+        for (qsizetype i = 0; i < many.size(); i += 37)
+            QCOMPARE(big[size_t(i)], embedOne(*m_embedder, many[i]));
+        QCOMPARE(big.back(), embedOne(*m_embedder, many.back()));
     }
 
     void concurrentUseGivesIdenticalResults_data()

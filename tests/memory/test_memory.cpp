@@ -695,6 +695,7 @@ private Q_SLOTS:
         };
         ConversationOptions o;
         o.defaults = fields(QStringLiteral("/chat"));
+        o.contextWindow = 1;
         const SaveResult r = m->rememberConversation(turns, o).result();
         QCOMPARE(r.stored, 3);
         QCOMPARE(r.dropped, 1); // the blank turn
@@ -715,6 +716,51 @@ private Q_SLOTS:
         QCOMPARE(m->recall(QStringLiteral("support group"), q).size(), 1);
         o.contextWeight = 2;
         QCOMPARE(errorOf([&] { m->rememberConversation(turns, o); }).kind(), ErrorKind::InvalidArgument);
+    }
+
+    void conversationTurnsAreFoundByTheirNeighboursWords()
+    {
+        // Vectors that relate no turn to the query: only the keyword signal finds a turn.
+        auto e = std::make_shared<FakeEmbedder>(8);
+        const QStringList said{QStringLiteral("Have you ever been to the lighthouse?"), QStringLiteral("Yes, twice!"),
+                               QStringLiteral("Cool."), QStringLiteral("Anyway, how is work?"), QStringLiteral("Busy.")};
+        const QDateTime t0 = QDateTime(QDate(2024, 3, 1), QTime(9, 0), Qt::UTC);
+        QList<ConversationTurn> turns;
+        for (int i = 0; i < said.size(); ++i) {
+            const QString speaker = i % 2 == 0 ? QStringLiteral("Ann") : QStringLiteral("Bob");
+            Embedding v(8, 0.0f);
+            v[size_t(i)] = 1;
+            e->setVector(speaker + QStringLiteral(": ") + said[i], v);
+            turns << ConversationTurn{speaker, said[i], t0, Json{{"turn", i}}};
+        }
+        e->setVector(QStringLiteral("lighthouse"), {0, 0, 0, 0, 0, 0, 0, 1});
+        ConversationOptions o;
+        o.defaults = fields(QStringLiteral("/chat"));
+        o.contextWeight = 0; // vectors of the turns alone
+        {
+            auto m = open(e);
+            m->rememberConversation(turns, o).waitForFinished();
+            RecallOptions q = shallow();
+            q.now = t0;
+            const auto matches = m->recall(QStringLiteral("lighthouse"), q);
+            // The turn that says it, then the two after it through their keyword context
+            // (conversation_context_window 2; the shorter context first); not the turns further away.
+            QCOMPARE(matches.size(), 3);
+            QCOMPARE(matches[0].record.metadata["turn"], 0);
+            QCOMPARE(matches[1].record.metadata["turn"], 1);
+            QCOMPARE(matches[2].record.metadata["turn"], 2);
+            QVERIFY(matches[1].signalValues.keyword < matches[0].signalValues.keyword);
+            QCOMPARE(matches[1].signalValues.semantic, 0.0);
+        }
+        // keyword_context_weight 0: the content alone.
+        MemoryConfig c = config();
+        c.keywordContextWeight = 0;
+        Memory m(c, nullptr, e);
+        RecallOptions q = shallow();
+        q.now = t0;
+        const auto matches = m.recall(QStringLiteral("lighthouse"), q);
+        QCOMPARE(matches.size(), 1);
+        QCOMPARE(matches[0].record.metadata["turn"], 0);
     }
 
     void defaultEmbedderFollowsTheStore()

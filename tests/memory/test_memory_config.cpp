@@ -13,6 +13,7 @@ private Q_SLOTS:
     {
         const Json j = Json::parse(R"({
             "semantic_weight": 0.4, "recency_weight": 0.1, "importance_weight": 0.3, "keyword_weight": 0.2,
+            "keyword_context_weight": 0.6, "conversation_context_window": 3, "conversation_context_weight": 0.25,
             "recency_half_life_days": 7, "decay_function": "linear", "access_boost": 0.05,
             "consolidation_threshold": 0.9, "consolidation_limit": 3, "default_importance": 0.6,
             "batch_dedup_threshold": 0.95, "max_content_chars": 1000,
@@ -26,6 +27,9 @@ private Q_SLOTS:
         QCOMPARE(c.recencyWeight, 0.1);
         QCOMPARE(c.importanceWeight, 0.3);
         QCOMPARE(c.keywordWeight, 0.2);
+        QCOMPARE(c.keywordContextWeight, 0.6);
+        QCOMPARE(c.conversationContextWindow, 3);
+        QCOMPARE(c.conversationContextWeight, 0.25);
         QCOMPARE(c.recencyHalfLifeDays, 7.0);
         QCOMPARE(c.decayFunction, QStringLiteral("linear"));
         QCOMPARE(c.accessBoost, 0.05);
@@ -56,6 +60,9 @@ private Q_SLOTS:
         const MemoryConfig c = MemoryConfig::fromJson(Json::object());
         QCOMPARE(c.conversationRecentMessages, 10);
         QCOMPARE(c.conversationSimilarMemories, 10);
+        QCOMPARE(c.conversationContextWindow, 2);
+        QCOMPARE(c.conversationContextWeight, 0.5);
+        QCOMPARE(c.keywordContextWeight, 0.3);
         QCOMPARE(c.toJson()["conversation_recent_messages"], 10);
         // m = 0 is allowed: no earlier messages in the prompt.
         QCOMPARE(MemoryConfig::fromJson(Json{{"conversation_recent_messages", 0}}).conversationRecentMessages, 0);
@@ -104,6 +111,8 @@ private Q_SLOTS:
         QTest::newRow("negative recent messages") << R"({"conversation_recent_messages": -1})" << "conversation_recent_messages";
         QTest::newRow("zero similar memories") << R"({"conversation_similar_memories": 0})" << "at least 1";
         QTest::newRow("fractional similar memories") << R"({"conversation_similar_memories": 2.5})" << "whole number";
+        QTest::newRow("keyword context weight above 1") << R"({"keyword_context_weight": 1.5})" << "keyword_context_weight";
+        QTest::newRow("negative context window") << R"({"conversation_context_window": -1})" << "conversation_context_window";
         QTest::newRow("negative budget") << R"({"exploration_budget": -1})" << "exploration_budget";
         QTest::newRow("bad root") << R"({"root_scope": "/a/../b"})" << "root_scope";
         QTest::newRow("read_only string") << R"({"read_only": "yes"})" << "true or false";

@@ -276,6 +276,7 @@ private Q_SLOTS:
     void keywordSearch_data();
     void keywordSearch();
     void keywordIndexFollowsWrites();
+    void keywordContextCountsAtItsWeight();
     void updateRemoveRestoreAndHistory();
     void resetSubtreeAndEverything();
     void findExact();
@@ -324,6 +325,15 @@ private Q_SLOTS:
         QCOMPARE(zebras.size(), std::size_t(29)); // i % 7 == 0 for i in 0..199
         for (const auto &hit : zebras)
             QVERIFY(hit.record.content.contains(QStringLiteral("zebra")));
+
+        // Counts are remembered while the store keeps about its size, and taken again once it grew:
+        // zebras everywhere make the word common.
+        records.clear();
+        for (int i = 0; i < 300; ++i)
+            records.push_back(makeRecord(QStringLiteral("zebra crossing %1").arg(i), QStringLiteral("/"), Embedding(8, 0.5f)));
+        store->save(records);
+        QVERIFY(store->keywordSearch(QStringLiteral("zebra"), {}, 1000).empty());
+        QCOMPARE(store->keywordSearch(QStringLiteral("zebra crossing 250"), {}, 1000).size(), std::size_t(1));
     }
 
     void killedWriterLeavesIntactStore();
@@ -346,12 +356,12 @@ void TestSqliteStorage::pluginIsRegistered()
     test::TempStore tmp;
     auto store = openStore(tmp.path(QStringLiteral("nested/folder/memory.db")));
     QVERIFY(QFile::exists(tmp.path(QStringLiteral("nested/folder/memory.db"))));
-    QCOMPARE(SqliteStorage::latestSchemaVersion(), 2);
-    QCOMPARE(store->schemaVersion(), 2);
+    QCOMPARE(SqliteStorage::latestSchemaVersion(), 3);
+    QCOMPARE(store->schemaVersion(), 3);
     QCOMPARE(store->location(), tmp.path(QStringLiteral("nested/folder/memory.db")));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("2"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("2"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("3"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("3"));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("1"));
     QVERIFY(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")).startsWith(QLatin1String("mneme ")));
 }
@@ -489,7 +499,8 @@ void TestSqliteStorage::searchRanksByCosine()
     QVERIFY(std::abs(hits[2].score - std::sqrt(0.5)) < 1e-5);
     QVERIFY(std::abs(hits[3].score) < 1e-6);
     QVERIFY(std::abs(hits[4].score + 1.0) < 1e-6);
-    QCOMPARE(hits[0].record.embedding, (Embedding{10, 0, 0}));
+    QVERIFY(hits[0].record.embedding.empty()); // not read for a search
+    QCOMPARE(store->get(hits[0].record.id, true)->embedding, (Embedding{10, 0, 0}));
 
     const auto top2 = store->search({1, 0, 0}, {}, 2);
     QCOMPARE(top2.size(), std::size_t(2));
@@ -680,9 +691,12 @@ void TestSqliteStorage::keywordSearch_data()
     QTest::newRow("stemmed") << QStringLiteral("meetings") << QStringList{meeting};
     QTest::newRow("two words, either") << QStringLiteral("roadmap invoice") << QStringList{invoice, meeting};
     QTest::newRow("unbalanced quote") << QStringLiteral("\"zyrtec") << QStringList{invoice};
-    // Operators are plain words: "AND" finds the "and" of the third record.
+    // Operators are plain words: "AND" finds the "and" of the third record. Beside other words it is
+    // a stop word, left out like "the" and "what".
     QTest::newRow("AND alone") << QStringLiteral("AND") << QStringList{cpp};
-    QTest::newRow("AND between words") << QStringLiteral("roadmap AND invoice") << QStringList{invoice, meeting, cpp};
+    QTest::newRow("AND between words") << QStringLiteral("roadmap AND invoice") << QStringList{invoice, meeting};
+    QTest::newRow("stop words left out") << QStringLiteral("What is the roadmap?") << QStringList{meeting};
+    QTest::newRow("only stop words") << QStringLiteral("the") << QStringList{meeting, cpp};
     QTest::newRow("OR NOT NEAR") << QStringLiteral("OR NOT NEAR(") << QStringList{};
     QTest::newRow("star") << QStringLiteral("Zyr*") << QStringList{};
     QTest::newRow("lone star") << QStringLiteral("*") << QStringList{};
@@ -741,6 +755,45 @@ void TestSqliteStorage::keywordIndexFollowsWrites()
     QCOMPARE(store->remove(byId), 1);
     QVERIFY(store->keywordSearch(QStringLiteral("falcon"), {}, 10).empty());
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts")), QStringLiteral("1"));
+}
+
+void TestSqliteStorage::keywordContextCountsAtItsWeight()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord said = makeRecord(QStringLiteral("I saw the lighthouse"));
+    MemoryRecord reply = makeRecord(QStringLiteral("Me too, twice"));
+    reply.context = QStringLiteral("I saw the lighthouse\nLunch later?");
+    MemoryRecord far = makeRecord(QStringLiteral("Lunch later?"));
+    store->save({said, reply, far});
+
+    // Weight 0: the content alone.
+    auto hits = store->keywordSearch(QStringLiteral("lighthouse"), {}, 10);
+    QCOMPARE(hits.size(), std::size_t(1));
+    QCOMPARE(hits[0].record.id, said.id);
+    QVERIFY(store->keywordSearch(QStringLiteral("twice lighthouse"), {}, 10, 0).size() == 2);
+
+    // A word in the context counts at its weight: below the same word in the content.
+    hits = store->keywordSearch(QStringLiteral("lighthouse"), {}, 10, 0.3);
+    QCOMPARE(hits.size(), std::size_t(2));
+    QCOMPARE(hits[0].record.id, said.id);
+    QCOMPARE(hits[1].record.id, reply.id);
+    QVERIFY(hits[1].score < hits[0].score);
+    const double weak = hits[1].score;
+    hits = store->keywordSearch(QStringLiteral("lighthouse"), {}, 10, 0.9);
+    QCOMPARE(hits[1].record.id, reply.id);
+    QVERIFY(hits[1].score > weak);
+    QVERIFY(hits[1].record.context.isEmpty()); // the context is indexed, not returned
+
+    // An update of the content keeps the context.
+    reply.content = QStringLiteral("Me too, on Monday");
+    store->update(reply);
+    QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 10, 0.3).size(), std::size_t(2));
+    QCOMPARE(store->keywordSearch(QStringLiteral("twice"), {}, 10, 0.3).size(), std::size_t(0));
+
+    VERIFY_ERROR(catchError([&] { store->keywordSearch(QStringLiteral("lighthouse"), {}, 10, -1); }), ErrorKind::InvalidArgument);
+    VERIFY_ERROR(catchError([&] { store->keywordSearch(QStringLiteral("lighthouse"), {}, 10, std::nan("")); }),
+                 ErrorKind::InvalidArgument);
 }
 
 void TestSqliteStorage::updateRemoveRestoreAndHistory()
@@ -876,6 +929,19 @@ void TestSqliteStorage::findExact()
     QVERIFY(!store->findExact(r.content, r.scope, r.source, false).has_value());
     QVERIFY(!store->findExact(QStringLiteral("ana likes tea"), r.scope, r.source, true).has_value());
     QVERIFY(!store->findExact(r.content + QLatin1Char(' '), r.scope, r.source, true).has_value());
+
+    // The batch form answers each record as the single one does, in order.
+    MemoryRecord elsewhere = shared;
+    elsewhere.scope = QStringLiteral("/people/x");
+    MemoryRecord otherSource = r;
+    otherSource.source = QStringLiteral("bob");
+    const auto found = store->findExact(std::vector<MemoryRecord>{shared, elsewhere, r, otherSource});
+    QCOMPARE(found.size(), std::size_t(4));
+    QCOMPARE(found[0]->id, shared.id);
+    QVERIFY(!found[1].has_value());
+    QCOMPARE(found[2]->id, r.id);
+    QVERIFY(!found[3].has_value());
+    QVERIFY(store->findExact(std::vector<MemoryRecord>{}).empty());
 }
 
 void TestSqliteStorage::scopeTreeStatistics()
@@ -1069,7 +1135,7 @@ void TestSqliteStorage::schemaTooNewLeavesFileUntouched()
     const Caught c = catchError([&] { openStore(tmp.path()); });
     VERIFY_ERROR(c, ErrorKind::SchemaTooNew);
     QVERIFY2(c.message.contains(QLatin1String("newer Mneme")) && c.message.contains(QLatin1String("schema 99"))
-                 && c.message.contains(QLatin1String("up to 2")) && c.message.contains(QLatin1String("upgrade Mneme")),
+                 && c.message.contains(QLatin1String("up to 3")) && c.message.contains(QLatin1String("upgrade Mneme")),
              qPrintable(c.message));
     QVERIFY(c.message.contains(tmp.path()));
     VERIFY_ERROR(catchError([&] { openStore(tmp.path(), Json{{"read_only", true}}); }), ErrorKind::SchemaTooNew);
@@ -1447,7 +1513,7 @@ void TestSqliteStorage::schemaV1IsMigrated()
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("0"));
     {
         auto store = openStore(tmp.path());
-        QCOMPARE(store->schemaVersion(), 2);
+        QCOMPARE(store->schemaVersion(), 3);
         // The records, their index, history and binding came through.
         QCOMPARE(store->count({}), 2);
         const auto first = store->get(QStringLiteral("v1-first"), true);
@@ -1464,21 +1530,27 @@ void TestSqliteStorage::schemaV1IsMigrated()
         QVERIFY(store->get(QStringLiteral("v1-second")).has_value());
         QVERIFY(store->get(QStringLiteral("v1-second"))->isPrivate);
         QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5).size(), std::size_t(1));
+        QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5, 0.3).size(), std::size_t(1));
         QCOMPARE(store->search({1, 0}, {}, 5).size(), std::size_t(1));
         QCOMPARE(store->history(QStringLiteral("v1-first")).size(), std::size_t(1));
         QCOMPARE(store->embedderBinding()->embedderId, QStringLiteral("test/v1"));
         // And the new table works.
         QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
         store->writeState(QStringLiteral("conversation/1"), Json{{"summary", "after the upgrade"}});
-        store->save({makeRecord(QStringLiteral("a new record"), QStringLiteral("/"), {0, 1})});
+        // And the keyword context column (v3).
+        MemoryRecord added = makeRecord(QStringLiteral("a new record"), QStringLiteral("/"), {0, 1});
+        added.context = QStringLiteral("an albatross nearby");
+        store->save({added});
+        QCOMPARE(store->keywordSearch(QStringLiteral("albatross"), {}, 5, 0.3).size(), std::size_t(1));
     }
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("2"));
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("2"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("3"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("3"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts WHERE context = ''")), QStringLiteral("2"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")), QStringLiteral("mneme 0.1.0"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'store_id'")), QStringLiteral("v1-store"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
     auto reopened = openStore(tmp.path());
-    QCOMPARE(reopened->schemaVersion(), 2);
+    QCOMPARE(reopened->schemaVersion(), 3);
     QCOMPARE(reopened->count({}), 3);
     COMPARE_JSON(reopened->readState(QStringLiteral("conversation/1")).value_or(Json()), (Json{{"summary", "after the upgrade"}}));
 }
@@ -1494,6 +1566,8 @@ void TestSqliteStorage::schemaV1ReadOnly()
         QCOMPARE(store->count({}), 2);
         QCOMPARE(store->get(QStringLiteral("v1-first"))->content, QStringLiteral("the lighthouse keeper likes tea"));
         QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5).size(), std::size_t(1));
+        // Its keyword index has no context column yet: the content alone is searched.
+        QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5, 0.3).size(), std::size_t(1));
         QCOMPARE(store->search({1, 0}, {}, 5).size(), std::size_t(1));
         QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
         const Caught c = catchError([&] { store->writeState(QStringLiteral("conversation/1"), Json("x")); });

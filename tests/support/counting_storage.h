@@ -50,9 +50,10 @@ public:
         }
         return m_inner->search(query, filter, limit);
     }
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) override
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
+                                            double contextWeight = 0) override
     {
-        return m_inner->keywordSearch(text, filter, limit);
+        return m_inner->keywordSearch(text, filter, limit, contextWeight);
     }
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding) override { return m_inner->get(id, withEmbedding); }
     std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override
@@ -63,6 +64,10 @@ public:
                                           bool isPrivate) override
     {
         return m_inner->findExact(content, scope, source, isPrivate);
+    }
+    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override
+    {
+        return m_inner->findExact(records);
     }
     int count(const RecordFilter &filter) override { return m_inner->count(filter); }
     ScopeInfo scopeInfo(const QString &scope) override { return m_inner->scopeInfo(scope); }

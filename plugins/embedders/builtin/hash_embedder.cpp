@@ -1,18 +1,22 @@
 #include "hash_embedder.h"
 
 #include "core/error.h"
+#include "core/stop_words.h"
 
 #include <QChar>
 #include <QMutex>
 #include <QMutexLocker>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 
 #include <libstemmer.h>
@@ -801,44 +805,6 @@ struct WordInfo
     const char *base = nullptr;   // the word an irregular form stands for
 };
 
-// English function words, written for conversational text. Apostrophes are already gone
-// ("don't" -> "dont"), so contractions appear joined. Not here on purpose: "may" (the month) and
-// anything that names a thing, an action, a place, a time or a person.
-constexpr const char *kStopWords[] = {
-    // articles, determiners, quantifiers
-    "a", "an", "the", "this", "that", "these", "those", "some", "any", "each", "every", "all", "both",
-    "either", "neither", "such", "own", "same", "other", "another", "much", "many", "more", "most",
-    "few", "less", "lot", "lots",
-    // pronouns
-    "i", "me", "my", "mine", "myself", "you", "your", "yours", "yourself", "yourselves", "he", "him",
-    "his", "himself", "she", "her", "hers", "herself", "it", "its", "itself", "we", "us", "our", "ours",
-    "ourselves", "they", "them", "their", "theirs", "themselves", "something", "anything", "everything",
-    "nothing", "someone", "anyone", "everyone", "somebody", "anybody", "everybody", "nobody", "u", "ya",
-    // question words
-    "what", "which", "who", "whom", "whose", "when", "where", "why", "how", "whatever",
-    // be, have, do, modal verbs
-    "am", "is", "are", "was", "were", "be", "been", "being", "have", "has", "had", "having", "do",
-    "does", "did", "doing", "will", "would", "shall", "should", "can", "could", "might", "must",
-    // prepositions and particles
-    "of", "to", "in", "on", "at", "by", "for", "with", "about", "from", "into", "onto", "upon", "out",
-    "off", "over", "under", "up", "down", "through", "during", "before", "after", "above", "below",
-    "between", "against", "around", "across", "along", "among", "within", "without", "toward",
-    "towards", "via", "per", "than",
-    // conjunctions
-    "and", "but", "or", "nor", "so", "yet", "if", "because", "as", "until", "while", "although",
-    "though", "whether", "since", "unless", "then", "also",
-    // adverbs and conversational particles
-    "here", "there", "very", "too", "just", "only", "really", "quite", "even", "still", "ever", "never",
-    "not", "no", "yes", "yeah", "yep", "oh", "ok", "okay", "hey", "hi", "hello", "wow", "um", "uh",
-    "ah", "hmm", "lol", "again", "now", "well", "sure", "maybe", "definitely", "totally", "super",
-    // contractions without their apostrophe
-    "im", "ive", "id", "ill", "youre", "youve", "youll", "youd", "hes", "shes", "hed", "itll", "weve",
-    "wed", "theyre", "theyve", "theyll", "theyd", "thats", "whats", "whos", "wheres", "hows", "whys",
-    "theres", "heres", "lets", "dont", "doesnt", "didnt", "cant", "cannot", "wont", "isnt", "arent",
-    "wasnt", "werent", "havent", "hasnt", "hadnt", "wouldnt", "couldnt", "shouldnt", "mustnt", "aint",
-    "gonna", "wanna", "gotta",
-};
-
 // Words that name a time, sharing one feature with each other and with "when".
 constexpr const char *kTemporalWords[] = {
     "when", "yesterday", "today", "tonight", "tomorrow", "ago", "weekend", "weekends", "week", "weeks",
@@ -906,7 +872,7 @@ struct WordTable
 
     WordTable()
     {
-        for (const char *w : kStopWords)
+        for (const char *w : StopWords::english())
             words[w].flags |= Stop;
         for (const char *w : kTemporalWords)
             words[w].flags |= Temporal;
@@ -1163,11 +1129,40 @@ int HashEmbedder::dimension() const
 
 std::vector<Embedding> HashEmbedder::embed(const QStringList &texts)
 {
-    std::vector<Embedding> out;
-    out.reserve(size_t(texts.size()));
-    Workspace ws;
-    for (const QString &t : texts)
-        out.push_back(m_model == Model::HashV1 ? embedText(ws, t, m_dimension) : embedTextV2(ws, t, m_dimension));
+    std::vector<Embedding> out(size_t(texts.size()));
+    const auto range = [&](qsizetype from, qsizetype to) {
+        Workspace ws;
+        for (qsizetype i = from; i < to; ++i)
+            out[size_t(i)] = m_model == Model::HashV1 ? embedText(ws, texts[i], m_dimension)
+                                                      : embedTextV2(ws, texts[i], m_dimension);
+    };
+    // A large batch (a bulk save) is split over the machine's cores; every text is embedded alone,
+    // so the vectors are the same either way.
+    const qsizetype n = texts.size();
+    static const qsizetype cores = std::clamp<qsizetype>(qsizetype(std::thread::hardware_concurrency()), 1, 4);
+    const qsizetype parts = n >= 256 ? cores : 1;
+    std::vector<std::exception_ptr> failures{size_t(parts)};
+    std::vector<std::thread> helpers;
+    for (qsizetype p = 1; p < parts; ++p) {
+        helpers.emplace_back([&, p] {
+            try {
+                range(n * p / parts, n * (p + 1) / parts);
+            } catch (...) {
+                failures[size_t(p)] = std::current_exception();
+            }
+        });
+    }
+    try {
+        range(0, n / parts);
+    } catch (...) {
+        failures[0] = std::current_exception();
+    }
+    for (std::thread &t : helpers)
+        t.join();
+    for (const std::exception_ptr &f : failures) {
+        if (f)
+            std::rethrow_exception(f);
+    }
     return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/scope_path.h"
+#include "core/stop_words.h"
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -82,14 +83,24 @@ CREATE INDEX history_record ON history(record_id, seq);
     {2, R"SQL(
 CREATE TABLE state(key TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at INTEGER NOT NULL);
 )SQL"},
+    // A second keyword column, `context` (MemoryRecord::context: a conversation turn's neighbours),
+    // weighed apart from the content. FTS5 cannot add a column: the index is rebuilt from the records,
+    // every existing record with an empty context.
+    {3, R"SQL(
+CREATE VIRTUAL TABLE records_fts_v3 USING fts5(content, context, tokenize = 'porter unicode61 remove_diacritics 2');
+INSERT INTO records_fts_v3(rowid, content, context) SELECT rid, content, '' FROM records;
+DROP TABLE records_fts;
+ALTER TABLE records_fts_v3 RENAME TO records_fts;
+)SQL"},
 };
 
 constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
 static_assert(kMigrations[kLatestSchema - 1].version == kLatestSchema);
 
 // The oldest schema a read-only connection can use as it is (it cannot upgrade the file). Every step
-// since has only added tables whose absence the code handles: a v1 store has no state table, so
-// readState() finds nothing there and writeState() needs a writable, upgraded store anyway.
+// since has only added what the code does without: a v1 store has no state table, so readState()
+// finds nothing there and writeState() needs a writable, upgraded store anyway; a store before v3
+// has no context column in its keyword index, so keyword search reads the content alone.
 constexpr int kOldestReadableSchema = 1;
 
 // The tables a store at a given version must have, and the version that added each.
@@ -148,8 +159,9 @@ QString describe(const std::optional<EmbedderBinding> &b)
 constexpr qint64 kKeywordMinCap = 50;
 constexpr qint64 kKeywordMaxCap = 2000;
 
-// The distinct words of a text (letters, digits and marks; at most 64), each quoted as an FTS5
-// phrase so that no user text can form query syntax.
+// The distinct words of a text (letters, digits and marks; at most 64) but English stop words
+// ("what", "did", "the": StopWords), each quoted as an FTS5 phrase so that no user text can form query
+// syntax. A text of nothing but stop words keeps them.
 QList<QByteArray> matchTerms(const QString &text)
 {
     QStringList words;
@@ -176,8 +188,13 @@ QList<QByteArray> matchTerms(const QString &text)
             break;
     }
     flush();
+    QStringList content;
+    for (const QString &w : std::as_const(words)) {
+        if (!StopWords::isEnglish(w.toLower().toStdString()))
+            content.append(w);
+    }
     QList<QByteArray> quoted;
-    for (const QString &w : std::as_const(words))
+    for (const QString &w : std::as_const(content.isEmpty() ? words : content))
         quoted.append((QLatin1Char('"') + w + QLatin1Char('"')).toUtf8());
     return quoted;
 }
@@ -779,6 +796,11 @@ void SqliteStorage::configureWriting()
         }
     }
     exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
+    // A batch of a few hundred records dirties a few megabytes of pages: a page cache that holds
+    // them is not spilled to the WAL in the middle of the transaction, and a WAL allowed to grow to
+    // 16 MB is checkpointed every few batches, not after each (SQLite's defaults: 2 MB, 4 MB).
+    exec("PRAGMA cache_size = -8192", QStringLiteral("configuring the page cache"));
+    exec("PRAGMA wal_autocheckpoint = 4000", QStringLiteral("configuring checkpoints"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1121,18 +1143,21 @@ SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, co
 
 qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
 {
-    if (rowById(r.id, false))
-        throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("a record with id %1 already exists in the store %2; nothing was saved").arg(r.id, m_location));
     Statement st(*this, "INSERT INTO records(id, content, scope, categories, importance, source, private, metadata, "
                         "created_at, updated_at, last_accessed, access_count, content_hash, embedding) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     st.bindText(1, r.id);
     bindFields(st, 2, r);
-    st.run(QStringLiteral("saving record %1").arg(r.id));
+    // The id's UNIQUE index finds a record that exists already (no lookup before each insert).
+    const int rc = sqlite3_step(st.get());
+    if (rc == SQLITE_CONSTRAINT_UNIQUE)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("a record with id %1 already exists in the store %2; nothing was saved").arg(r.id, m_location));
+    if (rc != SQLITE_DONE)
+        fail(rc, QStringLiteral("saving record %1").arg(r.id));
     const qint64 rowid = sqlite3_last_insert_rowid(m_db);
-    Statement fts(*this, "INSERT INTO records_fts(rowid, content) VALUES (?, ?)");
-    fts.bind(1, rowid).bindText(2, r.content).run(QStringLiteral("indexing record %1").arg(r.id));
+    Statement fts(*this, "INSERT INTO records_fts(rowid, content, context) VALUES (?, ?, ?)");
+    fts.bind(1, rowid).bindText(2, r.content).bindText(3, r.context).run(QStringLiteral("indexing record %1").arg(r.id));
     return rowid;
 }
 
@@ -1657,6 +1682,7 @@ int SqliteStorage::reset(const QString &scopePrefix)
     m_binding.reset();
     m_sessionBinding.reset();
     m_index.reset(0);
+    m_termCounts.clear();
     m_indexGeneration = generation;
     m_indexSeq = seq;
     m_unsaved = 0;
@@ -1680,6 +1706,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
     if (limit <= 0)
         return {};
+    ReadSnapshot snapshot(*this); // one read transaction for the index's catch-up and every row
     refreshIfChanged();
     if (!prepareIndex(query))
         return {};
@@ -1691,7 +1718,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
         m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
     for (const VectorIndex::Hit &hit : hits) {
-        std::optional<Row> row = rowByRowid(hit.rowid, true);
+        std::optional<Row> row = rowByRowid(hit.rowid, false);
         // The record itself is the final judge: the index never widens what the filter selects.
         if (!row || !filter.matches(row->record))
             continue;
@@ -1762,8 +1789,10 @@ void SqliteStorage::flushIndex()
 
 QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
 {
-    // A term found in more than `cap` records tells little (its BM25 weight is low) and would make the
-    // query score and sort a large part of the store, so it is left out. Counting stops at cap + 1.
+    // A term found in the content of more than `cap` records tells little (its BM25 weight is low) and
+    // would make the query score and sort a large part of the store, so it is left out. Counting stops
+    // past the largest cap. (Contexts are not counted: in a conversation they repeat the neighbours'
+    // content.)
     qint64 records = 0;
     {
         Statement st(*this, "SELECT coalesce(max(rid), 0) FROM records");
@@ -1771,30 +1800,52 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
             records = st.int64(0);
     }
     const qint64 cap = std::clamp<qint64>(records / 10, kKeywordMinCap, kKeywordMaxCap);
+    // Counts are a judgement of commonness, not part of any result: those of a store about the size
+    // it had when they were taken are good enough, and save a scan of each term per query.
+    if (records < m_termCountsRecords || records > m_termCountsRecords + m_termCountsRecords / 20
+        || m_termCounts.size() > 4096) {
+        m_termCounts.clear();
+        m_termCountsRecords = records;
+    }
     QList<QByteArray> kept;
     for (const QByteArray &term : terms) {
-        Statement st(*this, "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)");
-        st.bindBytes(1, term).bind(2, cap + 1);
-        if (st.step(QStringLiteral("weighing a search term")) && st.int64(0) <= cap && st.int64(0) > 0)
+        auto known = m_termCounts.constFind(term);
+        if (known == m_termCounts.constEnd()) {
+            Statement st(*this, "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)");
+            st.bindBytes(1, "content : " + term).bind(2, kKeywordMaxCap + 1);
+            known = m_termCounts.insert(term, st.step(QStringLiteral("weighing a search term")) ? st.int64(0) : 0);
+        }
+        if (*known <= cap)
             kept.append(term);
     }
     return kept.join(" OR ");
 }
 
-std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit)
+std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit,
+                                                     double contextWeight)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     if (limit <= 0)
         return {};
+    if (!(contextWeight >= 0))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
+    ReadSnapshot snapshot(*this); // one read transaction for the term counts and the search
     refreshIfChanged();
-    const QByteArray match = selectiveMatch(matchTerms(text));
+    QByteArray match = selectiveMatch(matchTerms(text));
     if (match.isEmpty())
         return {};
+    // A store before schema 3 (read-only, not upgraded) has no context column.
+    const bool context = contextWeight > 0 && m_version >= 3;
+    if (!context)
+        match = "content : (" + match + ")";
+    const QByteArray relevance = context ? "bm25(records_fts, 1.0, " + QByteArray::number(contextWeight, 'g', 6) + ")"
+                                         : QByteArray("bm25(records_fts)");
     const Where w = where(filter, true);
     const bool post = needsPostFilter(filter);
-    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", bm25(records_fts) AS relevance "
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", " + relevance + " AS relevance "
                             "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
                             "WHERE records_fts MATCH ? AND (" + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
     st.bindBytes(1, match);
@@ -1863,6 +1914,25 @@ std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, con
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
+    return findExactLocked(content, scope, source, isPrivate);
+}
+
+std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vector<MemoryRecord> &records)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(records.size());
+    for (const MemoryRecord &r : records)
+        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate));
+    return out;
+}
+
+std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
+                                                           const QString &source, bool isPrivate)
+{
     Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ? AND r.content = ? "
                             "AND r.scope = ? AND r.source = ? AND r.private = ? ORDER BY r.rid LIMIT 1");
     st.bind(1, contentHash(content)).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);

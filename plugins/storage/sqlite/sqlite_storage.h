@@ -85,13 +85,15 @@ public:
 
     // limit <= 0 returns nothing.
     std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override;
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit) override;
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
+                                            double contextWeight = 0) override;
 
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) override;
     // limit < 0 means no limit.
     std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override;
     std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                           const QString &source, bool isPrivate) override;
+    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
     int count(const RecordFilter &filter) override;
     ScopeInfo scopeInfo(const QString &scope) override;
     QStringList childScopes(const QString &parent) override;
@@ -168,6 +170,8 @@ private:
     int removeLocked(const RecordFilter &filter);
     // The OR of those terms that are rare enough in the store to be worth a keyword search.
     QByteArray selectiveMatch(const QList<QByteArray> &terms);
+    std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
+                                                bool isPrivate);
     qint64 insertRecord(const MemoryRecord &r);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
@@ -210,6 +214,10 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    // How many records' content each recently searched term is in (counted past the largest cap), and
+    // the store's size when counted: reused while the store has grown by less than a twentieth.
+    QHash<QByteArray, qint64> m_termCounts;
+    qint64 m_termCountsRecords = -1;
     QString m_storeId;          // meta store_id: names the store in the index file
     qint64 m_indexGeneration = 0; // meta reset_generation the index reflects
     qint64 m_indexSeq = 0;      // last history seq the index reflects

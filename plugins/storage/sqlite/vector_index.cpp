@@ -559,7 +559,10 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
         f.onlySource = it.value();
         f.trivial = false;
     }
-    f.hidePrivate = filter.applyPrivacy && !filter.includePrivate;
+    // Privacy hides nothing in an index without private records: such a filter stays trivial (a plain
+    // graph walk, no selectivity estimate).
+    f.hidePrivate = filter.applyPrivacy && !filter.includePrivate && !m_private.empty()
+        && std::memchr(m_private.data(), 1, m_private.size()) != nullptr;
     if (f.hidePrivate) {
         f.trivial = false;
         if (!filter.source.isEmpty()) {
@@ -687,7 +690,11 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
 
     // The base layer: every node routes, only selected live nodes enter the results. A selective
     // filter widens the candidate list so that enough selected nodes are met.
-    std::size_t ef = std::size_t(std::max(m_params.efSearch, limit));
+    // A larger graph needs a longer candidate list for the same recall: efSearch serves up to 100,000
+    // nodes and grows by the decimal logarithm beyond (twice at 1,000,000).
+    const double nodes = double(size());
+    const double growth = nodes > 1e5 ? 1.0 + std::log10(nodes / 1e5) : 1.0;
+    std::size_t ef = std::size_t(std::max(int(std::lround(m_params.efSearch * growth)), limit));
     if (!f.trivial && selectivity < 1.0)
         ef = std::size_t(double(ef) * std::min(4.0, 1.0 / std::sqrt(std::max(selectivity, 1e-6))));
     auto allowed = [&](hnswlib::tableint id) { return !g.isMarkedDeleted(id) && f.selects(*this, id); };
