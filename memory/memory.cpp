@@ -31,6 +31,8 @@ namespace {
 
 const char *const kBackgroundSave = "background save";
 constexpr int kMaxRecallLimit = 10000;
+// How long recalls' access statistics may wait to be written together.
+constexpr int kTouchIntervalMs = 250;
 
 std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
 {
@@ -506,17 +508,41 @@ void MemoryPrivate::touchLater(const QList<MemoryMatch> &matches)
 {
     if (matches.isEmpty() || config.readOnly)
         return;
-    // Access statistics are written by the writer thread, off the recall's path.
-    QStringList ids;
-    for (const MemoryMatch &m : matches)
-        ids << m.record.id;
-    writer.post([store = storage, ids, at = nowUtc()] {
-        try {
-            store->touch(ids, at);
-        } catch (const std::exception &) {
-            // A read-only file still answers recalls; access times are a convenience.
-        }
-    });
+    // Access statistics are written by the writer thread, off the recall's path, and in batches:
+    // back-to-back recalls would otherwise each commit a write that holds the store while the next
+    // recall reads it.
+    const QDateTime at = nowUtc();
+    QMutexLocker lock(&touchMutex);
+    for (const MemoryMatch &m : matches) {
+        Touch &t = touches[m.record.id];
+        t.at = at;
+        ++t.count;
+    }
+    if (!touchScheduled)
+        touchScheduled = writer.postLater([this] { flushTouches(); }, kTouchIntervalMs);
+}
+
+void MemoryPrivate::flushTouches()
+{
+    QHash<QString, Touch> noted;
+    {
+        QMutexLocker lock(&touchMutex);
+        noted.swap(touches);
+        touchScheduled = false;
+    }
+    if (noted.isEmpty())
+        return;
+    // One call per access time; a record recalled n times in the batch is listed n times (+1 each).
+    QMap<QDateTime, QStringList> byTime;
+    for (auto it = noted.cbegin(); it != noted.cend(); ++it)
+        for (int i = 0; i < it->count; ++i)
+            byTime[it->at] << it.key();
+    try {
+        for (auto it = byTime.cbegin(); it != byTime.cend(); ++it)
+            storage->touch(it.value(), it.key());
+    } catch (const std::exception &) {
+        // A read-only file still answers recalls; access times are a convenience.
+    }
 }
 
 std::vector<Embedding> MemoryPrivate::embedAll(const QStringList &texts)
@@ -568,7 +594,7 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
         scopes << q->resolveScope(std::nullopt);
     const QStringList categories = validCategories(o.categories);
 
-    q->drainWrites(); // read barrier
+    drainSaves(); // read barrier
     QElapsedTimer timer;
     timer.start();
     Q_EMIT q->queryStarted(query, o.limit);
@@ -1083,10 +1109,25 @@ void Memory::drainWrites()
 {
     if (d->writer.isCurrentThread())
         return; // a save's own signal handler: everything before it has run
+    // The accesses noted so far are written too.
+    bool noted = false;
+    {
+        QMutexLocker lock(&d->touchMutex);
+        noted = !d->touches.isEmpty();
+    }
+    if (noted)
+        d->submit<void>([this] { d->flushTouches(); });
+    d->drainSaves();
+}
+
+void MemoryPrivate::drainSaves()
+{
+    if (writer.isCurrentThread())
+        return;
     QList<QFuture<void>> snapshot;
     {
-        QMutexLocker p(&d->pendingLock);
-        snapshot = d->pending;
+        QMutexLocker p(&pendingLock);
+        snapshot = pending;
     }
     for (QFuture<void> &f : snapshot) {
         try {
@@ -1095,10 +1136,10 @@ void Memory::drainWrites()
             // Reported through saveFailed() and the caller's own future.
         }
     }
-    QMutexLocker p(&d->pendingLock);
-    d->pending.erase(std::remove_if(d->pending.begin(), d->pending.end(),
+    QMutexLocker p(&pendingLock);
+    pending.erase(std::remove_if(pending.begin(), pending.end(),
                                     [](const QFuture<void> &f) { return f.isFinished(); }),
-                     d->pending.end());
+                     pending.end());
 }
 
 void Memory::close()

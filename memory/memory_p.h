@@ -7,6 +7,7 @@
 #include "memory/serial_executor.h"
 
 #include <QFuture>
+#include <QHash>
 #include <QMutex>
 #include <QMutexLocker>
 #include <QRecursiveMutex>
@@ -73,8 +74,13 @@ public:
     QList<MemoryMatch> rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter, int limit,
                             const QDateTime &now);
     static void sortMatches(QList<MemoryMatch> &matches);
-    // Posts the access-statistics update of recalled records to the writer.
+    // Notes the recalled records' access; the writer records the accesses noted so far at most
+    // kTouchIntervalMs later (one transaction for many recalls), or at drainWrites() / close().
     void touchLater(const QList<MemoryMatch> &matches);
+    // Writes the noted accesses (on the writer thread).
+    void flushTouches();
+    // Waits for every submitted save (the read barrier), without flushing noted accesses.
+    void drainSaves();
     // The query's embedding (one embedder call); throws Error(Embedder).
     Embedding embedQuery(const QString &text);
     // One embedder call for all texts; throws Error(Embedder) when it fails or returns another count.
@@ -95,6 +101,14 @@ public:
     std::shared_ptr<Embedder> embedder;
     mutable QMutex llmMutex;
     std::shared_ptr<LlmProvider> llm;   // built from config.llm on first use
+    struct Touch
+    {
+        QDateTime at;       // the latest access
+        int count = 0;      // accesses since the last flush
+    };
+    QMutex touchMutex;
+    QHash<QString, Touch> touches;     // noted, not yet written
+    bool touchScheduled = false;
     SerialExecutor writer{"mneme-writer"};
     QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
     QMutex pendingLock;

@@ -1,6 +1,7 @@
 #include "memory/serial_executor.h"
 
 #include <pthread.h>
+#include <utility>
 
 namespace mneme {
 
@@ -29,6 +30,19 @@ void SerialExecutor::post(std::function<void()> job)
     m_wake.notify_one();
 }
 
+bool SerialExecutor::postLater(std::function<void()> job, int delayMs)
+{
+    {
+        std::lock_guard lock(m_mutex);
+        if (m_deferred)
+            return false;
+        m_deferred = std::move(job);
+        m_deferredAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(delayMs);
+    }
+    m_wake.notify_one();
+    return true;
+}
+
 void SerialExecutor::waitForIdle()
 {
     if (isCurrentThread())
@@ -46,9 +60,18 @@ void SerialExecutor::loop()
 {
     std::unique_lock lock(m_mutex);
     for (;;) {
-        m_wake.wait(lock, [this] { return m_stop || !m_jobs.empty(); });
-        if (m_jobs.empty())
-            return; // stopping, and everything queued has run
+        const auto ready = [this] { return m_stop || !m_jobs.empty(); };
+        if (m_deferred)
+            m_wake.wait_until(lock, m_deferredAt, ready);
+        else    // a deferred job arriving wakes it too, to wait for its time
+            m_wake.wait(lock, [&] { return ready() || m_deferred; });
+        if (m_deferred && !m_stop && std::chrono::steady_clock::now() >= m_deferredAt)
+            m_jobs.push_back(std::exchange(m_deferred, nullptr));
+        if (m_jobs.empty()) {
+            if (m_stop)
+                return; // stopping, and everything queued has run
+            continue;   // woken for the deferred job, not yet due
+        }
         std::function<void()> job = std::move(m_jobs.front());
         m_jobs.pop_front();
         m_running = true;

@@ -3,6 +3,7 @@
 #include <QException>
 #include <QFuture>
 #include <QPromise>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -47,6 +48,10 @@ public:
 
     // Queues a job nobody waits for; its exceptions are swallowed.
     void post(std::function<void()> job);
+    // Queues `job` once `delayMs` have passed, behind whatever is queued by then; meanwhile other jobs
+    // run as they come. One deferred job at a time: while one is waiting this returns false and drops
+    // `job`. A deferred job still waiting when the executor stops is dropped.
+    bool postLater(std::function<void()> job, int delayMs);
     // Waits until every job queued so far has run.
     void waitForIdle();
     // True on the executor's own thread.
@@ -59,6 +64,8 @@ private:
     std::condition_variable m_wake;
     std::condition_variable m_idle;
     std::deque<std::function<void()>> m_jobs;
+    std::function<void()> m_deferred;
+    std::chrono::steady_clock::time_point m_deferredAt;
     bool m_running = false;
     bool m_stop = false;
     std::thread m_thread;

@@ -638,6 +638,22 @@ private Q_SLOTS:
         QVERIFY(failed.first().at(1).toString().contains(QStringLiteral("no embeddings today")));
     }
 
+    // Accesses are noted by each recall and written in batches: within the batch interval on their
+    // own, at once by drainWrites() (and so by get()), each recall counting once.
+    void accessesAreWrittenInBatches()
+    {
+        auto m = open();
+        m->remember(QStringLiteral("the only note about databases"), fields(QStringLiteral("/n")));
+        const QString id = m->recall(QStringLiteral("databases"), shallow(1)).first().record.id;
+        m->recall(QStringLiteral("databases"), shallow(1));
+        m->recall(QStringLiteral("databases"), shallow(1));
+        // Written by the writer on its own, without any further call on the Memory.
+        QTRY_COMPARE_WITH_TIMEOUT(m->storage().get(id)->accessCount, 3, 5000);
+        QVERIFY(m->storage().get(id)->lastAccessed.isValid());
+        m->recall(QStringLiteral("databases"), shallow(1));
+        QCOMPARE(m->get(id)->accessCount, 4);   // get() drains, which writes the noted access
+    }
+
     void recallDetails()
     {
         auto m = open();
