@@ -8,6 +8,7 @@
 #include "memory/memory.h"
 #include "memory/serial_executor.h"
 #include "runtime/event_bus.h"
+#include "runtime/future_util_p.h"
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
@@ -20,18 +21,6 @@ namespace {
 QString quoted(const QString &s)
 {
     return QLatin1Char('"') + s + QLatin1Char('"');
-}
-
-// Calls `callback(future)` on `context`'s thread once `future` has finished (or was cancelled).
-template<typename T, typename F>
-void whenFinished(QObject *context, const QFuture<T> &future, F callback)
-{
-    auto *watcher = new QFutureWatcher<T>(context);
-    QObject::connect(watcher, &QFutureWatcherBase::finished, context, [watcher, callback]() mutable {
-        watcher->deleteLater();
-        callback(watcher->future());
-    });
-    watcher->setFuture(future);
 }
 
 // 1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st, ..., 101st, 111th.
@@ -49,19 +38,6 @@ QString ordinal(int n)
             suffix = "rd";
     }
     return QString::number(n) + QLatin1String(suffix);
-}
-
-Error errorFrom(std::exception_ptr error)
-{
-    try {
-        std::rethrow_exception(error);
-    } catch (const Error &e) {
-        return e;
-    } catch (const std::exception &e) {
-        return Error(ErrorKind::Internal, QString::fromUtf8(e.what()));
-    } catch (...) {
-        return Error(ErrorKind::Internal, QStringLiteral("an exception that is not a std::exception"));
-    }
 }
 
 // A router's output as the label it emits: strings as they are, numbers and booleans as their JSON

@@ -532,14 +532,18 @@ void MemoryPrivate::flushTouches()
     }
     if (noted.isEmpty())
         return;
-    // One call per access time; a record recalled n times in the batch is listed n times (+1 each).
-    QMap<QDateTime, QStringList> byTime;
-    for (auto it = noted.cbegin(); it != noted.cend(); ++it)
+    // One transaction for the batch: a record recalled n times is listed n times (+1 each), and every
+    // record of the batch takes the batch's latest access time (last_accessed is exact to the interval).
+    QStringList ids;
+    QDateTime latest;
+    for (auto it = noted.cbegin(); it != noted.cend(); ++it) {
         for (int i = 0; i < it->count; ++i)
-            byTime[it->at] << it.key();
+            ids << it.key();
+        if (!latest.isValid() || it->at > latest)
+            latest = it->at;
+    }
     try {
-        for (auto it = byTime.cbegin(); it != byTime.cend(); ++it)
-            storage->touch(it.value(), it.key());
+        storage->touch(ids, latest);
     } catch (const std::exception &) {
         // A read-only file still answers recalls; access times are a convenience.
     }

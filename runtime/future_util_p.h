@@ -46,7 +46,7 @@ template<typename T, typename F>
 void whenFinished(QObject *context, const QFuture<T> &future, F fn)
 {
     auto *watcher = new QFutureWatcher<T>(context);
-    QObject::connect(watcher, &QFutureWatcherBase::finished, context, [watcher, fn] {
+    QObject::connect(watcher, &QFutureWatcherBase::finished, context, [watcher, fn]() mutable {
         watcher->deleteLater();
         fn(watcher->future());
     });
