@@ -1113,6 +1113,19 @@ std::optional<SqliteStorage::Row> SqliteStorage::rowByRowid(qint64 rowid, bool w
     return readRow(st.get(), withEmbedding);
 }
 
+std::unordered_map<qint64, SqliteStorage::Row> SqliteStorage::rowsByRowids(const std::vector<qint64> &rowids)
+{
+    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.rid IN (SELECT value FROM json_each(?))");
+    st.bindBytes(1, jsonBytes(Json(rowids)));
+    std::unordered_map<qint64, Row> rows;
+    while (st.step(QStringLiteral("reading records"))) {
+        Row row = readRow(st.get(), false);
+        const qint64 rid = row.rowid;
+        rows.emplace(rid, std::move(row));
+    }
+    return rows;
+}
+
 std::vector<qint64> SqliteStorage::rowidsForIds(const QStringList &ids)
 {
     Statement st(*this, "SELECT rid FROM records WHERE id IN (SELECT value FROM json_each(?))");
@@ -1717,14 +1730,22 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
     const std::vector<VectorIndex::Hit> hits =
         m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
-    for (const VectorIndex::Hit &hit : hits) {
-        std::optional<Row> row = rowByRowid(hit.rowid, false);
-        // The record itself is the final judge: the index never widens what the filter selects.
-        if (!row || !filter.matches(row->record))
-            continue;
-        out.push_back({std::move(row->record), hit.score});
-        if (int(out.size()) >= limit)
-            break;
+    // The rows are read a chunk of hits at a time, each chunk in one statement; a post-filtered search
+    // reads on until it has `limit` records.
+    const size_t chunk = size_t(std::max(limit, 32));
+    for (size_t first = 0; first < hits.size() && int(out.size()) < limit; first += chunk) {
+        const size_t last = std::min(hits.size(), first + chunk);
+        std::vector<qint64> ids;
+        for (size_t i = first; i < last; ++i)
+            ids.push_back(hits[i].rowid);
+        std::unordered_map<qint64, Row> rows = rowsByRowids(ids);
+        for (size_t i = first; i < last && int(out.size()) < limit; ++i) {
+            auto it = rows.find(hits[i].rowid);
+            // The record itself is the final judge: the index never widens what the filter selects.
+            if (it == rows.end() || !filter.matches(it->second.record))
+                continue;
+            out.push_back({std::move(it->second.record), hits[i].score});
+        }
     }
     return out;
 }

@@ -9,6 +9,7 @@
 #include <QString>
 #include <optional>
 #include <variant>
+#include <unordered_map>
 #include <vector>
 
 struct sqlite3;
@@ -164,6 +165,8 @@ private:
     std::vector<Row> selectRows(const RecordFilter &filter, bool withPrivacy, bool withEmbedding);
     std::optional<Row> rowById(const QString &id, bool withEmbedding);
     std::optional<Row> rowByRowid(qint64 rowid, bool withEmbedding);
+    // The rows of these rowids (without embeddings), in one statement, by rowid.
+    std::unordered_map<qint64, Row> rowsByRowids(const std::vector<qint64> &rowids);
     std::vector<qint64> rowidsForIds(const QStringList &ids);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
     static Statement &bindFields(Statement &st, int first, const MemoryRecord &r);
