@@ -33,6 +33,8 @@ const char *const kBackgroundSave = "background save";
 constexpr int kMaxRecallLimit = 10000;
 // How long recalls' access statistics may wait to be written together.
 constexpr int kTouchIntervalMs = 250;
+// How many accesses one of their transactions writes.
+constexpr int kTouchChunk = 32;
 
 std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
 {
@@ -532,8 +534,9 @@ void MemoryPrivate::flushTouches()
     }
     if (noted.isEmpty())
         return;
-    // One transaction for the batch: a record recalled n times is listed n times (+1 each), and every
-    // record of the batch takes the batch's latest access time (last_accessed is exact to the interval).
+    // A record recalled n times is listed n times (+1 each), and every record of the batch takes the
+    // batch's latest access time (last_accessed is exact to the interval). Written in small
+    // transactions, so a recall waits for one of them at most, never for the whole batch.
     QStringList ids;
     QDateTime latest;
     for (auto it = noted.cbegin(); it != noted.cend(); ++it) {
@@ -543,7 +546,8 @@ void MemoryPrivate::flushTouches()
             latest = it->at;
     }
     try {
-        storage->touch(ids, latest);
+        for (qsizetype first = 0; first < ids.size(); first += kTouchChunk)
+            storage->touch(ids.mid(first, kTouchChunk), latest);
     } catch (const std::exception &) {
         // A read-only file still answers recalls; access times are a convenience.
     }
