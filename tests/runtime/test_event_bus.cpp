@@ -27,6 +27,16 @@ using mneme::test::TempStore;
 
 namespace {
 
+// A Memory over a SQLite file in `dir` whose analysis asks `server`'s LLM (no field given: it asks).
+std::unique_ptr<Memory> analysingMemory(const mneme::test::TempStore &dir, mneme::test::ScriptedLlm &server)
+{
+    MemoryConfig config;
+    config.storage = Json{{"provider", "sqlite"}, {"config", {{"path", dir.path()}}}};
+    auto memory = std::make_unique<Memory>(config, nullptr, std::make_shared<mneme::test::FakeEmbedder>());
+    memory->setLlm(server.provider());
+    return memory;
+}
+
 // Collects every event of a bus, from any thread, in publishing order.
 class Recorder
 {
@@ -413,10 +423,8 @@ private Q_SLOTS:
         // on the writer thread.
         test::ScriptedLlm server;
         TempStore dir;
-        MemoryConfig config;
-        config.storage = Json{{"provider", "sqlite"}, {"config", {{"path", dir.path()}}}};
-        Memory memory(config, nullptr, std::make_shared<FakeEmbedder>());
-        memory.setLlm(server.provider());
+        const auto memoryPtr = analysingMemory(dir, server);
+        Memory &memory = *memoryPtr;
         EventBus bus;
         bus.attachMemory(&memory);
         Recorder rec(bus);
@@ -448,10 +456,8 @@ private Q_SLOTS:
         server.onJson(QStringLiteral("memory_analysis"),
                       Json{{"scope", "/ops"}, {"categories", {"ops"}}, {"importance", 0.6}});
         TempStore dir;
-        MemoryConfig config;
-        config.storage = Json{{"provider", "sqlite"}, {"config", {{"path", dir.path()}}}};
-        Memory memory(config, nullptr, std::make_shared<FakeEmbedder>());
-        memory.setLlm(server.provider());
+        const auto memoryPtr = analysingMemory(dir, server);
+        Memory &memory = *memoryPtr;
         EventBus bus;
         bus.attachMemory(&memory);
         bus.attachMemory(&memory);      // a second attach adds nothing
