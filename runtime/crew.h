@@ -52,7 +52,7 @@ struct CrewConfig
     std::vector<std::function<Json(const Json &inputs)>> beforeKickoff;
     std::vector<std::function<CrewOutput(const CrewOutput &output)>> afterKickoff;
 
-    EventBus *eventBus = nullptr;               // null: EventBus::instance()
+    EventBus *eventBus = nullptr;               // null: EventBus::instance(); must outlive the crew
 };
 
 // Runs its tasks on the Qt event loop of the thread it lives on: kickoff() returns at once and the
