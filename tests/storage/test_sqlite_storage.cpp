@@ -269,6 +269,8 @@ private Q_SLOTS:
     void configErrors();
     void roundTrip_data();
     void roundTrip();
+    void categoriesAndMetadataColumns_data();
+    void categoriesAndMetadataColumns();
     void failedSaveChangesNothing();
     void searchRanksByCosine();
     void filtersNeverLeak_data();
@@ -439,6 +441,86 @@ void TestSqliteStorage::roundTrip()
         auto reopened = openStore(path);
         check(*reopened);
         QCOMPARE(reopened->embedderBinding()->dimension, 4);
+    }
+}
+
+// The categories and metadata columns are read without a JSON parser in their common forms ("[]",
+// a compact array of plain strings, "{}"); every other form, as written by hand or another tool, reads
+// the same through the parser, and a damaged one is reported.
+void TestSqliteStorage::categoriesAndMetadataColumns_data()
+{
+    QTest::addColumn<QByteArray>("categories");
+    QTest::addColumn<QByteArray>("metadata");
+    QTest::addColumn<QStringList>("expectedCategories");
+    QTest::addColumn<QByteArray>("expectedMetadata"); // empty: the store is reported damaged
+
+    const QStringList none;
+    QTest::newRow("empty") << QByteArray("[]") << QByteArray("{}") << none << QByteArray("{}");
+    QTest::newRow("one") << QByteArray(R"(["a"])") << QByteArray("{}") << QStringList{"a"} << QByteArray("{}");
+    QTest::newRow("several, empty name")
+        << QByteArray(R"(["a","","c d"])") << QByteArray(R"({"k":1})") << QStringList{"a", "", "c d"} << QByteArray(R"({"k":1})");
+    QTest::newRow("comma and bracket inside")
+        << QByteArray(R"(["a,b","[x]"])") << QByteArray("{}") << QStringList{"a,b", "[x]"} << QByteArray("{}");
+    QTest::newRow("escaped quote") << QByteArray(R"(["say \"hi\"","b"])") << QByteArray("{}")
+                                   << QStringList{"say \"hi\"", "b"} << QByteArray("{}");
+    QTest::newRow("escaped backslash and unicode")
+        << QByteArray(R"(["a\\b","\u00e9t\u00e9"])") << QByteArray("{}") << QStringList{"a\\b", QString::fromUtf8("été")}
+        << QByteArray("{}");
+    QTest::newRow("raw utf-8") << QByteArray("[\"caf\xc3\xa9\"]") << QByteArray("{}") << QStringList{QString::fromUtf8("café")}
+                               << QByteArray("{}");
+    QTest::newRow("spaces") << QByteArray(R"([ "a" , "b" ])") << QByteArray(" { } ") << QStringList{"a", "b"} << QByteArray("{}");
+    QTest::newRow("non-string entries skipped") << QByteArray(R"(["a",1,null])") << QByteArray("{}") << QStringList{"a"}
+                                                << QByteArray("{}");
+    QTest::newRow("trailing comma") << QByteArray(R"(["a",])") << QByteArray("{}") << none << QByteArray();
+    QTest::newRow("missing comma") << QByteArray(R"(["a""b"])") << QByteArray("{}") << none << QByteArray();
+    QTest::newRow("unterminated") << QByteArray(R"(["a)") << QByteArray("{}") << none << QByteArray();
+    QTest::newRow("not an array") << QByteArray(R"("a")") << QByteArray("{}") << none << QByteArray();
+    QTest::newRow("metadata not an object") << QByteArray("[]") << QByteArray("[]") << none << QByteArray();
+}
+
+void TestSqliteStorage::categoriesAndMetadataColumns()
+{
+    QFETCH(QByteArray, categories);
+    QFETCH(QByteArray, metadata);
+    QFETCH(QStringList, expectedCategories);
+    QFETCH(QByteArray, expectedMetadata);
+    test::TempStore tmp;
+    const MemoryRecord r = makeRecord(QStringLiteral("written by another tool"), QStringLiteral("/t"), {1, 0});
+    {
+        auto store = openStore(tmp.path());
+        store->save({r});
+    }
+    {
+        sqlite3 *db = nullptr;
+        QCOMPARE(sqlite3_open(tmp.path().toUtf8().constData(), &db), SQLITE_OK);
+        sqlite3_stmt *st = nullptr;
+        QCOMPARE(sqlite3_prepare_v2(db, "UPDATE records SET categories = ?, metadata = ?", -1, &st, nullptr), SQLITE_OK);
+        sqlite3_bind_text(st, 1, categories.constData(), int(categories.size()), SQLITE_TRANSIENT);
+        sqlite3_bind_text(st, 2, metadata.constData(), int(metadata.size()), SQLITE_TRANSIENT);
+        QCOMPARE(sqlite3_step(st), SQLITE_DONE);
+        sqlite3_finalize(st);
+        sqlite3_close(db);
+    }
+    auto store = openStore(tmp.path());
+    if (expectedMetadata.isEmpty()) {
+        const Caught byId = catchError([&] { store->get(r.id); });
+        VERIFY_ERROR(byId, ErrorKind::Corrupt);
+        QVERIFY2(byId.message.contains(r.id), qPrintable(byId.message));
+        const Caught bySearch = catchError([&] { store->search({1, 0}, {}, 5); });
+        VERIFY_ERROR(bySearch, ErrorKind::Corrupt);
+        return;
+    }
+    const auto got = store->get(r.id);
+    QVERIFY(got.has_value());
+    QCOMPARE(got->categories, expectedCategories);
+    COMPARE_JSON(got->metadata, Json::parse(expectedMetadata.toStdString()));
+    const auto found = store->search({1, 0}, {}, 5);
+    QCOMPARE(found.size(), std::size_t(1));
+    QCOMPARE(found.front().record.categories, expectedCategories);
+    if (!expectedCategories.isEmpty()) {
+        RecordFilter byCategory;
+        byCategory.categories = QStringList{expectedCategories.first()};
+        QCOMPARE(store->search({1, 0}, byCategory, 5).size(), std::size_t(1));
     }
 }
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sqlite3.h>
+#include <string_view>
 #include <thread>
 
 #ifndef MNEME_VERSION
@@ -212,6 +213,39 @@ RecordFilter normalized(const RecordFilter &filter)
 bool needsPostFilter(const RecordFilter &f)
 {
     return f.metadata.is_object() && !f.metadata.empty();
+}
+
+// A text column's UTF-8 bytes, valid until the statement steps again.
+std::string_view columnView(sqlite3_stmt *st, int col)
+{
+    const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(st, col));
+    return p ? std::string_view(p, std::size_t(sqlite3_column_bytes(st, col))) : std::string_view();
+}
+
+// Reads the categories column as the code writes it (a compact JSON array of strings) without a JSON
+// parser: false when the text has any other form, escapes included, for the parser to read.
+bool readPlainCategories(std::string_view text, QStringList &out)
+{
+    if (text.size() < 2 || text.front() != '[' || text.back() != ']' || text.find('\\') != std::string_view::npos)
+        return false;
+    std::string_view rest = text.substr(1, text.size() - 2);
+    QStringList found;
+    while (!rest.empty()) {
+        if (rest.front() != '"')
+            return false;
+        const std::size_t close = rest.find('"', 1);
+        if (close == std::string_view::npos)
+            return false;
+        found << QString::fromUtf8(rest.data() + 1, qsizetype(close - 1));
+        rest.remove_prefix(close + 1);
+        if (rest.empty())
+            break;
+        if (rest.front() != ',' || rest.size() < 2)
+            return false;
+        rest.remove_prefix(1);
+    }
+    out = std::move(found);
+    return true;
 }
 
 } // namespace
@@ -1036,20 +1070,21 @@ SqliteStorage::Row SqliteStorage::readRow(sqlite3_stmt *st, bool withEmbedding) 
     r.id = Statement::columnText(st, 1);
     r.content = Statement::columnText(st, 2);
     r.scope = Statement::columnText(st, 3);
-    const Json cats = Json::parse(Statement::columnText(st, 4).toStdString(), nullptr, false);
-    if (cats.is_array()) {
+    if (!readPlainCategories(columnView(st, 4), r.categories)) {
+        const Json cats = Json::parse(columnView(st, 4), nullptr, false);
+        if (!cats.is_array())
+            throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the categories of record %2 are not a JSON array; "
+                                                           "restore the store from a backup")
+                                                .arg(m_location, r.id));
         for (const auto &c : cats)
             if (c.is_string())
                 r.categories << QString::fromStdString(c.get<std::string>());
-    } else {
-        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the categories of record %2 are not a JSON array; "
-                                                       "restore the store from a backup")
-                                            .arg(m_location, r.id));
     }
     r.importance = sqlite3_column_double(st, 5);
     r.source = Statement::columnText(st, 6);
     r.isPrivate = sqlite3_column_int(st, 7) != 0;
-    const Json meta = Json::parse(Statement::columnText(st, 8).toStdString(), nullptr, false);
+    const std::string_view metaText = columnView(st, 8);
+    const Json meta = metaText == "{}" ? Json::object() : Json::parse(metaText, nullptr, false);
     if (!meta.is_object())
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the metadata of record %2 is not a JSON object; "
                                                        "restore the store from a backup")
