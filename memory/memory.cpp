@@ -456,10 +456,11 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
         double cosine = 0;
         double keyword = 0;
     };
-    std::unordered_map<std::string, Candidate> pool;
+    QHash<QString, Candidate> pool;
+    pool.reserve(2 * candidates);
     for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
-        Candidate c{std::move(s.record), s.score, 0};
-        pool.emplace(c.record.id.toStdString(), std::move(c));
+        const QString id = s.record.id;
+        pool.insert(id, Candidate{std::move(s.record), s.score, 0});
     }
     if (config.keywordWeight > 0) {
         const auto hits = storage->keywordSearch(text, filter, candidates, config.keywordContextWeight);
@@ -468,42 +469,48 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
             best = std::max(best, h.score);
         for (const auto &h : hits) {
             const double kw = best > 0 ? h.score / best : 0;
-            auto it = pool.find(h.record.id.toStdString());
+            auto it = pool.find(h.record.id);
             if (it != pool.end()) {
-                it->second.keyword = kw;
+                it->keyword = kw;
                 continue;
             }
             Candidate c{h.record, 0, kw};
             if (auto full = storage->get(h.record.id, true))
                 c.cosine = Scoring::cosine(queryVector, full->embedding);
-            pool.emplace(h.record.id.toStdString(), std::move(c));
+            pool.insert(h.record.id, std::move(c));
         }
     }
     QList<MemoryMatch> matches;
-    matches.reserve(qsizetype(pool.size()));
-    for (auto &[id, c] : pool) {
+    matches.reserve(pool.size());
+    for (Candidate &c : pool) {
         c.record.embedding.clear();
-        MemoryMatch m = Scoring::match(c.record, c.cosine, c.keyword, now, config);
+        MemoryMatch m = Scoring::match(std::move(c.record), c.cosine, c.keyword, now, config);
         // Recency and importance rank relevant records; they never make an unrelated one relevant.
         if (m.signalValues.semantic > 0 || m.signalValues.keyword > 0)
             matches << std::move(m);
     }
     Scoring::weighByRelevance(matches, config);
-    sortMatches(matches);
-    if (matches.size() > limit)
+    if (matches.size() > limit) {
+        std::partial_sort(matches.begin(), matches.begin() + limit, matches.end(), ranksBefore);
         matches.resize(limit);
+    } else {
+        sortMatches(matches);
+    }
     return matches;
+}
+
+bool MemoryPrivate::ranksBefore(const MemoryMatch &a, const MemoryMatch &b)
+{
+    if (a.score != b.score)
+        return a.score > b.score;
+    if (a.signalValues.semantic != b.signalValues.semantic)
+        return a.signalValues.semantic > b.signalValues.semantic;
+    return a.record.id < b.record.id;
 }
 
 void MemoryPrivate::sortMatches(QList<MemoryMatch> &matches)
 {
-    std::sort(matches.begin(), matches.end(), [](const MemoryMatch &a, const MemoryMatch &b) {
-        if (a.score != b.score)
-            return a.score > b.score;
-        if (a.signalValues.semantic != b.signalValues.semantic)
-            return a.signalValues.semantic > b.signalValues.semantic;
-        return a.record.id < b.record.id;
-    });
+    std::sort(matches.begin(), matches.end(), ranksBefore);
 }
 
 void MemoryPrivate::touchLater(const QList<MemoryMatch> &matches)

@@ -73,6 +73,8 @@ public:
     // `limit` matches. The shallow recall is exactly this; deep recall runs it per query and scope.
     QList<MemoryMatch> rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter, int limit,
                             const QDateTime &now);
+    // Best first: score, then semantic similarity, then id (a total order).
+    static bool ranksBefore(const MemoryMatch &a, const MemoryMatch &b);
     static void sortMatches(QList<MemoryMatch> &matches);
     // Notes the recalled records' access; the writer records the accesses noted so far at most
     // kTouchIntervalMs later (one transaction for many recalls), or at drainWrites() / close().

@@ -50,12 +50,12 @@ QStringList Scoring::reasons(const MatchSignals &s)
     return r;
 }
 
-MemoryMatch Scoring::match(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
+MemoryMatch Scoring::match(MemoryRecord record, double cosine, double keyword, const QDateTime &now,
                            const MemoryConfig &config)
 {
     MemoryMatch m;
-    m.record = record;
     m.signalValues = signalsFor(record, cosine, keyword, now, config);
+    m.record = std::move(record);
     m.score = composite(m.signalValues, config);
     m.matchReasons = reasons(m.signalValues);
     return m;

@@ -22,7 +22,7 @@ public:
     // "semantic" when the semantic signal is positive, "keyword" when the keyword signal is, "recency"
     // when the decay is above 0.5 (younger than one half-life), "importance" when importance > 0.5.
     static QStringList reasons(const MatchSignals &signals);
-    static MemoryMatch match(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
+    static MemoryMatch match(MemoryRecord record, double cosine, double keyword, const QDateTime &now,
                              const MemoryConfig &config);
     // semantic_weight*semantic + keyword_weight*keyword.
     static double relevance(const MatchSignals &signals, const MemoryConfig &config);
