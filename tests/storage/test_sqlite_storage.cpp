@@ -271,6 +271,9 @@ private Q_SLOTS:
     void roundTrip();
     void categoriesAndMetadataColumns_data();
     void categoriesAndMetadataColumns();
+    void historyHoldsTheRecordAsJson_data();
+    void historyHoldsTheRecordAsJson();
+    void batchHistoryInOrder();
     void failedSaveChangesNothing();
     void searchRanksByCosine();
     void filtersNeverLeak_data();
@@ -521,6 +524,101 @@ void TestSqliteStorage::categoriesAndMetadataColumns()
         RecordFilter byCategory;
         byCategory.categories = QStringList{expectedCategories.first()};
         QCOMPARE(store->search({1, 0}, byCategory, 5).size(), std::size_t(1));
+    }
+}
+
+// The history's record JSON is written by hand (it is on every save's path): it must be what
+// to_json makes of the record, for any text.
+void TestSqliteStorage::historyHoldsTheRecordAsJson_data()
+{
+    QTest::addColumn<QString>("content");
+    QTest::addColumn<QStringList>("categories");
+    QTest::addColumn<QString>("source");
+    QTest::addColumn<double>("importance");
+    QTest::addColumn<QByteArray>("metadata");
+
+    QTest::newRow("plain") << QStringLiteral("Ana prefers tea") << QStringList{} << QString() << 0.5 << QByteArray("{}");
+    QTest::newRow("quotes and backslashes")
+        << QStringLiteral("say \"hi\" C:\\dir\\") << QStringList{QStringLiteral("a\"b"), QStringLiteral("c\\")}
+        << QStringLiteral("user:\"x\"") << 0.1 << QByteArray(R"({"k":"v\"w"})");
+    QTest::newRow("control characters")
+        << QString::fromUtf8("line\nbreak\ttab\rcr\bbs\fff\x01\x1f end") << QStringList{QStringLiteral("x\ny")}
+        << QString() << 1.0 / 3.0 << QByteArray("{}");
+    QTest::newRow("unicode") << QString::fromUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe6\x97\xa5\xe6\x9c\xac")
+                             << QStringList{QString::fromUtf8("\xc3\xa9t\xc3\xa9")} << QString::fromUtf8("agent:\xc3\xa9")
+                             << 0.0 << QByteArray(R"({"entities":["Zo\u00eb"],"n":{"x":1.5,"ok":true,"none":null}})");
+    QTest::newRow("empty content, extreme importance") << QString() << QStringList{QString()} << QString() << 1.0
+                                                       << QByteArray("{}");
+}
+
+void TestSqliteStorage::historyHoldsTheRecordAsJson()
+{
+    QFETCH(QString, content);
+    QFETCH(QStringList, categories);
+    QFETCH(QString, source);
+    QFETCH(double, importance);
+    QFETCH(QByteArray, metadata);
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    MemoryRecord r = makeRecord(content, QStringLiteral("/h"), {1, 0});
+    r.categories = categories;
+    r.source = source;
+    r.importance = importance;
+    r.isPrivate = !source.isEmpty();
+    r.metadata = Json::parse(metadata.toStdString());
+    r.accessCount = 3;
+    store->save({r});
+    MemoryRecord changed = r;
+    changed.content += QStringLiteral(" (changed)");
+    changed.embedding.clear();
+    store->update(changed);
+    RecordFilter one;
+    one.ids = QStringList{r.id};
+    QCOMPARE(store->remove(one), 1);
+
+    Json expected, expectedChanged;
+    to_json(expected, r);
+    to_json(expectedChanged, changed);
+    const std::vector<HistoryEntry> h = store->history(r.id);
+    QCOMPARE(h.size(), std::size_t(3));
+    COMPARE_JSON(h[0].newRecord, expected);
+    QCOMPARE(h[0].newContent, content);
+    COMPARE_JSON(h[1].oldRecord, expected);
+    // The update's new record is the stored one (its update time may be the storage's).
+    QCOMPARE(QString::fromStdString(h[1].newRecord["content"].get<std::string>()), changed.content);
+    COMPARE_JSON(h[2].oldRecord["content"], expectedChanged["content"]);
+    COMPARE_JSON(h[2].oldRecord["metadata"], expected["metadata"]);
+    COMPARE_JSON(h[2].oldRecord["categories"], expected["categories"]);
+    MemoryRecord back;
+    from_json(h[0].newRecord, back);
+    QCOMPARE(back.content, r.content);
+    QCOMPARE(back.categories, r.categories);
+    QCOMPARE(back.source, r.source);
+    QCOMPARE(back.importance, r.importance);
+    COMPARE_JSON(back.metadata, r.metadata);
+}
+
+// A batch's ADD entries are written several rows a statement (32, 16, ... 1): one entry per record,
+// in the batch's order, for every batch size.
+void TestSqliteStorage::batchHistoryInOrder()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    qint64 lastSeq = 0;
+    for (int size : {1, 31, 32, 33, 77}) {
+        std::vector<MemoryRecord> batch;
+        for (int i = 0; i < size; ++i)
+            batch.push_back(makeRecord(QStringLiteral("batch %1 record %2").arg(size).arg(i), QStringLiteral("/b"), {1, float(i)}));
+        store->save(batch);
+        for (const MemoryRecord &r : batch) {
+            const std::vector<HistoryEntry> h = store->history(r.id);
+            QCOMPARE(h.size(), std::size_t(1));
+            QCOMPARE(h[0].event, HistoryEntry::Event::Add);
+            QCOMPARE(h[0].newContent, r.content);
+            QCOMPARE(QString::fromStdString(h[0].newRecord["id"].get<std::string>()), r.id);
+            QVERIFY(h[0].seq > lastSeq);
+            lastSeq = h[0].seq;
+        }
     }
 }
 

@@ -15,6 +15,9 @@
 #include <QUuid>
 #include <QtEndian>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <sqlite3.h>
 #include <string_view>
@@ -131,11 +134,93 @@ QByteArray jsonBytes(const Json &j)
     return QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
+// Appends `utf8` as a JSON string: quotes, backslashes and control characters escaped, as
+// nlohmann::json writes them, everything else as it is.
+void appendJsonString(QByteArray &out, const QByteArray &utf8)
+{
+    out += '"';
+    const char *run = utf8.constData();
+    const char *const end = run + utf8.size();
+    for (const char *p = run; p != end; ++p) {
+        const auto c = static_cast<unsigned char>(*p);
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        out.append(run, p - run);
+        run = p + 1;
+        switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default: {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+        }
+        }
+    }
+    out.append(run, end - run);
+    out += '"';
+}
+
+// The categories column: a compact JSON array of strings (what readPlainCategories() reads back).
+QByteArray categoriesJson(const QStringList &categories)
+{
+    QByteArray out("[");
+    for (qsizetype i = 0; i < categories.size(); ++i) {
+        if (i > 0)
+            out += ',';
+        appendJsonString(out, categories[i].toUtf8());
+    }
+    out += ']';
+    return out;
+}
+
+QByteArray metadataJson(const Json &metadata)
+{
+    return metadata.is_object() && !metadata.empty() ? jsonBytes(metadata) : QByteArray("{}");
+}
+
+// A record as JSON, as to_json(Json &, const MemoryRecord &) has it (the same keys and values, in
+// the same order), written directly: every saved record writes one into the history.
 QByteArray recordJson(const MemoryRecord &r)
 {
-    Json j;
-    to_json(j, r);
-    return jsonBytes(j);
+    QByteArray out;
+    out.reserve(256 + 2 * r.content.size());
+    auto number = [&out](auto value) {
+        char buf[64];
+        const auto done = std::to_chars(buf, buf + sizeof buf, value);
+        out.append(buf, done.ptr - buf);
+    };
+    auto text = [&out](const char *key, const QString &value) {
+        out += key;
+        appendJsonString(out, value.toUtf8());
+    };
+    out += "{\"access_count\":";
+    number(r.accessCount);
+    out += ",\"categories\":" + categoriesJson(r.categories);
+    text(",\"content\":", r.content);
+    text(",\"created_at\":", toIso(r.createdAt));
+    text(",\"id\":", r.id);
+    out += ",\"importance\":";
+    if (std::isfinite(r.importance))
+        number(r.importance);
+    else
+        out += "null";
+    text(",\"last_accessed\":", toIso(r.lastAccessed));
+    out += ",\"metadata\":" + metadataJson(r.metadata);
+    out += r.isPrivate ? ",\"private\":true" : ",\"private\":false";
+    text(",\"scope\":", r.scope);
+    if (r.source.isEmpty())
+        out += ",\"source\":null";
+    else
+        text(",\"source\":", r.source);
+    text(",\"updated_at\":", toIso(r.updatedAt));
+    out += '}';
+    return out;
 }
 
 qint64 contentHash(const QString &content)
@@ -1176,11 +1261,11 @@ SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, co
 {
     return st.bindText(first, r.content)
         .bindText(first + 1, r.scope)
-        .bindBytes(first + 2, jsonBytes(Json(r.categories)))
+        .bindBytes(first + 2, categoriesJson(r.categories))
         .bindDouble(first + 3, r.importance)
         .bindText(first + 4, r.source)
         .bind(first + 5, r.isPrivate ? 1 : 0)
-        .bindBytes(first + 6, jsonBytes(r.metadata.is_object() ? r.metadata : Json::object()))
+        .bindBytes(first + 6, metadataJson(r.metadata))
         .bindTime(first + 7, r.createdAt)
         .bindTime(first + 8, r.updatedAt)
         .bindTime(first + 9, r.lastAccessed)
@@ -1225,6 +1310,31 @@ void SqliteStorage::insertHistory(const QString &recordId, HistoryEntry::Event e
         st.bindNull(4).bindNull(6);
     st.bind(7, atMs);
     st.run(QStringLiteral("writing the history of record %1").arg(recordId));
+}
+
+// The ADD entries of saved records, up to 32 rows a statement: the history's AUTOINCREMENT counter is
+// read and written once per statement, not once per row. Statements of 32, 16, ... 1 rows.
+void SqliteStorage::insertAddHistory(const std::vector<MemoryRecord> &records, qint64 atMs)
+{
+    const QByteArray event = HistoryEntry::eventName(HistoryEntry::Event::Add).toUtf8();
+    for (std::size_t first = 0; first < records.size();) {
+        std::size_t rows = 32;
+        while (rows > records.size() - first)
+            rows /= 2;
+        QByteArray sql("INSERT INTO history(record_id, event, new_content, new_record, at) VALUES (?, ?, ?, ?, ?)");
+        for (std::size_t i = 1; i < rows; ++i)
+            sql += ", (?, ?, ?, ?, ?)";
+        Statement st(*this, sql);
+        int param = 1;
+        for (std::size_t i = first; i < first + rows; ++i) {
+            const MemoryRecord &r = records[i];
+            st.bindText(param, r.id).bindBytes(param + 1, event).bindText(param + 2, r.content);
+            st.bindBytes(param + 3, recordJson(r)).bind(param + 4, atMs);
+            param += 5;
+        }
+        st.run(QStringLiteral("writing the history of record %1").arg(records[first].id));
+        first += rows;
+    }
 }
 
 VectorIndex::Item SqliteStorage::indexItem(qint64 rowid, const MemoryRecord &r)
@@ -1598,10 +1708,9 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
     const qint64 at = nowUtc().toMSecsSinceEpoch();
     std::vector<qint64> rowids;
     rowids.reserve(records.size());
-    for (const MemoryRecord &r : records) {
+    for (const MemoryRecord &r : records)
         rowids.push_back(insertRecord(r));
-        insertHistory(r.id, HistoryEntry::Event::Add, nullptr, &r, at);
-    }
+    insertAddHistory(records, at);
     const qint64 lastSeq = currentSeq();
     t.commit();
     if (!m_index.isLoaded())

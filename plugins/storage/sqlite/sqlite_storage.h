@@ -176,6 +176,7 @@ private:
     std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
                                                 bool isPrivate);
     qint64 insertRecord(const MemoryRecord &r);
+    void insertAddHistory(const std::vector<MemoryRecord> &records, qint64 atMs);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
     int deleteRows(const std::vector<Row> &rows);
