@@ -1445,8 +1445,8 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
         return;
     }
     item.scope = Statement::columnText(stmt, 1);
-    const char *catsText = reinterpret_cast<const char *>(sqlite3_column_text(stmt, 2));
-    if (catsText && std::strcmp(catsText, "[]") != 0) {
+    const std::string_view catsText = columnView(stmt, 2);
+    if (!readPlainCategories(catsText, item.categories)) {
         const Json cats = Json::parse(catsText, nullptr, false);
         if (cats.is_array())
             for (const auto &c : cats)
