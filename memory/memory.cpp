@@ -23,7 +23,6 @@
 #include <functional>
 #include <map>
 #include <tuple>
-#include <unordered_map>
 
 namespace mneme {
 
@@ -490,12 +489,9 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
             matches << std::move(m);
     }
     Scoring::weighByRelevance(matches, config);
-    if (matches.size() > limit) {
-        std::partial_sort(matches.begin(), matches.begin() + limit, matches.end(), ranksBefore);
-        matches.resize(limit);
-    } else {
-        sortMatches(matches);
-    }
+    const auto kept = matches.begin() + std::min<qsizetype>(limit, matches.size());
+    std::partial_sort(matches.begin(), kept, matches.end(), ranksBefore);
+    matches.erase(kept, matches.end());
     return matches;
 }
 
