@@ -6,6 +6,7 @@
 #include "core/scope_path.h"
 #include "core/vector_math.h"
 #include "memory/analysis_call.h"
+#include "memory/batch_dedup.h"
 #include "memory/conversation_ingest.h"
 #include "memory/llm_analysis.h"
 #include "memory/memory_p.h"
@@ -329,30 +330,16 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped (not in a
     //    conversation, whose turns are events even when their words repeat).
     std::vector<size_t> kept;
-    std::vector<float> norms(items.size(), 0.0f);
-    for (size_t i : active) {
-        const Embedding &v = items[i].record.embedding;
-        norms[i] = VectorMath::norm(v.data(), v.size());
-    }
-    for (size_t i : active) {
-        const Embedding &a = items[i].record.embedding;
-        bool duplicate = false;
-        if (norms[i] > 0 && !context.conversation) {
-            for (size_t j : kept) {
-                const Embedding &b = items[j].record.embedding;
-                if (b.size() != a.size() || norms[j] <= 0)
-                    continue;
-                if (VectorMath::dot(a.data(), b.data(), a.size()) / (norms[i] * norms[j]) >= d.config.batchDedupThreshold) {
-                    duplicate = true;
-                    break;
-                }
-            }
-        }
-        if (duplicate) {
-            items[i].dropped = true;
-            continue;
-        }
-        kept.push_back(i);
+    std::vector<const Embedding *> vectors;
+    vectors.reserve(active.size());
+    for (size_t i : active)
+        vectors.push_back(context.conversation ? nullptr : &items[i].record.embedding);
+    const std::vector<bool> duplicate = BatchDedup::duplicates(vectors, d.config.batchDedupThreshold);
+    for (size_t k = 0; k < active.size(); ++k) {
+        if (duplicate[k])
+            items[active[k]].dropped = true;
+        else
+            kept.push_back(active[k]);
     }
 
     // 4. Save analysis for missing fields and consolidation with similar stored records; then the

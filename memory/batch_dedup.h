@@ -1,0 +1,23 @@
+#pragma once
+
+#include "core/memory_record.h"
+
+#include <vector>
+
+namespace mneme {
+
+// Near-duplicates within one batch of saves: an item is a duplicate when the cosine of its vector
+// with the vector of an earlier item that was kept reaches the threshold. Items without a vector (null,
+// empty or zero) are never duplicates and never match; vectors of different lengths never match.
+//
+// Exact, and cheaper than comparing every pair in full: for a pair, the dot product of the first
+// quarter of the dimensions plus the product of the two remaining lengths bounds the whole dot
+// product (Cauchy–Schwarz), and most unrelated pairs fall below the threshold on that bound alone.
+class BatchDedup
+{
+public:
+    // One flag per vector, true for a duplicate.
+    static std::vector<bool> duplicates(const std::vector<const Embedding *> &vectors, double threshold);
+};
+
+} // namespace mneme
