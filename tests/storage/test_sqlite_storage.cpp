@@ -285,6 +285,7 @@ private Q_SLOTS:
     void updateRemoveRestoreAndHistory();
     void resetSubtreeAndEverything();
     void findExact();
+    void findExactFollowsWrites();
     void scopeTreeStatistics();
     void touchCountsAccess();
     void embedderBinding();
@@ -361,12 +362,12 @@ void TestSqliteStorage::pluginIsRegistered()
     test::TempStore tmp;
     auto store = openStore(tmp.path(QStringLiteral("nested/folder/memory.db")));
     QVERIFY(QFile::exists(tmp.path(QStringLiteral("nested/folder/memory.db"))));
-    QCOMPARE(SqliteStorage::latestSchemaVersion(), 3);
-    QCOMPARE(store->schemaVersion(), 3);
+    QCOMPARE(SqliteStorage::latestSchemaVersion(), 4);
+    QCOMPARE(store->schemaVersion(), 4);
     QCOMPARE(store->location(), tmp.path(QStringLiteral("nested/folder/memory.db")));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("3"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("3"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("4"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("4"));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("1"));
     QVERIFY(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")).startsWith(QLatin1String("mneme ")));
 }
@@ -1124,6 +1125,78 @@ void TestSqliteStorage::findExact()
     QVERIFY(store->findExact(std::vector<MemoryRecord>{}).empty());
 }
 
+// The lookup behind findExact follows every write: a content change moves the record to its new
+// text, a delete and a reset remove it, and a record is found before and after the recent entries
+// are merged into the main table.
+void TestSqliteStorage::findExactFollowsWrites()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    const auto found = [&](const QString &content) -> QString {
+        const auto hit = store->findExact(content, QStringLiteral("/"), QString(), false);
+        return hit ? hit->id : QString();
+    };
+    MemoryRecord a = makeRecord(QStringLiteral("the kettle is blue"));
+    MemoryRecord b = makeRecord(QStringLiteral("the kettle is red"));
+    store->save({a, b});
+    QCOMPARE(found(a.content), a.id);
+
+    a.content = QStringLiteral("the kettle is green");
+    store->update(a);
+    QCOMPARE(found(QStringLiteral("the kettle is blue")), QString());
+    QCOMPARE(found(QStringLiteral("the kettle is green")), a.id);
+    a.importance = 0.9; // not a content change: still found once
+    store->update(a);
+    QCOMPARE(found(a.content), a.id);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM content_hashes_recent")), QStringLiteral("2"));
+
+    RecordFilter byId;
+    byId.ids = {b.id};
+    QCOMPARE(store->remove(byId), 1);
+    QCOMPARE(found(b.content), QString());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM content_hashes_recent")), QStringLiteral("1"));
+
+    // Enough records to move the recent entries into the main table, in batches as Memory writes them.
+    std::vector<MemoryRecord> batch;
+    const int total = 16384 + 600;
+    for (int i = 0; i < total; ++i) {
+        batch.push_back(makeRecord(QStringLiteral("filler %1").arg(i)));
+        if (batch.size() == 500 || i == total - 1) {
+            store->save(batch);
+            batch.clear();
+        }
+    }
+    const int recent = rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM content_hashes_recent")).toInt();
+    const int merged = rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM content_hashes")).toInt();
+    QVERIFY2(merged >= 16384 && recent < 16384 && merged + recent == total + 1, qPrintable(QStringLiteral("%1 + %2").arg(merged).arg(recent)));
+    QCOMPARE(found(a.content), a.id); // merged
+    QVERIFY(!found(QStringLiteral("filler 0")).isEmpty());
+    QVERIFY(!found(QStringLiteral("filler %1").arg(total - 1)).isEmpty()); // recent
+    QCOMPARE(found(QStringLiteral("filler %1").arg(total)), QString());
+
+    // A content change and a delete of a merged record leave no stale entry behind.
+    a.content = QStringLiteral("the kettle is black");
+    store->update(a);
+    QCOMPARE(found(QStringLiteral("the kettle is green")), QString());
+    QCOMPARE(found(a.content), a.id);
+    const QString first = found(QStringLiteral("filler 0"));
+    byId.ids = {first};
+    QCOMPARE(store->remove(byId), 1);
+    QCOMPARE(found(QStringLiteral("filler 0")), QString());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT (SELECT count(*) FROM content_hashes) + (SELECT count(*) FROM content_hashes_recent) "
+                                                  "- (SELECT count(*) FROM records)")),
+             QStringLiteral("0"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM content_hashes h "
+                                                  "WHERE h.hash = r.content_hash AND h.rid = r.rid) AND NOT EXISTS (SELECT 1 FROM "
+                                                  "content_hashes_recent h WHERE h.hash = r.content_hash AND h.rid = r.rid)")),
+             QStringLiteral("0"));
+
+    store->reset(QStringLiteral("/"));
+    QCOMPARE(found(a.content), QString());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT (SELECT count(*) FROM content_hashes) + (SELECT count(*) FROM content_hashes_recent)")),
+             QStringLiteral("0"));
+}
+
 void TestSqliteStorage::scopeTreeStatistics()
 {
     test::TempStore tmp;
@@ -1315,7 +1388,7 @@ void TestSqliteStorage::schemaTooNewLeavesFileUntouched()
     const Caught c = catchError([&] { openStore(tmp.path()); });
     VERIFY_ERROR(c, ErrorKind::SchemaTooNew);
     QVERIFY2(c.message.contains(QLatin1String("newer Mneme")) && c.message.contains(QLatin1String("schema 99"))
-                 && c.message.contains(QLatin1String("up to 3")) && c.message.contains(QLatin1String("upgrade Mneme")),
+                 && c.message.contains(QLatin1String("up to 4")) && c.message.contains(QLatin1String("upgrade Mneme")),
              qPrintable(c.message));
     QVERIFY(c.message.contains(tmp.path()));
     VERIFY_ERROR(catchError([&] { openStore(tmp.path(), Json{{"read_only", true}}); }), ErrorKind::SchemaTooNew);
@@ -1693,7 +1766,7 @@ void TestSqliteStorage::schemaV1IsMigrated()
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("0"));
     {
         auto store = openStore(tmp.path());
-        QCOMPARE(store->schemaVersion(), 3);
+        QCOMPARE(store->schemaVersion(), 4);
         // The records, their index, history and binding came through.
         QCOMPARE(store->count({}), 2);
         const auto first = store->get(QStringLiteral("v1-first"), true);
@@ -1723,14 +1796,23 @@ void TestSqliteStorage::schemaV1IsMigrated()
         store->save({added});
         QCOMPARE(store->keywordSearch(QStringLiteral("albatross"), {}, 5, 0.3).size(), std::size_t(1));
     }
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("3"));
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("3"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("4"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("4"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts WHERE context = ''")), QStringLiteral("2"));
+    // v4: the stored hashes moved to the lookup table (the v1 rows' hashes as they were written), the
+    // record added after the upgrade went to the recent table, and the index on the column is gone.
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT group_concat(hash || ':' || rid, ' ') FROM content_hashes")),
+             QStringLiteral("11:1 12:2"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT group_concat(rid) FROM content_hashes_recent")), QStringLiteral("3"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'records_content_hash'")),
+             QStringLiteral("0"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")), QStringLiteral("mneme 0.1.0"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'store_id'")), QStringLiteral("v1-store"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
     auto reopened = openStore(tmp.path());
-    QCOMPARE(reopened->schemaVersion(), 3);
+    QCOMPARE(reopened->schemaVersion(), 4);
+    QCOMPARE(reopened->findExact(QStringLiteral("a new record"), QStringLiteral("/"), QString(), false)->content,
+             QStringLiteral("a new record"));
     QCOMPARE(reopened->count({}), 3);
     COMPARE_JSON(reopened->readState(QStringLiteral("conversation/1")).value_or(Json()), (Json{{"summary", "after the upgrade"}}));
 }
@@ -1749,6 +1831,11 @@ void TestSqliteStorage::schemaV1ReadOnly()
         // Its keyword index has no context column yet: the content alone is searched.
         QCOMPARE(store->keywordSearch(QStringLiteral("lighthouse"), {}, 5, 0.3).size(), std::size_t(1));
         QCOMPARE(store->search({1, 0}, {}, 5).size(), std::size_t(1));
+        // Identical records are looked up through the v1 index on the column (no content_hashes table
+        // yet); the hashes this hand-written file holds are not real ones, so nothing matches.
+        QVERIFY(!store->findExact(QStringLiteral("the lighthouse keeper likes tea"), QStringLiteral("/crew/a"),
+                                  QStringLiteral("agent-a"), false)
+                     .has_value());
         QVERIFY(!store->readState(QStringLiteral("conversation/1")).has_value());
         const Caught c = catchError([&] { store->writeState(QStringLiteral("conversation/1"), Json("x")); });
         VERIFY_ERROR(c, ErrorKind::ReadOnlyStore);

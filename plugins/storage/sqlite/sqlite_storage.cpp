@@ -96,6 +96,17 @@ INSERT INTO records_fts_v3(rowid, content, context) SELECT rid, content, '' FROM
 DROP TABLE records_fts;
 ALTER TABLE records_fts_v3 RENAME TO records_fts;
 )SQL"},
+    // The lookup of identical records by content hash leaves the records table for two compact
+    // tables: every insert goes to content_hashes_recent, which stays small, and saveLocked() moves it
+    // into content_hashes in hash order once it holds kRecentHashLimit entries. An index on a random
+    // hash takes a random page per insert: at a million records, more than half the pages a batch
+    // wrote. A lookup reads both tables.
+    {4, R"SQL(
+CREATE TABLE content_hashes(hash INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (hash, rid)) WITHOUT ROWID;
+CREATE TABLE content_hashes_recent(hash INTEGER NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (hash, rid)) WITHOUT ROWID;
+INSERT INTO content_hashes(hash, rid) SELECT content_hash, rid FROM records ORDER BY content_hash, rid;
+DROP INDEX records_content_hash;
+)SQL"},
 };
 
 constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
@@ -104,8 +115,14 @@ static_assert(kMigrations[kLatestSchema - 1].version == kLatestSchema);
 // The oldest schema a read-only connection can use as it is (it cannot upgrade the file). Every step
 // since has only added what the code does without: a v1 store has no state table, so readState()
 // finds nothing there and writeState() needs a writable, upgraded store anyway; a store before v3
-// has no context column in its keyword index, so keyword search reads the content alone.
+// has no context column in its keyword index, so keyword search reads the content alone; a store
+// before v4 finds identical records through its index on records.content_hash.
 constexpr int kOldestReadableSchema = 1;
+
+// Entries content_hashes_recent may hold before they are moved into content_hashes. A batch's inserts
+// touch at most this many entries' pages (about 75 pages of 4 KB), and each move rewrites the pages
+// of content_hashes once: at a million records, a third of a page per record instead of one.
+constexpr int kRecentHashLimit = 16384;
 
 // The tables a store at a given version must have, and the version that added each.
 struct RequiredTable
@@ -115,6 +132,7 @@ struct RequiredTable
 };
 const RequiredTable kRequiredTables[] = {
     {"meta", 1}, {"records", 1}, {"records_fts", 1}, {"history", 1}, {"state", 2},
+    {"content_hashes", 4}, {"content_hashes_recent", 4},
 };
 
 constexpr int kMaxStateKeyLength = 200;
@@ -1257,7 +1275,7 @@ std::vector<qint64> SqliteStorage::rowidsForIds(const QStringList &ids)
 }
 
 // Binds the thirteen stored fields of a record, content to embedding in table order, from `first`.
-SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, const MemoryRecord &r)
+SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, const MemoryRecord &r, qint64 hash)
 {
     return st.bindText(first, r.content)
         .bindText(first + 1, r.scope)
@@ -1270,7 +1288,7 @@ SqliteStorage::Statement &SqliteStorage::bindFields(Statement &st, int first, co
         .bindTime(first + 8, r.updatedAt)
         .bindTime(first + 9, r.lastAccessed)
         .bind(first + 10, r.accessCount)
-        .bind(first + 11, contentHash(r.content))
+        .bind(first + 11, hash)
         .bindEmbedding(first + 12, r.embedding);
 }
 
@@ -1279,8 +1297,9 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     Statement st(*this, "INSERT INTO records(id, content, scope, categories, importance, source, private, metadata, "
                         "created_at, updated_at, last_accessed, access_count, content_hash, embedding) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    const qint64 hash = contentHash(r.content);
     st.bindText(1, r.id);
-    bindFields(st, 2, r);
+    bindFields(st, 2, r, hash);
     // The id's UNIQUE index finds a record that exists already (no lookup before each insert).
     const int rc = sqlite3_step(st.get());
     if (rc == SQLITE_CONSTRAINT_UNIQUE)
@@ -1291,7 +1310,38 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     const qint64 rowid = sqlite3_last_insert_rowid(m_db);
     Statement fts(*this, "INSERT INTO records_fts(rowid, content, context) VALUES (?, ?, ?)");
     fts.bind(1, rowid).bindText(2, r.content).bindText(3, r.context).run(QStringLiteral("indexing record %1").arg(r.id));
+    addContentHash(hash, rowid);
     return rowid;
+}
+
+void SqliteStorage::addContentHash(qint64 hash, qint64 rowid)
+{
+    Statement st(*this, "INSERT INTO content_hashes_recent(hash, rid) VALUES (?, ?)");
+    st.bind(1, hash).bind(2, rowid).run(QStringLiteral("indexing the content of row %1").arg(rowid));
+}
+
+void SqliteStorage::removeContentHash(qint64 rowid)
+{
+    // The stored hash, not one computed again: the entry is found whatever wrote the row.
+    for (const char *sql : {"DELETE FROM content_hashes WHERE rid = ?1 AND hash = (SELECT content_hash FROM records WHERE rid = ?1)",
+                            "DELETE FROM content_hashes_recent WHERE rid = ?1 AND hash = (SELECT content_hash FROM records WHERE rid = ?1)"}) {
+        Statement st(*this, sql);
+        st.bind(1, rowid).run(QStringLiteral("unindexing the content of row %1").arg(rowid));
+    }
+}
+
+void SqliteStorage::mergeRecentHashes()
+{
+    {
+        Statement st(*this, "SELECT count(*) FROM content_hashes_recent");
+        st.step(QStringLiteral("counting recent content hashes"));
+        if (st.int64(0) < kRecentHashLimit)
+            return;
+    }
+    // Read in key order, so the inserts walk content_hashes from one end to the other.
+    exec("INSERT INTO content_hashes(hash, rid) SELECT hash, rid FROM content_hashes_recent",
+         QStringLiteral("merging recent content hashes"));
+    exec("DELETE FROM content_hashes_recent", QStringLiteral("merging recent content hashes"));
 }
 
 void SqliteStorage::insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
@@ -1710,6 +1760,7 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
     rowids.reserve(records.size());
     for (const MemoryRecord &r : records)
         rowids.push_back(insertRecord(r));
+    mergeRecentHashes();
     insertAddHistory(records, at);
     const qint64 lastSeq = currentSeq();
     t.commit();
@@ -1747,9 +1798,15 @@ void SqliteStorage::update(const MemoryRecord &record)
                         "metadata = ?, created_at = ?, updated_at = ?, last_accessed = max(coalesce(last_accessed, 0), ?), "
                         "access_count = max(access_count, ?), content_hash = ?, "
                         "embedding = coalesce(?, embedding) WHERE rid = ?"); // a touch() in between is kept
-    bindFields(st, 1, record).bind(14, old->rowid);
+    const qint64 hash = contentHash(record.content);
+    const bool contentChanged = record.content != old->record.content;
+    if (contentChanged)
+        removeContentHash(old->rowid);
+    bindFields(st, 1, record, hash).bind(14, old->rowid);
     st.run(QStringLiteral("updating record %1").arg(record.id));
-    if (record.content != old->record.content) {
+    if (contentChanged)
+        addContentHash(hash, old->rowid);
+    if (contentChanged) {
         Statement fts(*this, "UPDATE records_fts SET content = ? WHERE rowid = ?");
         fts.bindText(1, record.content).bind(2, old->rowid).run(QStringLiteral("indexing record %1").arg(record.id));
     }
@@ -1771,6 +1828,7 @@ int SqliteStorage::deleteRows(const std::vector<Row> &rows)
 {
     const qint64 at = nowUtc().toMSecsSinceEpoch();
     for (const Row &row : rows) {
+        removeContentHash(row.rowid);
         Statement st(*this, "DELETE FROM records WHERE rid = ?");
         st.bind(1, row.rowid).run(QStringLiteral("deleting record %1").arg(row.record.id));
         Statement fts(*this, "DELETE FROM records_fts WHERE rowid = ?");
@@ -1824,6 +1882,8 @@ int SqliteStorage::reset(const QString &scopePrefix)
     }
     exec("DELETE FROM records", QStringLiteral("deleting every record"));
     exec("DELETE FROM records_fts", QStringLiteral("clearing the keyword index"));
+    exec("DELETE FROM content_hashes", QStringLiteral("clearing the content index"));
+    exec("DELETE FROM content_hashes_recent", QStringLiteral("clearing the content index"));
     exec("DELETE FROM history", QStringLiteral("deleting the history"));
     exec("DELETE FROM state", QStringLiteral("deleting the stored state"));
     exec("DELETE FROM meta WHERE key IN ('embedder_id', 'dimension')", QStringLiteral("clearing the embedder binding"));
@@ -2098,12 +2158,37 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
 std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
                                                            const QString &source, bool isPrivate)
 {
-    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ? AND r.content = ? "
-                            "AND r.scope = ? AND r.source = ? AND r.private = ? ORDER BY r.rid LIMIT 1");
-    st.bind(1, contentHash(content)).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
-    if (!st.step(QStringLiteral("looking for an identical record")))
+    // The first (lowest rid) identical record. Each lookup table is probed with its own statement:
+    // one statement over both would build a temporary table per call. A read-only connection may
+    // read a store from before v4, which has the index on records.content_hash instead.
+    // Ordered by the lookup table's rid, which its key (hash, rid) yields in order: ordering by r.rid
+    // would sort the matches in a temporary B-tree on every call.
+    static const QByteArray kMatch = " AND r.content = ?2 AND r.scope = ?3 AND r.source = ?4 AND r.private = ?5";
+    static const QByteArray kByColumn =
+        QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ?1" + kMatch + " ORDER BY r.rid LIMIT 1";
+    static const QByteArray kByTable[2] = {
+        QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes h CROSS JOIN records r ON r.rid = h.rid WHERE h.hash = ?1"
+            + kMatch + " ORDER BY h.rid LIMIT 1",
+        QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes_recent h CROSS JOIN records r ON r.rid = h.rid "
+            "WHERE h.hash = ?1" + kMatch + " ORDER BY h.rid LIMIT 1",
+    };
+    const qint64 hash = contentHash(content);
+    std::optional<Row> best;
+    const QByteArray *const queries[2] = {m_version >= 4 ? &kByTable[0] : &kByColumn, m_version >= 4 ? &kByTable[1] : nullptr};
+    for (const QByteArray *sql : queries) {
+        if (!sql)
+            continue;
+        Statement st(*this, *sql);
+        st.bind(1, hash).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
+        if (!st.step(QStringLiteral("looking for an identical record")))
+            continue;
+        Row row = readRow(st.get(), false);
+        if (!best || row.rowid < best->rowid)
+            best = std::move(row);
+    }
+    if (!best)
         return std::nullopt;
-    return readRow(st.get(), false).record;
+    return std::move(best->record);
 }
 
 int SqliteStorage::count(const RecordFilter &requested)

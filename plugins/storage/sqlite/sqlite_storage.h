@@ -169,13 +169,18 @@ private:
     std::unordered_map<qint64, Row> rowsByRowids(const std::vector<qint64> &rowids);
     std::vector<qint64> rowidsForIds(const QStringList &ids);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
-    static Statement &bindFields(Statement &st, int first, const MemoryRecord &r);
+    static Statement &bindFields(Statement &st, int first, const MemoryRecord &r, qint64 hash);
     int removeLocked(const RecordFilter &filter);
     // The OR of those terms that are rare enough in the store to be worth a keyword search.
     QByteArray selectiveMatch(const QList<QByteArray> &terms);
     std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
                                                 bool isPrivate);
     qint64 insertRecord(const MemoryRecord &r);
+    // The content-hash lookup of identical records (schema 4): an entry per row, added on insert and
+    // on a content change, removed before a delete; merged from the recent table into the main one.
+    void addContentHash(qint64 hash, qint64 rowid);
+    void removeContentHash(qint64 rowid);
+    void mergeRecentHashes();
     void insertAddHistory(const std::vector<MemoryRecord> &records, qint64 atMs);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
