@@ -1804,9 +1804,8 @@ void SqliteStorage::update(const MemoryRecord &record)
         removeContentHash(old->rowid);
     bindFields(st, 1, record, hash).bind(14, old->rowid);
     st.run(QStringLiteral("updating record %1").arg(record.id));
-    if (contentChanged)
-        addContentHash(hash, old->rowid);
     if (contentChanged) {
+        addContentHash(hash, old->rowid);
         Statement fts(*this, "UPDATE records_fts SET content = ? WHERE rowid = ?");
         fts.bindText(1, record.content).bind(2, old->rowid).run(QStringLiteral("indexing record %1").arg(record.id));
     }
@@ -2158,11 +2157,10 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
 std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
                                                            const QString &source, bool isPrivate)
 {
-    // The first (lowest rid) identical record. Each lookup table is probed with its own statement:
-    // one statement over both would build a temporary table per call. A read-only connection may
-    // read a store from before v4, which has the index on records.content_hash instead.
-    // Ordered by the lookup table's rid, which its key (hash, rid) yields in order: ordering by r.rid
-    // would sort the matches in a temporary B-tree on every call.
+    // The first (lowest rid) identical record. Each lookup table is probed with its own statement,
+    // ordered by the table's rid, which its key (hash, rid) yields in order: one statement over both
+    // tables, or ordering by r.rid, would build a temporary B-tree on every call. A read-only
+    // connection may read a store from before v4, which has the index on records.content_hash instead.
     static const QByteArray kMatch = " AND r.content = ?2 AND r.scope = ?3 AND r.source = ?4 AND r.private = ?5";
     static const QByteArray kByColumn =
         QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ?1" + kMatch + " ORDER BY r.rid LIMIT 1";
