@@ -3,7 +3,6 @@
 #include "core/error.h"
 
 #include <QJsonDocument>
-#include <cstdio>
 
 namespace mneme {
 
@@ -11,17 +10,50 @@ QString toIso(const QDateTime &t)
 {
     if (!t.isValid())
         return {};
-    // Formatted by hand: QDateTime::toString() is a measurable cost when every saved record writes
-    // its times into the history.
-    const QDateTime u = t.timeSpec() == Qt::UTC ? t : t.toUTC();
-    const QDate d = u.date();
-    const QTime c = u.time();
-    if (d.year() < 0 || d.year() > 9999)
-        return u.toString(Qt::ISODateWithMs);
-    char buf[32];
-    const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", d.year(), d.month(), d.day(),
-                                c.hour(), c.minute(), c.second(), c.msec());
-    return QString::fromLatin1(buf, n);
+    // Formatted by hand from the milliseconds since the epoch: QDateTime::toString(), and even
+    // date() and time(), are a measurable cost when every saved record writes its times into the
+    // history. Years 1 to 9999 (the four-digit ones); any other goes through Qt.
+    constexpr qint64 kDayMs = 86400000;
+    constexpr qint64 kFirstMs = -62135596800000LL; // 0001-01-01T00:00:00.000Z
+    constexpr qint64 kLastMs = 253402300799999LL;  // 9999-12-31T23:59:59.999Z
+    const qint64 ms = t.toMSecsSinceEpoch();
+    if (ms < kFirstMs || ms > kLastMs)
+        return t.toUTC().toString(Qt::ISODateWithMs);
+    const qint64 days = ms >= 0 ? ms / kDayMs : -((-ms + kDayMs - 1) / kDayMs);
+    qint64 inDay = ms - days * kDayMs;
+    // The civil date of a day count (proleptic Gregorian, 400-year eras that start on 1 March).
+    const qint64 z = days + 719468;
+    const qint64 era = (z >= 0 ? z : z - 146096) / 146097;
+    const qint64 dayOfEra = z - era * 146097;
+    const qint64 yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146096) / 365;
+    const qint64 dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100);
+    const qint64 mp = (5 * dayOfYear + 2) / 153;
+    const int day = int(dayOfYear - (153 * mp + 2) / 5 + 1);
+    const int month = int(mp < 10 ? mp + 3 : mp - 9);
+    const int year = int(yearOfEra + era * 400 + (month <= 2 ? 1 : 0));
+    const int msec = int(inDay % 1000);
+    inDay /= 1000;
+    const int second = int(inDay % 60), minute = int(inDay / 60 % 60), hour = int(inDay / 3600);
+    char16_t out[24];
+    const auto put = [&out](int at, int value, int digits) {
+        for (int i = digits - 1; i >= 0; --i, value /= 10)
+            out[at + i] = char16_t(u'0' + value % 10);
+    };
+    put(0, year, 4);
+    out[4] = u'-';
+    put(5, month, 2);
+    out[7] = u'-';
+    put(8, day, 2);
+    out[10] = u'T';
+    put(11, hour, 2);
+    out[13] = u':';
+    put(14, minute, 2);
+    out[16] = u':';
+    put(17, second, 2);
+    out[19] = u'.';
+    put(20, msec, 3);
+    out[23] = u'Z';
+    return QString(reinterpret_cast<const QChar *>(out), 24);
 }
 
 QDateTime fromIso(const QString &text)

@@ -4,6 +4,7 @@
 #include "core/record_filter.h"
 #include "core/scope_info.h"
 
+#include <QRandomGenerator>
 #include <QtTest>
 
 using namespace mneme;
@@ -121,6 +122,47 @@ private Q_SLOTS:
         QFETCH(QString, text);
         QFETCH(QString, expected);
         QCOMPARE(toIso(fromIso(text)), expected);
+    }
+
+    // toIso formats by hand: it must agree with Qt's own formatting at the edges of days, months,
+    // leap years, centuries and the four-digit years, before and after the epoch, in any time spec.
+    void isoFormatMatchesQt_data()
+    {
+        QTest::addColumn<qint64>("ms");
+        const auto row = [](const char *name, qint64 ms) { QTest::newRow(name) << ms; };
+        row("epoch", 0);
+        row("one ms before the epoch", -1);
+        row("one day before the epoch, minus 1 ms", -86400001);
+        row("2000-02-29 (leap century)", QDateTime(QDate(2000, 2, 29), QTime(23, 59, 59, 999), Qt::UTC).toMSecsSinceEpoch());
+        row("1900-03-01 (no leap day)", QDateTime(QDate(1900, 3, 1), QTime(0, 0), Qt::UTC).toMSecsSinceEpoch());
+        row("2024-12-31 last ms", QDateTime(QDate(2024, 12, 31), QTime(23, 59, 59, 999), Qt::UTC).toMSecsSinceEpoch());
+        row("2025-01-01 first ms", QDateTime(QDate(2025, 1, 1), QTime(0, 0), Qt::UTC).toMSecsSinceEpoch());
+        row("1600-02-29", QDateTime(QDate(1600, 2, 29), QTime(12, 30, 15, 7), Qt::UTC).toMSecsSinceEpoch());
+        row("year 1, first ms", QDateTime(QDate(1, 1, 1), QTime(0, 0), Qt::UTC).toMSecsSinceEpoch());
+        row("year 9999, last ms", QDateTime(QDate(9999, 12, 31), QTime(23, 59, 59, 999), Qt::UTC).toMSecsSinceEpoch());
+        row("year 10000 (Qt's format)", QDateTime(QDate(10000, 1, 1), QTime(0, 0), Qt::UTC).toMSecsSinceEpoch());
+        row("1 BC (Qt's format)", QDateTime(QDate(-1, 12, 31), QTime(23, 59, 59, 999), Qt::UTC).toMSecsSinceEpoch());
+    }
+    void isoFormatMatchesQt()
+    {
+        QFETCH(qint64, ms);
+        const QDateTime utc = QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
+        QCOMPARE(toIso(utc), utc.toString(Qt::ISODateWithMs));
+        if (utc.date().year() >= 1 && utc.date().year() <= 9999)
+            QVERIFY(toIso(utc).endsWith(QLatin1Char('Z')));
+        QCOMPARE(toIso(utc.toOffsetFromUtc(-5 * 3600)), toIso(utc)); // the same instant, written in UTC
+    }
+    // Every millisecond-resolution instant of a pseudo-random sample over the four-digit years.
+    void isoFormatSample()
+    {
+        QRandomGenerator rng(20261125);
+        const qint64 first = QDateTime(QDate(1, 1, 1), QTime(0, 0), Qt::UTC).toMSecsSinceEpoch();
+        const qint64 last = QDateTime(QDate(9999, 12, 31), QTime(23, 59, 59, 999), Qt::UTC).toMSecsSinceEpoch();
+        for (int i = 0; i < 20000; ++i) {
+            const qint64 ms = first + qint64(rng.bounded(double(last - first)));
+            const QDateTime utc = QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
+            QCOMPARE(toIso(utc), utc.toString(Qt::ISODateWithMs));
+        }
     }
 
     void filterMatches()
