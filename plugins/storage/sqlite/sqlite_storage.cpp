@@ -1297,7 +1297,7 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     Statement st(*this, "INSERT INTO records(id, content, scope, categories, importance, source, private, metadata, "
                         "created_at, updated_at, last_accessed, access_count, content_hash, embedding) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-    const qint64 hash = contentHash(r.content);
+    const qint64 hash = hashOf(r.content);
     st.bindText(1, r.id);
     bindFields(st, 2, r, hash);
     // The id's UNIQUE index finds a record that exists already (no lookup before each insert).
@@ -1312,6 +1312,12 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     fts.bind(1, rowid).bindText(2, r.content).bindText(3, r.context).run(QStringLiteral("indexing record %1").arg(r.id));
     addContentHash(hash, rowid);
     return rowid;
+}
+
+qint64 SqliteStorage::hashOf(const QString &content) const
+{
+    const auto it = m_batchHashes.constFind(content);
+    return it != m_batchHashes.cend() ? *it : contentHash(content);
 }
 
 void SqliteStorage::addContentHash(qint64 hash, qint64 rowid)
@@ -1760,6 +1766,7 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
     rowids.reserve(records.size());
     for (const MemoryRecord &r : records)
         rowids.push_back(insertRecord(r));
+    m_batchHashes.clear();
     mergeRecentHashes();
     insertAddHistory(records, at);
     const qint64 lastSeq = currentSeq();
@@ -2149,8 +2156,12 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     refreshIfChanged();
     std::vector<std::optional<MemoryRecord>> out;
     out.reserve(records.size());
-    for (const MemoryRecord &r : records)
+    // Kept for the save that usually follows with the same contents: a hash costs more than the lookup.
+    m_batchHashes.clear();
+    for (const MemoryRecord &r : records) {
+        m_batchHashes.insert(r.content, contentHash(r.content));
         out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate));
+    }
     return out;
 }
 
@@ -2170,7 +2181,7 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes_recent h CROSS JOIN records r ON r.rid = h.rid "
             "WHERE h.hash = ?1" + kMatch + " ORDER BY h.rid LIMIT 1",
     };
-    const qint64 hash = contentHash(content);
+    const qint64 hash = hashOf(content);
     std::optional<Row> best;
     const QByteArray *const queries[2] = {m_version >= 4 ? &kByTable[0] : &kByColumn, m_version >= 4 ? &kByTable[1] : nullptr};
     for (const QByteArray *sql : queries) {

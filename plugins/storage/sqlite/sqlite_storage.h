@@ -178,6 +178,8 @@ private:
     qint64 insertRecord(const MemoryRecord &r);
     // The content-hash lookup of identical records (schema 4): an entry per row, added on insert and
     // on a content change, removed before a delete; merged from the recent table into the main one.
+    // The content hash (SHA-256), from m_batchHashes when the last findExact() batch computed it.
+    qint64 hashOf(const QString &content) const;
     void addContentHash(qint64 hash, qint64 rowid);
     void removeContentHash(qint64 rowid);
     void mergeRecentHashes();
@@ -233,6 +235,8 @@ private:
     qint64 m_unsaved = 0;       // changes the index file does not hold
     IndexStats m_stats;
     mutable QMutex m_mutex;
+    // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
+    QHash<QString, qint64> m_batchHashes;
 };
 
 } // namespace mneme
