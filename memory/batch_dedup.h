@@ -11,7 +11,7 @@ namespace mneme {
 // empty or zero) are never duplicates and never match; vectors of different lengths never match.
 //
 // Exact, and cheaper than comparing every pair in full: for a pair, the dot product of the first
-// quarter of the dimensions plus the product of the two remaining lengths bounds the whole dot
+// dimensions (a twelfth of them) plus the product of the two remaining lengths bounds the whole dot
 // product (Cauchy–Schwarz), and most unrelated pairs fall below the threshold on that bound alone.
 class BatchDedup
 {
