@@ -176,10 +176,10 @@ private:
     std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
                                                 bool isPrivate);
     qint64 insertRecord(const MemoryRecord &r);
-    // The content-hash lookup of identical records (schema 4): an entry per row, added on insert and
-    // on a content change, removed before a delete; merged from the recent table into the main one.
     // The content hash (SHA-256), from m_batchHashes when the last findExact() batch computed it.
     qint64 hashOf(const QString &content) const;
+    // The content-hash lookup of identical records (schema 4): an entry per row, added on insert and
+    // on a content change, removed before a delete; merged from the recent table into the main one.
     void addContentHash(qint64 hash, qint64 rowid);
     void removeContentHash(qint64 rowid);
     void mergeRecentHashes();
