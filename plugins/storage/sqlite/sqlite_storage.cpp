@@ -2145,7 +2145,7 @@ std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, con
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
-    return findExactLocked(content, scope, source, isPrivate);
+    return findExactLocked(content, scope, source, isPrivate, contentHash(content));
 }
 
 std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vector<MemoryRecord> &records)
@@ -2159,14 +2159,15 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     // Kept for the save that usually follows with the same contents: a hash costs more than the lookup.
     m_batchHashes.clear();
     for (const MemoryRecord &r : records) {
-        m_batchHashes.insert(r.content, contentHash(r.content));
-        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate));
+        const qint64 hash = contentHash(r.content);
+        m_batchHashes.insert(r.content, hash);
+        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate, hash));
     }
     return out;
 }
 
 std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
-                                                           const QString &source, bool isPrivate)
+                                                           const QString &source, bool isPrivate, qint64 hash)
 {
     // The first (lowest rid) identical record. Each lookup table is probed with its own statement,
     // ordered by the table's rid, which its key (hash, rid) yields in order: one statement over both
@@ -2181,7 +2182,6 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes_recent h CROSS JOIN records r ON r.rid = h.rid "
             "WHERE h.hash = ?1" + kMatch + " ORDER BY h.rid LIMIT 1",
     };
-    const qint64 hash = hashOf(content);
     std::optional<Row> best;
     const QByteArray *const queries[2] = {m_version >= 4 ? &kByTable[0] : &kByColumn, m_version >= 4 ? &kByTable[1] : nullptr};
     for (const QByteArray *sql : queries) {

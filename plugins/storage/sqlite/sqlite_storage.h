@@ -173,8 +173,9 @@ private:
     int removeLocked(const RecordFilter &filter);
     // The OR of those terms that are rare enough in the store to be worth a keyword search.
     QByteArray selectiveMatch(const QList<QByteArray> &terms);
+    // `hash` is contentHash(content).
     std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
-                                                bool isPrivate);
+                                                bool isPrivate, qint64 hash);
     qint64 insertRecord(const MemoryRecord &r);
     // The content hash (SHA-256), from m_batchHashes when the last findExact() batch computed it.
     qint64 hashOf(const QString &content) const;
