@@ -351,6 +351,21 @@ bool readPlainCategories(std::string_view text, QStringList &out)
     return true;
 }
 
+// The categories column in any form: the plain form directly, any other through the JSON parser
+// (strings kept, other values skipped). False when the text is not a JSON array.
+bool readCategories(std::string_view text, QStringList &out)
+{
+    if (readPlainCategories(text, out))
+        return true;
+    const Json cats = Json::parse(text, nullptr, false);
+    if (!cats.is_array())
+        return false;
+    for (const auto &c : cats)
+        if (c.is_string())
+            out << QString::fromStdString(c.get<std::string>());
+    return true;
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -1173,16 +1188,10 @@ SqliteStorage::Row SqliteStorage::readRow(sqlite3_stmt *st, bool withEmbedding) 
     r.id = Statement::columnText(st, 1);
     r.content = Statement::columnText(st, 2);
     r.scope = Statement::columnText(st, 3);
-    if (!readPlainCategories(columnView(st, 4), r.categories)) {
-        const Json cats = Json::parse(columnView(st, 4), nullptr, false);
-        if (!cats.is_array())
-            throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the categories of record %2 are not a JSON array; "
-                                                           "restore the store from a backup")
-                                                .arg(m_location, r.id));
-        for (const auto &c : cats)
-            if (c.is_string())
-                r.categories << QString::fromStdString(c.get<std::string>());
-    }
+    if (!readCategories(columnView(st, 4), r.categories))
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the categories of record %2 are not a JSON array; "
+                                                       "restore the store from a backup")
+                                            .arg(m_location, r.id));
     r.importance = sqlite3_column_double(st, 5);
     r.source = Statement::columnText(st, 6);
     r.isPrivate = sqlite3_column_int(st, 7) != 0;
@@ -1501,14 +1510,7 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
         return;
     }
     item.scope = Statement::columnText(stmt, 1);
-    const std::string_view catsText = columnView(stmt, 2);
-    if (!readPlainCategories(catsText, item.categories)) {
-        const Json cats = Json::parse(catsText, nullptr, false);
-        if (cats.is_array())
-            for (const auto &c : cats)
-                if (c.is_string())
-                    item.categories << QString::fromStdString(c.get<std::string>());
-    }
+    readCategories(columnView(stmt, 2), item.categories); // a damaged column filters as no categories
     item.source = Statement::columnText(stmt, 3);
     item.isPrivate = sqlite3_column_int64(stmt, 4) != 0;
     item.hasCreated = sqlite3_column_type(stmt, 5) != SQLITE_NULL;
