@@ -2184,18 +2184,18 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes_recent h CROSS JOIN records r ON r.rid = h.rid "
             "WHERE h.hash = ?1" + kMatch + " ORDER BY h.rid LIMIT 1",
     };
-    std::optional<Row> best;
-    const QByteArray *const queries[2] = {m_version >= 4 ? &kByTable[0] : &kByColumn, m_version >= 4 ? &kByTable[1] : nullptr};
-    for (const QByteArray *sql : queries) {
-        if (!sql)
-            continue;
-        Statement st(*this, *sql);
+    const auto firstIn = [&](const QByteArray &sql) -> std::optional<Row> {
+        Statement st(*this, sql);
         st.bind(1, hash).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
         if (!st.step(QStringLiteral("looking for an identical record")))
-            continue;
-        Row row = readRow(st.get(), false);
-        if (!best || row.rowid < best->rowid)
-            best = std::move(row);
+            return std::nullopt;
+        return readRow(st.get(), false);
+    };
+    std::optional<Row> best = firstIn(m_version >= 4 ? kByTable[0] : kByColumn);
+    if (m_version >= 4) {
+        std::optional<Row> recent = firstIn(kByTable[1]);
+        if (recent && (!best || recent->rowid < best->rowid))
+            best = std::move(recent);
     }
     if (!best)
         return std::nullopt;
