@@ -22,6 +22,16 @@ struct ScoredRecord
     double score = 0;       // search: cosine similarity (-1..1); keywordSearch: BM25 relevance (>= 0, higher is better)
 };
 
+// A hit of a search before its record is read: what ranking needs of it (the two-phase search below).
+struct SearchHit
+{
+    qint64 key = 0;         // the backend's handle of the record, for hitRecords()
+    double score = 0;       // as ScoredRecord::score
+    double cosine = 0;      // cosine similarity to the query vector (keywordHits: 0 for a record without one)
+    double importance = 0;
+    QDateTime createdAt;
+};
+
 // The embedder a store was written with (Mneme decision 10).
 struct EmbedderBinding
 {
@@ -71,6 +81,27 @@ public:
     // counts `contextWeight` times as much as one found in its content (0: the content alone).
     virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
                                                     double contextWeight = 0) = 0;
+
+    // The two-phase search, for a caller that ranks many hits and keeps a few: the hits of search()
+    // and keywordSearch() with their importance and creation time instead of their records, then
+    // the records of the hits it keeps. Hits do not carry access counts. A backend that cannot
+    // answer without reading every record returns nothing (the default), and so may a backend for
+    // some filters (one on metadata); the caller then uses search() and keywordSearch().
+    // keywordHits() gives each hit its cosine similarity to `query` as well.
+    virtual std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit)
+    {
+        Q_UNUSED(query) Q_UNUSED(filter) Q_UNUSED(limit) return std::nullopt;
+    }
+    virtual std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query,
+                                                              const RecordFilter &filter, int limit, double contextWeight = 0)
+    {
+        Q_UNUSED(text) Q_UNUSED(query) Q_UNUSED(filter) Q_UNUSED(limit) Q_UNUSED(contextWeight) return std::nullopt;
+    }
+    // The records of hits (without embeddings), in the order of `keys`; nothing for one deleted since.
+    virtual std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys)
+    {
+        return std::vector<std::optional<MemoryRecord>>(keys.size());
+    }
 
     virtual std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) = 0;
     // The records the filter selects, newest first (created_at descending, then id).

@@ -24,6 +24,7 @@
 #include <functional>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace mneme {
 
@@ -436,6 +437,18 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     // Oversample so recency and importance can lift a record the vectors rank a little lower.
     const int candidates = std::max(limit * 3, 30);
 
+    // Most candidates are not kept: when the backend can rank them without their records (and the
+    // ranking does not weigh access counts, which its hits do not carry), only the kept ones are read.
+    if (config.accessBoost <= 0) {
+        if (std::optional<std::vector<SearchHit>> hits = storage->searchHits(queryVector, filter, candidates)) {
+            std::optional<std::vector<SearchHit>> words;
+            if (config.keywordWeight > 0)
+                words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight);
+            if (config.keywordWeight <= 0 || words)
+                return rankHits(*hits, words ? *words : std::vector<SearchHit>(), limit, now);
+        }
+    }
+
     struct Candidate
     {
         MemoryRecord record;
@@ -480,6 +493,88 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     std::partial_sort(matches.begin(), kept, matches.end(), ranksBefore);
     matches.erase(kept, matches.end());
     return matches;
+}
+
+QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
+                                           int limit, const QDateTime &now)
+{
+    // The same pool, signals and scores as rank() computes from records.
+    struct Candidate
+    {
+        SearchHit hit;
+        double keyword = 0;
+        MatchSignals signals;
+        double score = 0;
+    };
+    std::vector<Candidate> pool;
+    pool.reserve(vectorHits.size() + keywordHits.size());
+    std::unordered_map<qint64, std::size_t> at;
+    for (const SearchHit &h : vectorHits) {
+        at.emplace(h.key, pool.size());
+        pool.push_back(Candidate{h, 0, {}, 0});
+    }
+    double bestWords = 0;
+    for (const SearchHit &h : keywordHits)
+        bestWords = std::max(bestWords, h.score);
+    for (const SearchHit &h : keywordHits) {
+        const double kw = bestWords > 0 ? h.score / bestWords : 0;
+        auto [it, fresh] = at.emplace(h.key, pool.size());
+        if (fresh)
+            pool.push_back(Candidate{h, kw, {}, 0});
+        else
+            pool[it->second].keyword = kw;
+    }
+    std::vector<Candidate *> kept;
+    double best = 0;
+    for (Candidate &c : pool) {
+        c.signals = Scoring::signals(c.hit.cosine, c.keyword, c.hit.createdAt, c.hit.importance, 0, now, config);
+        // Recency and importance rank relevant records; they never make an unrelated one relevant.
+        if (c.signals.semantic > 0 || c.signals.keyword > 0) {
+            kept.push_back(&c);
+            best = std::max(best, Scoring::relevance(c.signals, config));
+        }
+    }
+    for (Candidate *c : kept)
+        c->score = Scoring::weighed(c->signals, best, config);
+    const auto before = [](const Candidate *a, const Candidate *b) {
+        if (a->score != b->score)
+            return a->score > b->score;
+        if (a->signals.semantic != b->signals.semantic)
+            return a->signals.semantic > b->signals.semantic;
+        return a->hit.key < b->hit.key;
+    };
+    std::sort(kept.begin(), kept.end(), before);
+
+    // The records of the best, with every candidate tied with the last of them (ties are ordered by id,
+    // which only the records tell); more when some were deleted meanwhile.
+    QList<MemoryMatch> out;
+    std::size_t next = 0;
+    while (out.size() < limit && next < kept.size()) {
+        std::size_t end = std::min(kept.size(), next + std::size_t(limit - out.size()));
+        while (end < kept.size() && kept[end]->score == kept[end - 1]->score
+               && kept[end]->signals.semantic == kept[end - 1]->signals.semantic)
+            ++end;
+        std::vector<qint64> keys;
+        for (std::size_t i = next; i < end; ++i)
+            keys.push_back(kept[i]->hit.key);
+        std::vector<std::optional<MemoryRecord>> records = storage->hitRecords(keys);
+        for (std::size_t i = next; i < end; ++i) {
+            std::optional<MemoryRecord> &r = records[i - next];
+            if (!r)
+                continue;
+            MemoryMatch m;
+            m.record = std::move(*r);
+            m.signalValues = kept[i]->signals;
+            m.score = kept[i]->score;
+            m.matchReasons = Scoring::reasons(m.signalValues);
+            out << std::move(m);
+        }
+        next = end;
+    }
+    sortMatches(out);
+    if (out.size() > limit)
+        out.resize(limit);
+    return out;
 }
 
 bool MemoryPrivate::ranksBefore(const MemoryMatch &a, const MemoryMatch &b)

@@ -73,6 +73,10 @@ public:
     // `limit` matches. The shallow recall is exactly this; deep recall runs it per query and scope.
     QList<MemoryMatch> rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter, int limit,
                             const QDateTime &now);
+    // rank() on the backend's two-phase search: hits scored from their ranking fields, and only the
+    // records of the `limit` best read.
+    QList<MemoryMatch> rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
+                                int limit, const QDateTime &now);
     // Best first: score, then semantic similarity, then id (a total order).
     static bool ranksBefore(const MemoryMatch &a, const MemoryMatch &b);
     static void sortMatches(QList<MemoryMatch> &matches);

@@ -18,14 +18,19 @@ double Scoring::decay(double ageDays, const MemoryConfig &config)
 MatchSignals Scoring::signalsFor(const MemoryRecord &record, double cosine, double keyword, const QDateTime &now,
                                  const MemoryConfig &config)
 {
+    return signals(cosine, keyword, record.createdAt, record.importance, record.accessCount, now, config);
+}
+
+MatchSignals Scoring::signals(double cosine, double keyword, const QDateTime &createdAt, double importance,
+                              int accessCount, const QDateTime &now, const MemoryConfig &config)
+{
     MatchSignals s;
     s.semantic = std::clamp(cosine, 0.0, 1.0);
     s.keyword = std::clamp(keyword, 0.0, 1.0);
-    const double ageDays = record.createdAt.isValid() ? record.createdAt.msecsTo(now) / 86400000.0 : 0.0;
+    const double ageDays = createdAt.isValid() ? createdAt.msecsTo(now) / 86400000.0 : 0.0;
     s.recency = decay(ageDays, config);
-    double importance = record.importance;
-    if (config.accessBoost > 0 && record.accessCount > 0)
-        importance += config.accessBoost * std::log2(1.0 + record.accessCount);
+    if (config.accessBoost > 0 && accessCount > 0)
+        importance += config.accessBoost * std::log2(1.0 + accessCount);
     s.importance = std::clamp(importance, 0.0, 1.0);
     return s;
 }
@@ -73,12 +78,17 @@ void Scoring::weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &
         best = std::max(best, relevance(m.signalValues, config));
     if (best <= 0)
         return;
-    for (MemoryMatch &m : matches) {
-        const double rel = relevance(m.signalValues, config);
-        const double share = rel / best;
-        m.score = rel + (config.recencyWeight * m.signalValues.recency + config.importanceWeight * m.signalValues.importance)
-                * share * share;
-    }
+    for (MemoryMatch &m : matches)
+        m.score = weighed(m.signalValues, best, config);
+}
+
+double Scoring::weighed(const MatchSignals &s, double best, const MemoryConfig &c)
+{
+    if (best <= 0)
+        return composite(s, c);
+    const double rel = relevance(s, c);
+    const double share = rel / best;
+    return rel + (c.recencyWeight * s.recency + c.importanceWeight * s.importance) * share * share;
 }
 
 double Scoring::cosine(const Embedding &a, const Embedding &b)

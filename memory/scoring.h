@@ -18,6 +18,9 @@ public:
     // cosine: the raw cosine similarity (clipped to 0..1 here, decision 7); keyword: already in 0..1.
     static MatchSignals signalsFor(const MemoryRecord &record, double cosine, double keyword,
                                    const QDateTime &now, const MemoryConfig &config);
+    // The same from the fields of a record that ranking reads.
+    static MatchSignals signals(double cosine, double keyword, const QDateTime &createdAt, double importance,
+                                int accessCount, const QDateTime &now, const MemoryConfig &config);
     static double composite(const MatchSignals &signals, const MemoryConfig &config);
     // "semantic" when the semantic signal is positive, "keyword" when the keyword signal is, "recency"
     // when the decay is above 0.5 (younger than one half-life), "importance" when importance > 0.5.
@@ -32,6 +35,9 @@ public:
     //   score = relevance + (recency_weight*decay + importance_weight*importance) * (relevance/best)^2
     // With one candidate, or candidates equally relevant, this is the composite above.
     static void weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &config);
+    // One candidate's score under weighByRelevance(), `best` being the highest relevance among them
+    // (the composite when best is 0).
+    static double weighed(const MatchSignals &signals, double best, const MemoryConfig &config);
     // Cosine similarity; 0 when the lengths differ or a vector is zero.
     static double cosine(const Embedding &a, const Embedding &b);
 };

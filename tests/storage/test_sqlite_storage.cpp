@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "core/plugin_registry.h"
 #include "core/scope_path.h"
+#include "core/vector_math.h"
 #include "plugins/storage/sqlite/sqlite_storage.h"
 #include "tests/support/temp_store.h"
 
@@ -17,6 +18,7 @@
 #include <atomic>
 #include <functional>
 #include <cmath>
+#include <cstring>
 #include <sqlite3.h>
 #include <thread>
 #include <time.h>
@@ -353,6 +355,9 @@ private Q_SLOTS:
     void annSeesOtherProcesses();
     void annKilledWriterNeverGivesWrongResults();
     void annDamagedOrForeignFileIsRebuilt();
+    void searchHitsCarryRankFields_data();
+    void searchHitsCarryRankFields();
+    void oldIndexFileGetsImportances();
 };
 
 void TestSqliteStorage::pluginIsRegistered()
@@ -2534,6 +2539,175 @@ void TestSqliteStorage::annDamagedOrForeignFileIsRebuilt()
     QCOMPARE(stats.fileLoads, qint64(0));
     QCOMPARE(stats.builds, qint64(1));
     QCOMPARE(wrong, 0);
+}
+
+// The two-phase search gives what search() and keywordSearch() give, with each record's ranking fields
+// taken from the index, and follows updates, deletes and other connections.
+void TestSqliteStorage::searchHitsCarryRankFields_data()
+{
+    QTest::addColumn<int>("annThreshold");
+    QTest::newRow("exact scan") << 1000000;
+    QTest::newRow("graph") << 100;
+}
+
+void TestSqliteStorage::searchHitsCarryRankFields()
+{
+    QFETCH(int, annThreshold);
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", annThreshold}, {"ann_ef_search", 200}};
+    auto s1 = openDirect(tmp.path(), config);
+    auto s2 = openDirect(tmp.path(), config);
+    const QStringList words{QStringLiteral("alpha"), QStringLiteral("beta"), QStringLiteral("gamma")};
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 300; ++i) {
+        // A word in every 15th record: common words are left out of the search.
+        MemoryRecord r = makeRecord(QStringLiteral("%1 note %2%3").arg(words[i % 3]).arg(i).arg(i % 15 ? "" : " zephyr"), i % 2 ? QStringLiteral("/a") : QStringLiteral("/b"),
+                                    annVector(QStringLiteral("hits"), i, 0), i);
+        r.importance = (i % 10) / 10.0;
+        records.push_back(r);
+    }
+    s1->save(records);
+
+    const auto check = [&](SqliteStorage &s, const Embedding &q, const RecordFilter &f) {
+        const std::optional<std::vector<SearchHit>> hits = s.searchHits(q, f, 20);
+        QVERIFY(hits.has_value());
+        const std::vector<ScoredRecord> full = s.search(q, f, 20);
+        QCOMPARE(hits->size(), full.size());
+        std::vector<qint64> keys;
+        for (const SearchHit &h : *hits)
+            keys.push_back(h.key);
+        const std::vector<std::optional<MemoryRecord>> read = s.hitRecords(keys);
+        QCOMPARE(read.size(), keys.size());
+        for (std::size_t i = 0; i < full.size(); ++i) {
+            const SearchHit &h = hits->at(i);
+            QVERIFY(read[i].has_value());
+            QCOMPARE(read[i]->id, full[i].record.id);
+            QCOMPARE(read[i]->content, full[i].record.content);
+            QCOMPARE(h.score, full[i].score);
+            QCOMPARE(h.cosine, full[i].score);
+            QCOMPARE(h.importance, full[i].record.importance);
+            QCOMPARE(h.createdAt, full[i].record.createdAt);
+        }
+    };
+    RecordFilter inA;
+    inA.scopes = {QStringLiteral("/a")};
+    for (int q = 0; q < 8; ++q) {
+        check(*s1, annVector(QStringLiteral("hits"), q * 37, 0), {});
+        check(*s1, annVector(QStringLiteral("query"), q, 1), inA);
+    }
+
+    // Keyword hits: keywordSearch()'s records in its order, each with its cosine to the query vector.
+    const Embedding query = annVector(QStringLiteral("query"), 99, 1);
+    const std::optional<std::vector<SearchHit>> kw = s1->keywordHits(QStringLiteral("zephyr notes"), query, inA, 15);
+    QVERIFY(kw.has_value());
+    const std::vector<ScoredRecord> kwFull = s1->keywordSearch(QStringLiteral("zephyr notes"), inA, 15);
+    QCOMPARE(kw->size(), kwFull.size());
+    QVERIFY(!kwFull.empty());
+    for (std::size_t i = 0; i < kwFull.size(); ++i) {
+        const std::optional<MemoryRecord> r = s1->hitRecords({kw->at(i).key}).front();
+        QVERIFY(r.has_value());
+        QCOMPARE(r->id, kwFull[i].record.id);
+        QCOMPARE(kw->at(i).score, kwFull[i].score);
+        QCOMPARE(kw->at(i).importance, kwFull[i].record.importance);
+        QCOMPARE(kw->at(i).createdAt, kwFull[i].record.createdAt);
+        const std::optional<MemoryRecord> withVector = s1->get(r->id, true);
+        QVERIFY(std::abs(kw->at(i).cosine - VectorMath::cosine(query, withVector->embedding)) < 1e-5);
+    }
+    QVERIFY(s1->keywordHits(QStringLiteral("the"), query, {}, 10)->empty()); // no searchable word
+
+    // Metadata is judged on records: the two-phase search declines.
+    RecordFilter byMeta;
+    byMeta.metadata = Json{{"k", "v"}};
+    QVERIFY(!s1->searchHits(query, byMeta, 10).has_value());
+    QVERIFY(!s1->keywordHits(QStringLiteral("beta"), query, byMeta, 10).has_value());
+
+    // An update reaches the index of this connection and, through the history, of another one.
+    check(*s2, query, {});
+    const SearchHit top = s2->searchHits(query, {}, 1)->front();
+    MemoryRecord changed = *s2->hitRecords({top.key}).front();
+    changed.importance = 0.77;
+    changed.createdAt = kBase.addDays(-40);
+    s1->update(changed);
+    for (SqliteStorage *s : {s1.get(), s2.get()}) {
+        const SearchHit h = s->searchHits(query, {}, 1)->front();
+        QCOMPARE(h.key, top.key);
+        QCOMPARE(h.importance, 0.77);
+        QCOMPARE(h.createdAt, kBase.addDays(-40));
+        check(*s, query, {});
+    }
+    // A record deleted after the hits were taken reads as nothing.
+    RecordFilter gone;
+    gone.ids = {changed.id};
+    QCOMPARE(s2->remove(gone), 1);
+    const std::vector<std::optional<MemoryRecord>> after = s1->hitRecords({top.key, s1->searchHits(query, {}, 2)->at(1).key});
+    QVERIFY(!after[0].has_value());
+    QVERIFY(after[1].has_value());
+    QVERIFY(s1->hitRecords({}).empty());
+}
+
+// An index file written before the importances were kept (format 1) is read, given the importances
+// from the table, and written again in the current format.
+void TestSqliteStorage::oldIndexFileGetsImportances()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 100}};
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 400; ++i) {
+        records.push_back(makeRecord(QStringLiteral("old file %1").arg(i), QStringLiteral("/o"), annVector(QStringLiteral("old"), i, 0), i));
+        records.back().importance = (i % 7) / 7.0;
+    }
+    QString file;
+    {
+        auto s = openDirect(tmp.path(), config);
+        s->save(records);
+        QVERIFY(!s->search(records[0].embedding, {}, 1).empty());
+        file = s->indexFilePath();
+        s->close();
+    }
+    // Rewrite the file as format 1: without the importance array (8 bytes a node after the creation
+    // times), with the format and the trailer's length to match.
+    QByteArray b = fileBytes(file);
+    qsizetype at = 8;
+    const auto u32 = [&] { quint32 v; std::memcpy(&v, b.constData() + at, 4); at += 4; return v; };
+    const auto u64 = [&] { quint64 v; std::memcpy(&v, b.constData() + at, 8); at += 8; return v; };
+    QCOMPARE(u32(), quint32(2));
+    u32(); // byte order
+    u32(); // dimension
+    u64(); // generation
+    u64(); // seq
+    at += u32(); // store id
+    for (int list = 0; list < 3; ++list)
+        for (quint32 n = u32(), i = 0; i < n; ++i)
+            at += u32();
+    for (quint32 sets = u32(), i = 0; i < sets; ++i)
+        at += qsizetype(4 * u32());
+    const quint64 nodes = u64();
+    QCOMPARE(nodes, quint64(400));
+    at += qsizetype(nodes * (8 + 4 + 4 + 4 + 1 + 8)); // rowids, scope, category set, source, private, created
+    b.remove(at, qsizetype(8 * nodes));
+    const quint32 one = 1;
+    std::memcpy(b.data() + 8, &one, 4);
+    const quint64 length = quint64(b.size()) - 16;
+    std::memcpy(b.data() + b.size() - 8, &length, 8);
+    {
+        QFile f(file);
+        QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        QCOMPARE(f.write(b), qint64(b.size()));
+    }
+
+    auto s = openDirect(tmp.path(), config);
+    const std::optional<std::vector<SearchHit>> hits = s->searchHits(records[5].embedding, {}, 30);
+    QVERIFY(s->indexStats().fromFile);
+    QCOMPARE(s->indexStats().builds, qint64(0));
+    QCOMPARE(hits->size(), std::size_t(30));
+    for (const SearchHit &h : *hits) {
+        const std::optional<MemoryRecord> r = s->hitRecords({h.key}).front();
+        QCOMPARE(h.importance, r->importance);
+    }
+    const QByteArray rewritten = fileBytes(file);
+    quint32 format = 0;
+    std::memcpy(&format, rewritten.constData() + 8, 4);
+    QCOMPARE(format, quint32(2));
 }
 
 QTEST_GUILESS_MAIN(TestSqliteStorage)

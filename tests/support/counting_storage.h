@@ -32,6 +32,14 @@ public:
         QMutexLocker lock(&m_mutex);
         m_searches.clear();
     }
+    // Off (the default): the two-phase search is declined, as by a backend without one, so callers
+    // use search() and keywordSearch(). On: it is passed through, and the records read are counted.
+    void setTwoPhase(bool on) { m_twoPhase = on; }
+    int hitRecordsRead() const
+    {
+        QMutexLocker lock(&m_mutex);
+        return m_hitRecordsRead;
+    }
 
     QString location() const override { return m_inner->location(); }
     int schemaVersion() const override { return m_inner->schemaVersion(); }
@@ -54,6 +62,31 @@ public:
                                             double contextWeight = 0) override
     {
         return m_inner->keywordSearch(text, filter, limit, contextWeight);
+    }
+    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit) override
+    {
+        if (!m_twoPhase)
+            return std::nullopt;
+        {
+            QMutexLocker lock(&m_mutex);
+            m_searches << filter;
+        }
+        return m_inner->searchHits(query, filter, limit);
+    }
+    std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
+                                                      int limit, double contextWeight = 0) override
+    {
+        if (!m_twoPhase)
+            return std::nullopt;
+        return m_inner->keywordHits(text, query, filter, limit, contextWeight);
+    }
+    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys) override
+    {
+        {
+            QMutexLocker lock(&m_mutex);
+            m_hitRecordsRead += int(keys.size());
+        }
+        return m_inner->hitRecords(keys);
     }
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding) override { return m_inner->get(id, withEmbedding); }
     std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override
@@ -84,6 +117,8 @@ private:
     std::unique_ptr<StorageBackend> m_inner;
     mutable QMutex m_mutex;
     QList<RecordFilter> m_searches;
+    bool m_twoPhase = false;
+    int m_hitRecordsRead = 0;
 };
 
 } // namespace mneme::test

@@ -142,6 +142,9 @@ constexpr const char *kRecordColumns =
     "r.rid, r.id, r.content, r.scope, r.categories, r.importance, r.source, r.private, r.metadata, "
     "r.created_at, r.updated_at, r.last_accessed, r.access_count";
 
+// The columns applyIndexRow() reads.
+constexpr const char *kIndexColumns = "rid, scope, categories, source, private, created_at, importance, embedding";
+
 const QString kResetAdvice = QStringLiteral(
     "run `mneme reset --yes` to empty the store, or `mneme export` and then `mneme import --reembed` "
     "to keep its memories with the new embedder");
@@ -1412,6 +1415,7 @@ VectorIndex::Item SqliteStorage::indexItem(qint64 rowid, const MemoryRecord &r)
     item.isPrivate = r.isPrivate;
     item.hasCreated = r.createdAt.isValid();
     item.createdMs = item.hasCreated ? r.createdAt.toMSecsSinceEpoch() : 0;
+    item.importance = r.importance;
     return item;
 }
 
@@ -1498,13 +1502,13 @@ void SqliteStorage::saveIndexFile(bool force) noexcept
     }
 }
 
-// Reads (rid, scope, categories, source, private, created_at, embedding) into the index.
+// Reads a row of kIndexColumns into the index.
 void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
 {
     const int dimension = m_index.dimension();
     VectorIndex::Item item;
     item.rowid = sqlite3_column_int64(stmt, 0);
-    const int bytes = sqlite3_column_type(stmt, 6) == SQLITE_BLOB ? sqlite3_column_bytes(stmt, 6) : 0;
+    const int bytes = sqlite3_column_type(stmt, 7) == SQLITE_BLOB ? sqlite3_column_bytes(stmt, 7) : 0;
     if (dimension <= 0 || bytes != int(dimension * sizeof(float))) {
         m_index.markUnvectored(item.rowid); // not of this embedder; never searched
         return;
@@ -1515,7 +1519,8 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
     item.isPrivate = sqlite3_column_int64(stmt, 4) != 0;
     item.hasCreated = sqlite3_column_type(stmt, 5) != SQLITE_NULL;
     item.createdMs = sqlite3_column_int64(stmt, 5);
-    const auto *blob = static_cast<const float *>(sqlite3_column_blob(stmt, 6));
+    item.importance = sqlite3_column_double(stmt, 6);
+    const auto *blob = static_cast<const float *>(sqlite3_column_blob(stmt, 7));
     if (reinterpret_cast<quintptr>(blob) % alignof(float) == 0) {
         m_index.upsert(item, blob);
     } else {
@@ -1560,7 +1565,7 @@ void SqliteStorage::loadIndex()
                 ++m_stats.fileLoads;
                 if (catchUp()) {
                     m_stats.fromFile = true;
-                    saveIndexFile(false);
+                    saveIndexFile(fillImportances());
                     return;
                 }
                 m_indexSeq = target;
@@ -1570,10 +1575,24 @@ void SqliteStorage::loadIndex()
     }
     m_index.reset(dimension);
     m_index.setParams(params);
-    Statement st(*this, "SELECT rid, scope, categories, source, private, created_at, embedding FROM records");
+    Statement st(*this, QByteArray("SELECT ") + kIndexColumns + " FROM records");
     while (st.step(QStringLiteral("loading the vectors")))
         applyIndexRow(st.get());
     promoteIfLarge();
+}
+
+// A file written before the index kept importances (format 1): they are read from the table once,
+// and the file is rewritten with them.
+bool SqliteStorage::fillImportances()
+{
+    if (!m_index.importanceMissing())
+        return false;
+    Statement st(*this, "SELECT rid, importance FROM records");
+    while (st.step(QStringLiteral("reading the importances")))
+        m_index.setImportance(st.int64(0), sqlite3_column_double(st.get(), 1));
+    m_index.clearImportanceMissing();
+    ++m_unsaved;
+    return true;
 }
 
 // Applies what other connections committed since the index's seq; false when the index cannot be
@@ -1614,7 +1633,7 @@ bool SqliteStorage::catchUp()
     if (changes > qint64(m_index.trackedCount()) + 1000)
         return false; // rebuilding costs less than replaying
     {
-        Statement st(*this, "SELECT rid, scope, categories, source, private, created_at, embedding FROM records WHERE id = ?");
+        Statement st(*this, QByteArray("SELECT ") + kIndexColumns + " FROM records WHERE id = ?");
         for (const QString &id : std::as_const(ids)) {
             st.bindText(1, id);
             if (st.step(QStringLiteral("reading a changed record")))
@@ -2054,22 +2073,15 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
     return kept.join(" OR ");
 }
 
-std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit,
-                                                     double contextWeight)
+void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
+                                     const QByteArray &columns, const std::function<bool(sqlite3_stmt *, double)> &row)
 {
-    const RecordFilter filter = normalized(requested);
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
-    if (limit <= 0)
-        return {};
     if (!(contextWeight >= 0))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
-    ReadSnapshot snapshot(*this); // one read transaction for the term counts and the search
-    refreshIfChanged();
     QByteArray match = selectiveMatch(matchTerms(text));
     if (match.isEmpty())
-        return {};
+        return;
     // A store before schema 3 (read-only, not upgraded) has no context column.
     const bool context = contextWeight > 0 && m_version >= 3;
     if (!context)
@@ -2078,20 +2090,109 @@ std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, cons
                                          : QByteArray("bm25(records_fts)");
     const Where w = where(filter, true);
     const bool post = needsPostFilter(filter);
-    Statement st(*this, QByteArray("SELECT ") + kRecordColumns + ", " + relevance + " AS relevance "
+    Statement st(*this, QByteArray("SELECT ") + columns + ", " + relevance + " AS relevance "
                             "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
                             "WHERE records_fts MATCH ? AND (" + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
     st.bindBytes(1, match);
     st.bindAll(w.args, 2);
     st.bind(int(w.args.size()) + 2, post ? -1 : limit);
-    std::vector<ScoredRecord> out;
-    while (st.step(QStringLiteral("searching the full-text index"))) {
-        Row row = readRow(st.get(), false);
-        if (!filter.matches(row.record))
-            continue;
-        out.push_back({std::move(row.record), -sqlite3_column_double(st.get(), 13)});
-        if (int(out.size()) >= limit)
+    const int relevanceColumn = sqlite3_column_count(st.get()) - 1;
+    while (st.step(QStringLiteral("searching the full-text index")))
+        if (!row(st.get(), -sqlite3_column_double(st.get(), relevanceColumn)))
             break;
+}
+
+std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit,
+                                                     double contextWeight)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (limit <= 0)
+        return {};
+    ReadSnapshot snapshot(*this); // one read transaction for the term counts and the search
+    refreshIfChanged();
+    std::vector<ScoredRecord> out;
+    runKeywordSearch(text, filter, limit, contextWeight, kRecordColumns, [&](sqlite3_stmt *st, double relevance) {
+        Row row = readRow(st, false);
+        if (filter.matches(row.record))
+            out.push_back({std::move(row.record), relevance});
+        return int(out.size()) < limit;
+    });
+    return out;
+}
+
+std::optional<std::vector<SearchHit>> SqliteStorage::searchHits(const Embedding &query, const RecordFilter &requested, int limit)
+{
+    const RecordFilter filter = normalized(requested);
+    if (needsPostFilter(filter))
+        return std::nullopt; // metadata is judged on the records
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (query.empty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+    std::vector<SearchHit> out;
+    if (limit <= 0)
+        return out;
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    if (!prepareIndex(query))
+        return out;
+    std::vector<qint64> rows;
+    if (!filter.ids.isEmpty())
+        rows = rowidsForIds(filter.ids);
+    for (const VectorIndex::Hit &h : m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &rows)) {
+        const std::optional<VectorIndex::RankFields> f = m_index.rankFields(h.rowid);
+        if (!f)
+            continue; // cannot happen: the index found it
+        out.push_back(SearchHit{h.rowid, h.score, h.score, f->importance,
+                                f->hasCreated ? QDateTime::fromMSecsSinceEpoch(f->createdMs, Qt::UTC) : QDateTime()});
+    }
+    return out;
+}
+
+std::optional<std::vector<SearchHit>> SqliteStorage::keywordHits(const QString &text, const Embedding &query,
+                                                                 const RecordFilter &requested, int limit, double contextWeight)
+{
+    const RecordFilter filter = normalized(requested);
+    if (needsPostFilter(filter))
+        return std::nullopt;
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    std::vector<SearchHit> out;
+    if (limit <= 0)
+        return out;
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    const bool vectors = !query.empty() && prepareIndex(query);
+    runKeywordSearch(text, filter, limit, contextWeight, "r.rid, r.importance, r.created_at",
+                     [&](sqlite3_stmt *st, double relevance) {
+                         SearchHit h;
+                         h.key = sqlite3_column_int64(st, 0);
+                         h.score = relevance;
+                         h.importance = sqlite3_column_double(st, 1);
+                         if (sqlite3_column_type(st, 2) != SQLITE_NULL)
+                             h.createdAt = QDateTime::fromMSecsSinceEpoch(sqlite3_column_int64(st, 2), Qt::UTC);
+                         if (vectors)
+                             h.cosine = m_index.similarity(query.data(), h.key).value_or(0.0);
+                         out.push_back(std::move(h));
+                         return int(out.size()) < limit;
+                     });
+    return out;
+}
+
+std::vector<std::optional<MemoryRecord>> SqliteStorage::hitRecords(const std::vector<qint64> &keys)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    std::vector<std::optional<MemoryRecord>> out(keys.size());
+    if (keys.empty())
+        return out;
+    std::unordered_map<qint64, Row> rows = rowsByRowids(keys);
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        auto it = rows.find(keys[i]);
+        if (it != rows.end())
+            out[i] = std::move(it->second.record);
     }
     return out;
 }

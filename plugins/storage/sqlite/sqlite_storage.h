@@ -7,6 +7,7 @@
 #include <QHash>
 #include <QMutex>
 #include <QString>
+#include <functional>
 #include <optional>
 #include <variant>
 #include <unordered_map>
@@ -88,6 +89,10 @@ public:
     std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override;
     std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
                                             double contextWeight = 0) override;
+    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit) override;
+    std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
+                                                      int limit, double contextWeight = 0) override;
+    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys) override;
 
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) override;
     // limit < 0 means no limit.
@@ -167,6 +172,11 @@ private:
     std::optional<Row> rowByRowid(qint64 rowid, bool withEmbedding);
     // The rows of these rowids (without embeddings), in one statement, by rowid.
     std::unordered_map<qint64, Row> rowsByRowids(const std::vector<qint64> &rowids);
+    // The full-text search behind keywordSearch() and keywordHits(): calls `row` with each match (the
+    // statement at `columns`, and the BM25 relevance, higher is better), best first, while it returns
+    // true. The caller holds the lock and a read snapshot.
+    void runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
+                          const QByteArray &columns, const std::function<bool(sqlite3_stmt *, double)> &row);
     std::vector<qint64> rowidsForIds(const QStringList &ids);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
     static Statement &bindFields(Statement &st, int first, const MemoryRecord &r, qint64 hash);
@@ -199,6 +209,7 @@ private:
     bool prepareIndex(const Embedding &query);
     bool catchUp();
     void applyIndexRow(sqlite3_stmt *st);
+    bool fillImportances();
     void afterWrite(qint64 lastSeq, qint64 changes);
     void promoteIfLarge();
     void saveIndexFile(bool force) noexcept;

@@ -24,7 +24,8 @@ namespace {
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
-constexpr quint32 kFormat = 1;
+// 1: without the importance array (read, with importances to be filled in); 2: with it.
+constexpr quint32 kFormat = 2;
 constexpr quint32 kByteOrder = 0x01020304;
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
@@ -250,6 +251,8 @@ void VectorIndex::invalidate()
     m_source = {};
     m_private = {};
     m_created = {};
+    m_importance = {};
+    m_importanceMissing = false;
     m_vectors = {};
     m_slotOfRow = {};
     m_ann.reset();
@@ -339,6 +342,7 @@ void VectorIndex::growSlots(std::size_t slots)
     m_source.resize(slots, 0);
     m_private.resize(slots, 0);
     m_created.resize(slots, kUnknownTime);
+    m_importance.resize(slots, 0.0);
 }
 
 void VectorIndex::fill(std::size_t slot, const Item &item)
@@ -349,6 +353,7 @@ void VectorIndex::fill(std::size_t slot, const Item &item)
     m_source[slot] = intern(m_sourceIds, m_sourceNames, item.source);
     m_private[slot] = item.isPrivate ? 1 : 0;
     m_created[slot] = item.hasCreated ? item.createdMs : kUnknownTime;
+    m_importance[slot] = item.importance;
 }
 
 void VectorIndex::upsert(const Item &item, const float *vector)
@@ -427,6 +432,7 @@ void VectorIndex::remove(qint64 rowid)
         m_source[slot] = m_source[last];
         m_private[slot] = m_private[last];
         m_created[slot] = m_created[last];
+        m_importance[slot] = m_importance[last];
         m_slotOfRow.insert(m_rowids[slot], std::uint32_t(slot));
     }
     m_vectors.resize(last * dim);
@@ -436,16 +442,55 @@ void VectorIndex::remove(qint64 rowid)
     m_source.pop_back();
     m_private.pop_back();
     m_created.pop_back();
+    m_importance.pop_back();
 }
 
-bool VectorIndex::contains(qint64 rowid) const
+std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
 {
     if (m_ann) {
         const Graph &g = *m_ann->graph;
         auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
-        return it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second);
+        if (it == g.label_lookup_.end() || g.isMarkedDeleted(it->second))
+            return std::nullopt;
+        return std::size_t(it->second);
     }
-    return m_slotOfRow.contains(rowid);
+    auto it = m_slotOfRow.constFind(rowid);
+    if (it == m_slotOfRow.constEnd())
+        return std::nullopt;
+    return std::size_t(it.value());
+}
+
+bool VectorIndex::contains(qint64 rowid) const
+{
+    return slotOf(rowid).has_value();
+}
+
+std::optional<VectorIndex::RankFields> VectorIndex::rankFields(qint64 rowid) const
+{
+    const std::optional<std::size_t> s = slotOf(rowid);
+    if (!s)
+        return std::nullopt;
+    RankFields f;
+    f.importance = m_importance[*s];
+    f.hasCreated = m_created[*s] != kUnknownTime;
+    f.createdMs = f.hasCreated ? m_created[*s] : 0;
+    return f;
+}
+
+std::optional<double> VectorIndex::similarity(const float *query, qint64 rowid) const
+{
+    const std::optional<std::size_t> s = slotOf(rowid);
+    if (!s || m_dimension <= 0)
+        return std::nullopt;
+    std::vector<float> unit(static_cast<std::size_t>(m_dimension));
+    normalise(query, unit.data(), m_dimension);
+    return double(VectorMath::dot(unit.data(), vectorAt(*s), std::size_t(m_dimension)));
+}
+
+void VectorIndex::setImportance(qint64 rowid, double importance)
+{
+    if (const std::optional<std::size_t> s = slotOf(rowid))
+        m_importance[*s] = importance;
 }
 
 std::vector<qint64> VectorIndex::trackedRowids() const
@@ -509,6 +554,7 @@ void VectorIndex::buildAnn(int threads)
     permute(m_source);
     permute(m_private);
     permute(m_created);
+    permute(m_importance);
     m_vectors = {};
     m_slotOfRow = {};
     m_ann = std::move(ann);
@@ -792,6 +838,7 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
     w.array(m_source, nodes);
     w.array(m_private, nodes);
     w.array(m_created, nodes);
+    w.array(m_importance, nodes);
     w.pod<quint64>(quint64(m_unvectored.size()));
     for (qint64 r : m_unvectored)
         w.pod<qint64>(r);
@@ -871,8 +918,9 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     Reader r(file, length);
     char magic[sizeof(kMagic)];
     r.raw(magic, sizeof(magic));
-    if (!r.ok() || std::memcmp(magic, kMagic, sizeof(kMagic)) != 0 || r.pod<quint32>() != kFormat
-        || r.pod<quint32>() != kByteOrder) {
+    const bool magicOk = r.ok() && std::memcmp(magic, kMagic, sizeof(kMagic)) == 0;
+    const quint32 format = r.pod<quint32>();
+    if (!magicOk || format < 1 || format > kFormat || r.pod<quint32>() != kByteOrder) {
         *error = QStringLiteral("not a Mneme vector index of this format");
         return false;
     }
@@ -920,6 +968,12 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     r.array(m_source, nodes);
     r.array(m_private, nodes);
     r.array(m_created, nodes);
+    if (format >= 2) {
+        r.array(m_importance, nodes);
+    } else {
+        m_importance.assign(nodes, 0.0);
+        m_importanceMissing = true;
+    }
     const quint64 unvectored = r.pod<quint64>();
     if (!r.ok() || unvectored > length / sizeof(qint64)) {
         *error = QStringLiteral("the file is damaged (attributes)");

@@ -8,13 +8,14 @@
 #include <QStringList>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace mneme {
 
 // The in-process copy of every stored embedding of one SQLite store, with the record attributes that
-// RecordFilter tests (scope, categories, source, privacy, creation time), so a search scores and
-// filters without touching the database. Vectors are stored L2-normalised, so a score is one dot
+// RecordFilter tests (scope, categories, source, privacy, creation time) and the importance, so a
+// search scores, filters and ranks without touching the database. Vectors are stored L2-normalised, so a score is one dot
 // product. Not thread-safe: SqliteStorage guards it with its own mutex.
 //
 // Two layouts:
@@ -42,6 +43,15 @@ public:
         bool isPrivate = false;
         bool hasCreated = false;
         qint64 createdMs = 0;     // milliseconds since the epoch, UTC
+        double importance = 0;
+    };
+
+    // What ranking needs of an indexed record besides its similarity.
+    struct RankFields
+    {
+        double importance = 0;
+        bool hasCreated = false;
+        qint64 createdMs = 0;
     };
 
     struct Hit
@@ -103,6 +113,16 @@ public:
     bool contains(qint64 rowid) const;
     // Every rowid the index accounts for (with or without a vector), in no particular order.
     std::vector<qint64> trackedRowids() const;
+    // The importance and creation time of an indexed record; nothing when it has no vector here.
+    std::optional<RankFields> rankFields(qint64 rowid) const;
+    // The cosine similarity of `query` (dimension() floats, any length) to the record's vector;
+    // nothing when it has no vector here.
+    std::optional<double> similarity(const float *query, qint64 rowid) const;
+    // True after load() of a file written before importances were kept (format 1) until
+    // setImportance() has been called for every record; rankFields() is then unreliable.
+    bool importanceMissing() const { return m_importanceMissing; }
+    void setImportance(qint64 rowid, double importance);
+    void clearImportanceMissing() { m_importanceMissing = false; }
 
     // Converts the flat layout into the approximate one, inserting with `threads` threads.
     void buildAnn(int threads);
@@ -131,6 +151,7 @@ private:
     void growSlots(std::size_t slots);
     std::size_t slotCount() const;
     bool live(std::size_t slot) const;
+    std::optional<std::size_t> slotOf(qint64 rowid) const;
     const float *vectorAt(std::size_t slot) const;
     std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
     std::vector<Hit> graph(const float *query, const Filter &f, int limit, double selectivity) const;
@@ -147,6 +168,8 @@ private:
     std::vector<std::int32_t> m_source;     // index into m_sourceNames
     std::vector<std::uint8_t> m_private;
     std::vector<qint64> m_created;          // INT64_MIN when unknown
+    std::vector<double> m_importance;
+    bool m_importanceMissing = false;
 
     std::vector<float> m_vectors;           // flat layout only: size() * dimension(), normalised
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
