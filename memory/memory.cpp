@@ -445,7 +445,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
             if (config.keywordWeight > 0)
                 words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight);
             if (config.keywordWeight <= 0 || words)
-                return rankHits(*hits, words ? *words : std::vector<SearchHit>(), limit, now);
+                return rankHits(*hits, words ? *words : std::vector<SearchHit>(), filter, limit, now);
         }
     }
 
@@ -496,7 +496,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
 }
 
 QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
-                                           int limit, const QDateTime &now)
+                                           const RecordFilter &filter, int limit, const QDateTime &now)
 {
     // The same pool, signals and scores as rank() computes from records.
     struct Candidate
@@ -546,7 +546,8 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
     std::sort(kept.begin(), kept.end(), before);
 
     // The records of the best, with every candidate tied with the last of them (ties are ordered by id,
-    // which only the records tell); more when some were deleted meanwhile.
+    // which only the records tell); more when some were deleted, or changed out of the filter, since
+    // the search (the record is the final judge, as in search()).
     QList<MemoryMatch> out;
     std::size_t next = 0;
     while (out.size() < limit && next < kept.size()) {
@@ -560,7 +561,7 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
         std::vector<std::optional<MemoryRecord>> records = storage->hitRecords(keys);
         for (std::size_t i = next; i < end; ++i) {
             std::optional<MemoryRecord> &r = records[i - next];
-            if (!r)
+            if (!r || !filter.matches(*r))
                 continue;
             MemoryMatch m;
             m.record = std::move(*r);

@@ -76,7 +76,7 @@ public:
     // rank() on the backend's two-phase search: hits scored from their ranking fields, and only the
     // records of the `limit` best read.
     QList<MemoryMatch> rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
-                                int limit, const QDateTime &now);
+                                const RecordFilter &filter, int limit, const QDateTime &now);
     // Best first: score, then semantic similarity, then id (a total order).
     static bool ranksBefore(const MemoryMatch &a, const MemoryMatch &b);
     static void sortMatches(QList<MemoryMatch> &matches);

@@ -76,6 +76,29 @@ QStringList queries()
     return q;
 }
 
+// Between the search and the reading of the records, moves the first record asked for out of its
+// scope and deletes the second: what another process may do meanwhile.
+class ChangingStorage : public CountingStorage
+{
+public:
+    using CountingStorage::CountingStorage;
+    QStringList changed;
+    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys) override
+    {
+        if (changed.isEmpty() && keys.size() >= 2) {
+            std::vector<std::optional<MemoryRecord>> first = CountingStorage::hitRecords({keys[0], keys[1]});
+            MemoryRecord moved = *first[0];
+            moved.scope = QStringLiteral("/elsewhere");
+            update(moved);
+            RecordFilter gone;
+            gone.ids = {first[1]->id};
+            remove(gone);
+            changed << first[0]->id << first[1]->id;
+        }
+        return CountingStorage::hitRecords(keys);
+    }
+};
+
 } // namespace
 
 class TestRankedRecall : public QObject
@@ -177,6 +200,30 @@ private Q_SLOTS:
                  qPrintable(QStringLiteral("%1 records read for limits adding up to %2").arg(twoPhase->hitRecordsRead()).arg(limits)));
         QVERIFY(twoPhase->hitRecordsRead() >= compared);
         QCOMPARE(everyRecord->hitRecordsRead(), 0);
+    }
+
+    // A record changed out of the filter, or deleted, after the search is left out, and the next
+    // candidates take its place.
+    void recordsChangedMeanwhileAreLeftOut()
+    {
+        TempStore dir;
+        auto storage = std::make_shared<ChangingStorage>(
+            PluginRegistry::instance().createStorage(QStringLiteral("sqlite"), Json{{"path", dir.path().toStdString()}}));
+        storage->setTwoPhase(true);
+        Memory m(MemoryConfig(), storage, builtin());
+        m.rememberMany(corpus()).waitForFinished();
+        RecallOptions o;
+        o.depth = RecallDepth::Shallow;
+        o.now = kNow;
+        o.limit = 5;
+        o.scopes = {QStringLiteral("/t/s1")};
+        const QList<MemoryMatch> got = m.recall(QStringLiteral("invoice deploy"), o);
+        QCOMPARE(storage->changed.size(), 2);
+        QCOMPARE(got.size(), 5);
+        for (const MemoryMatch &match : got) {
+            QVERIFY(!storage->changed.contains(match.record.id));
+            QCOMPARE(match.record.scope, QStringLiteral("/t/s1"));
+        }
     }
 
     // Hits carry no access counts: a ranking that weighs them reads every candidate's record.

@@ -72,7 +72,8 @@ int main(int argc, char **argv)
     const bool ann = mode != QLatin1String("add");
     try {
         PluginRegistry registry(QStringList{QStringLiteral(MNEME_PLUGIN_BUILD_DIR)});
-        Json config{{"path", path.toStdString()}};
+        // Checkpoints after every commit or two: the background checkpointer runs all the time.
+        Json config{{"path", path.toStdString()}, {"wal_checkpoint_pages", 10}};
         if (ann)
             config["ann_threshold"] = 50;
         auto store = registry.createStorage(QStringLiteral("sqlite"), config);

@@ -358,6 +358,7 @@ private Q_SLOTS:
     void searchHitsCarryRankFields_data();
     void searchHitsCarryRankFields();
     void oldIndexFileGetsImportances();
+    void walIsCheckpointedInTheBackground();
 };
 
 void TestSqliteStorage::pluginIsRegistered()
@@ -2708,6 +2709,39 @@ void TestSqliteStorage::oldIndexFileGetsImportances()
     quint32 format = 0;
     std::memcpy(&format, rewritten.constData() + 8, 4);
     QCOMPARE(format, quint32(2));
+}
+
+// Past wal_checkpoint_pages frames the log is copied into the database by the background thread; the
+// log stays small, nothing is lost, and the last connection to close removes it.
+void TestSqliteStorage::walIsCheckpointedInTheBackground()
+{
+    test::TempStore tmp;
+    const QString path = tmp.path();
+    auto store = openDirect(path, Json{{"wal_checkpoint_pages", 40}});
+    QRandomGenerator rng(3);
+    qint64 largestLog = 0;
+    for (int batch = 0; batch < 60; ++batch) {
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 40; ++i)
+            records.push_back(makeRecord(QStringLiteral("batch %1 record %2").arg(batch).arg(i), QStringLiteral("/w"),
+                                         randomUnitish(rng, 384)));
+        store->save(records);
+        largestLog = std::max(largestLog, QFileInfo(path + QStringLiteral("-wal")).size());
+    }
+    // 60 batches of about 20 pages of records each: without checkpoints the log would hold them all.
+    const auto stats = store->indexStats();
+    QVERIFY2(stats.checkpoints > 0, qPrintable(QString::number(stats.checkpoints)));
+    QVERIFY2(largestLog < 400 * 4096, qPrintable(QString::number(largestLog)));
+    QCOMPARE(store->count({}), 2400);
+    // A second connection reads everything, checkpointed or not.
+    auto other = openStore(path);
+    QCOMPARE(other->count({}), 2400);
+    QCOMPARE(other->keywordSearch(QStringLiteral("batch 59 record 39"), {}, 1).size(), std::size_t(1));
+    other->close();
+    store->close();
+    QVERIFY(!QFile::exists(path + QStringLiteral("-wal")));
+    QCOMPARE(rawScalar(path, QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+    QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM records")), QStringLiteral("2400"));
 }
 
 QTEST_GUILESS_MAIN(TestSqliteStorage)

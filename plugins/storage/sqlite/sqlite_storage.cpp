@@ -316,6 +316,12 @@ RecordFilter normalized(const RecordFilter &filter)
     return f;
 }
 
+// A file: URI, so that no character of the path is taken for a URI parameter.
+QByteArray fileUri(const QString &path)
+{
+    return "file:" + QUrl::toPercentEncoding(path, "/");
+}
+
 bool needsPostFilter(const RecordFilter &f)
 {
     return f.metadata.is_object() && !f.metadata.empty();
@@ -599,7 +605,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
                             QStringLiteral("sqlite storage: \"busy_timeout_ms\" must be a whole number of milliseconds between 0 and 86400000"));
             o.busyTimeoutMs = int(v.get<long long>());
         } else if (key == QLatin1String("ann_threshold") || key == QLatin1String("ann_m")
-                   || key == QLatin1String("ann_ef_construction") || key == QLatin1String("ann_ef_search")) {
+                   || key == QLatin1String("ann_ef_construction") || key == QLatin1String("ann_ef_search")
+                   || key == QLatin1String("wal_checkpoint_pages")) {
             struct Range
             {
                 long long low, high;
@@ -609,7 +616,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             const Range range = key == QLatin1String("ann_threshold") ? Range{0, 2000000000, &o.annThreshold, "records (0: always approximate)"}
                 : key == QLatin1String("ann_m")                       ? Range{4, 64, &o.annM, "links per node"}
                 : key == QLatin1String("ann_ef_construction")         ? Range{10, 2000, &o.annEfConstruction, "candidates"}
-                                                                      : Range{10, 5000, &o.annEfSearch, "candidates"};
+                : key == QLatin1String("ann_ef_search")               ? Range{10, 5000, &o.annEfSearch, "candidates"}
+                                                                      : Range{10, 10000000, &o.walCheckpointPages, "pages"};
             if (!v.is_number_integer() || v.get<long long>() < range.low || v.get<long long>() > range.high)
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("sqlite storage: \"%1\" must be a whole number of %2 between %3 and %4")
@@ -620,7 +628,7 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("sqlite storage: unknown configuration key \"%1\"; the known keys are path, read_only, "
-                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction and ann_ef_search")
+                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search and wal_checkpoint_pages")
                             .arg(key));
         }
     }
@@ -658,11 +666,22 @@ SqliteStorage::~SqliteStorage()
     closeConnection();
 }
 
+void SqliteStorage::stopCheckpointer()
+{
+    if (!m_checkpointer)
+        return;
+    m_checkpointer->stop(); // its connection closes first: the last one to close removes the WAL
+    if (m_db)
+        sqlite3_wal_hook(m_db, nullptr, nullptr);
+    m_checkpointer.reset();
+}
+
 void SqliteStorage::closeConnection()
 {
     for (sqlite3_stmt *st : std::as_const(m_statements))
         sqlite3_finalize(st);
     m_statements.clear();
+    stopCheckpointer();
     if (m_db) {
         sqlite3_close_v2(m_db);
         m_db = nullptr;
@@ -794,8 +813,7 @@ void SqliteStorage::openConnection(bool immutable)
     if (m_location == QLatin1String(":memory:")) {
         name = ":memory:";
     } else {
-        // A file: URI, so that no character of the path is taken for a URI parameter.
-        name = "file:" + QUrl::toPercentEncoding(m_location, "/");
+        name = fileUri(m_location);
         if (immutable)
             name += "?immutable=1";
     }
@@ -953,9 +971,13 @@ void SqliteStorage::configureWriting()
     exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
     // A batch of a few hundred records dirties a few megabytes of pages: a page cache that holds
     // them is not spilled to the WAL in the middle of the transaction, and a WAL allowed to grow to
-    // 16 MB is checkpointed every few batches, not after each (SQLite's defaults: 2 MB, 4 MB).
+    // 16 MB (wal_checkpoint_pages) is checkpointed every few batches, not after each (SQLite's
+    // defaults: 2 MB, 4 MB), by a thread of its own instead of inside a commit.
     exec("PRAGMA cache_size = -8192", QStringLiteral("configuring the page cache"));
-    exec("PRAGMA wal_autocheckpoint = 4000", QStringLiteral("configuring checkpoints"));
+    if (m_location != QLatin1String(":memory:")) {
+        m_checkpointer = std::make_unique<WalCheckpointer>(fileUri(m_location), m_location, m_options.walCheckpointPages);
+        m_checkpointer->attach(m_db);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2022,6 +2044,8 @@ SqliteStorage::IndexStats SqliteStorage::indexStats()
     s.vectors = m_index.isLoaded() ? m_index.size() : 0;
     s.deletedNodes = m_index.deletedNodes();
     s.seq = m_indexSeq;
+    s.checkpoints = m_checkpointer ? m_checkpointer->background() : 0;
+    s.inlineCheckpoints = m_checkpointer ? m_checkpointer->inlined() : 0;
     return s;
 }
 
@@ -2562,6 +2586,7 @@ void SqliteStorage::close()
     for (sqlite3_stmt *st : std::as_const(m_statements))
         sqlite3_finalize(st);
     m_statements.clear();
+    stopCheckpointer();
     const int rc = m_db ? sqlite3_close(m_db) : SQLITE_OK;
     if (rc != SQLITE_OK) {
         const QString msg = QString::fromUtf8(sqlite3_errmsg(m_db));

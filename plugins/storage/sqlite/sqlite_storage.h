@@ -2,12 +2,14 @@
 
 #include "core/storage_backend.h"
 #include "vector_index.h"
+#include "wal_checkpointer.h"
 
 #include <QByteArray>
 #include <QHash>
 #include <QMutex>
 #include <QString>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <variant>
 #include <unordered_map>
@@ -37,9 +39,11 @@ public:
         int annM = 16;
         int annEfConstruction = 100;
         int annEfSearch = 96;
+        // Frames in the write-ahead log after which a background thread copies it into the database.
+        int walCheckpointPages = 4000;
 
         // Reads {"path", "read_only", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
-        // "ann_ef_search"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
+        // "ann_ef_search", "wal_checkpoint_pages"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
         // key or a value of the wrong type or out of range.
         static Options fromJson(const Json &config);
     };
@@ -57,6 +61,8 @@ public:
         std::size_t vectors = 0;    // records with a vector in the index
         std::size_t deletedNodes = 0;
         qint64 seq = 0;             // the last history seq the index reflects
+        qint64 checkpoints = 0;     // WAL checkpoints run by the background thread
+        qint64 inlineCheckpoints = 0; // ... and by the writing connection itself (the thread fell behind)
     };
 
     // The schema version this build writes and the newest it can read.
@@ -143,6 +149,7 @@ private:
     void open();
     void openConnection(bool immutable);
     void closeConnection();
+    void stopCheckpointer();
     int storedSchemaVersion(bool *hasTables, bool *hasMeta);
     void checkStore();
     void migrate();
@@ -237,6 +244,7 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    std::unique_ptr<WalCheckpointer> m_checkpointer; // file stores open for writing
     // How many records' content each recently searched term is in (counted past the largest cap), and
     // the store's size when counted: reused while the store has grown by less than a twentieth.
     QHash<QByteArray, qint64> m_termCounts;
