@@ -26,6 +26,10 @@ public:
     // One vector per text, in order. A blank text gets an empty vector. Throws Error(Embedder), or a
     // network embedder's typed provider error (Authentication, RateLimited, Network, Timeout, ...).
     virtual std::vector<Embedding> embed(const QStringList &texts) = 0;
+    // True when embedding costs only this machine's processor time (no network, no quota, no fee):
+    // Memory then embeds a queued batch while the batch before it is saved, before it knows which
+    // of its items are stored already. False unless an embedder says otherwise.
+    virtual bool isLocal() const { return false; }
 };
 
 // Builds embedders from configuration ({"provider": key, "config": {...}}: `config` is passed here).

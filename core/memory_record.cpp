@@ -15,8 +15,10 @@ namespace {
 // places, which keeps bulk saves of a large store from rewriting pages all over the index.
 QString timeOrderedUuid()
 {
+    // The random bits only have to make ids differ: Qt's generator seeded once from the system's
+    // (asking the system's for each id costs a hardware random-number instruction, slow in a VM).
     quint64 words[2];
-    QRandomGenerator::system()->fillRange(words);
+    QRandomGenerator::global()->fillRange(words);
     uchar bytes[16];
     qToBigEndian(quint64(QDateTime::currentMSecsSinceEpoch()) << 16 | (words[0] & 0x0fff) | 0x7000, bytes);
     qToBigEndian((words[1] & 0x3fffffffffffffffULL) | 0x8000000000000000ULL, bytes + 8);

@@ -252,7 +252,8 @@ struct EncodeOutcome
 namespace {
 
 // The save pipeline. Runs on the writer thread.
-EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items, MemoryPrivate::TurnContext context)
+EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &items, MemoryPrivate::TurnContext context,
+                        const std::shared_ptr<MemoryPrivate::EmbedAhead> &ahead = nullptr)
 {
     EncodeOutcome out;
     out.records.resize(items.size());
@@ -318,6 +319,15 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
                     x /= len;
             items[turns[k]].record.embedding = std::move(v);
         }
+    } else if (ahead && !active.empty()) {
+        // Every item not dropped was embedded (or is being embedded) ahead: the active ones take theirs.
+        std::vector<Embedding> vectors = ahead->vectors.valid() ? ahead->vectors.get() : d.embedAll(ahead->texts);
+        std::vector<size_t> at(items.size());
+        for (size_t i = 0, k = 0; i < items.size(); ++i)
+            if (!items[i].dropped)
+                at[i] = k++;
+        for (size_t i : active)
+            items[i].record.embedding = std::move(vectors[at[i]]);
     } else if (!active.empty()) {
         QStringList texts;
         texts.reserve(qsizetype(active.size()));
@@ -397,12 +407,28 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 
 QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context)
 {
-    return submit<SaveResult>([this, items = std::move(items), startedValue, context]() mutable {
+    // A plain batch for a local embedder joins the queue of batches embedded ahead (a conversation's
+    // vectors blend neighbouring turns and are made in its turn).
+    std::shared_ptr<EmbedAhead> own;
+    if (!context.conversation && context.window == 0 && embedder->isLocal()) {
+        own = std::make_shared<EmbedAhead>();
+        for (const Item &it : items)
+            if (!it.dropped)
+                own->texts << it.record.content;
+    }
+    QMutexLocker order(&submitLock); // the queue's order is the writer's
+    if (own) {
+        std::lock_guard<std::mutex> lock(aheadLock);
+        ahead.push_back(own);
+    }
+    return submit<SaveResult>([this, items = std::move(items), startedValue, context, own]() mutable {
+        if (own)
+            embedNextAhead(own);
         QElapsedTimer timer;
         timer.start();
         Q_EMIT q->saveStarted(startedValue, QJsonObject());
         try {
-            EncodeOutcome out = runEncode(*this, items, context);
+            EncodeOutcome out = runEncode(*this, items, context, own);
             Q_EMIT q->saveCompleted(QStringLiteral("%1 memories saved").arg(out.result.stored), QJsonObject(),
                                     elapsedMs(timer));
             return out.result;
@@ -411,6 +437,17 @@ QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QS
             throw;
         }
     });
+}
+
+void MemoryPrivate::embedNextAhead(const std::shared_ptr<EmbedAhead> &own)
+{
+    std::lock_guard<std::mutex> lock(aheadLock);
+    ahead.erase(std::remove(ahead.begin(), ahead.end(), own), ahead.end());
+    if (ahead.empty() || ahead.front()->vectors.valid())
+        return;
+    const std::shared_ptr<EmbedAhead> next = ahead.front();
+    // An exception (the embedder failed) is kept in the future and thrown in that batch's turn.
+    next->vectors = std::async(std::launch::async, [this, texts = next->texts] { return embedAll(texts); });
 }
 
 RecordFilter MemoryPrivate::readFilter(const QStringList &scopes) const

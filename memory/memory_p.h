@@ -13,6 +13,9 @@
 #include <QRecursiveMutex>
 #include <algorithm>
 #include <atomic>
+#include <deque>
+#include <future>
+#include <mutex>
 
 namespace mneme {
 
@@ -53,8 +56,17 @@ public:
     Item resolve(const MemoryInput &input) const;
     // resolve(), except that a blank item is kept as dropped (a batch skips blanks, remember refuses them).
     Item batchItem(const MemoryInput &input) const;
+    // The vectors of a queued batch's items, computed ahead of its turn (a local embedder only).
+    struct EmbedAhead
+    {
+        QStringList texts;                          // the contents of the batch's items not dropped
+        std::future<std::vector<Embedding>> vectors; // valid once started
+    };
     // Runs the save pipeline on a batch in the background, with the save signals.
     QFuture<SaveResult> submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context);
+    // On the writer, as a batch's job starts: takes `own` off the queue of batches to embed ahead and
+    // starts embedding the next one, so that its vectors are ready when the writer gets to it.
+    void embedNextAhead(const std::shared_ptr<EmbedAhead> &own);
     // Submits work to the writer and tracks it for drainWrites().
     template<typename T, typename F>
     QFuture<T> submit(F &&work);
@@ -115,6 +127,10 @@ public:
     QMutex touchMutex;
     QHash<QString, Touch> touches;     // noted, not yet written
     bool touchScheduled = false;
+    // Plain batches queued on the writer, oldest first, whose vectors may be computed ahead; before
+    // `writer`, so that it outlives the writer's last job.
+    std::mutex aheadLock;
+    std::deque<std::shared_ptr<EmbedAhead>> ahead;
     SerialExecutor writer{"mneme-writer"};
     QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
     QMutex pendingLock;

@@ -42,6 +42,7 @@ public:
     Model model() const;
     QString id() const override;   // "builtin/hash-v2" or "builtin/hash-v1"
     int dimension() const override;
+    bool isLocal() const override { return true; }
     std::vector<Embedding> embed(const QStringList &texts) override;
 
     // One text; a blank text (or one with nothing but punctuation) gives an empty vector. Under
