@@ -183,12 +183,14 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     }
     memory.close();
     std::vector<double> indexMs;
-    double found = 0, wanted = 0;
     for (const Embedding &v : vectors) {
         QElapsedTimer t;
         t.start();
         storage.nearest(v, filter, candidates);
         indexMs.push_back(t.nsecsElapsed() / 1e6);
+    }
+    double found = 0, wanted = 0;
+    for (const Embedding &v : vectors) {
         const auto approx = storage.nearest(v, filter, 10, VectorIndex::Mode::Auto);
         const auto exact = storage.nearest(v, filter, 10, VectorIndex::Mode::Exact);
         if (exact.empty())

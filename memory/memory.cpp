@@ -421,7 +421,7 @@ QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QS
         std::lock_guard<std::mutex> lock(aheadLock);
         ahead.push_back(own);
     }
-    return submit<SaveResult>([this, items = std::move(items), startedValue, context, own]() mutable {
+    auto job = [this, items = std::move(items), startedValue, context, own]() mutable {
         if (own)
             embedNextAhead(own);
         QElapsedTimer timer;
@@ -436,7 +436,14 @@ QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QS
             Q_EMIT q->saveFailed(QLatin1String(kBackgroundSave), QString::fromUtf8(e.what()));
             throw;
         }
-    });
+    };
+    try {
+        return submit<SaveResult>(std::move(job));
+    } catch (...) {
+        std::lock_guard<std::mutex> lock(aheadLock); // refused (closed, or called on the writer)
+        ahead.erase(std::remove(ahead.begin(), ahead.end(), own), ahead.end());
+        throw;
+    }
 }
 
 void MemoryPrivate::embedNextAhead(const std::shared_ptr<EmbedAhead> &own)
