@@ -42,5 +42,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_EMBEDDER_FACTORY_IID "org.mneme.EmbedderFactory/1.0"
+#define MNEME_EMBEDDER_FACTORY_IID "org.mneme.EmbedderFactory/1.1"
 Q_DECLARE_INTERFACE(mneme::EmbedderFactory, MNEME_EMBEDDER_FACTORY_IID)

@@ -151,5 +151,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.2"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.3"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

@@ -26,7 +26,7 @@ private:
 class GoodPlugin : public QObject, public mneme::EmbedderFactory
 {
     Q_OBJECT
-    Q_PLUGIN_METADATA(IID "org.mneme.EmbedderFactory/1.0" FILE "good_plugin.json")
+    Q_PLUGIN_METADATA(IID "org.mneme.EmbedderFactory/1.1" FILE "good_plugin.json")
     Q_INTERFACES(mneme::EmbedderFactory)
 public:
     std::unique_ptr<mneme::Embedder> createEmbedder(const QString &key, const mneme::Json &config) override
