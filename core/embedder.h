@@ -12,8 +12,8 @@
 namespace mneme {
 
 // Turns texts into vectors. embed() may block (a network embedder waits for its reply); Memory calls
-// it only from its writer and recall threads, never from the thread that owns the Memory.
-// Implementations are thread-safe.
+// it from its writer thread, from a helper thread when it embeds a batch ahead (isLocal()), and from
+// whichever thread recalls. Implementations are thread-safe.
 class Embedder
 {
 public:

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <system_error>
 #include <tuple>
 #include <unordered_map>
 
@@ -407,6 +408,9 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 
 QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context)
 {
+    // Before the lock: a close() or reset() holding it waits for the writer, so a save's handler on
+    // the writer thread must be refused here, not wait for the lock.
+    checkNotOnWriter("a save");
     // A plain batch for a local embedder joins the queue of batches embedded ahead (a conversation's
     // vectors blend neighbouring turns and are made in its turn).
     std::shared_ptr<EmbedAhead> own;
@@ -454,7 +458,11 @@ void MemoryPrivate::embedNextAhead(const std::shared_ptr<EmbedAhead> &own)
         return;
     const std::shared_ptr<EmbedAhead> next = ahead.front();
     // An exception (the embedder failed) is kept in the future and thrown in that batch's turn.
-    next->vectors = std::async(std::launch::async, [this, texts = next->texts] { return embedAll(texts); });
+    try {
+        next->vectors = std::async(std::launch::async, [this, texts = next->texts] { return embedAll(texts); });
+    } catch (const std::system_error &) {
+        // No thread to be had: that batch embeds in its turn, as if nothing had been started.
+    }
 }
 
 RecordFilter MemoryPrivate::readFilter(const QStringList &scopes) const

@@ -812,6 +812,30 @@ private Q_SLOTS:
         QCOMPARE(refused.load(), 1);
     }
 
+    void aSaveFromTheWriterIsRefusedWhileCloseWaits()
+    {
+        // close() holds the submit lock while it waits for the writer; a save's handler on the writer
+        // that saves again must be refused at once, not wait for that lock.
+        auto m = open();
+        std::atomic<bool> closing{false};
+        std::atomic<int> refused{0};
+        connect(m.get(), &Memory::saveCompleted, m.get(), [&] {
+            while (!closing)
+                QThread::msleep(1);
+            QThread::msleep(100); // close() is now waiting for this job
+            try {
+                m->rememberMany({QStringLiteral("three")}, fields(QStringLiteral("/")));
+            } catch (const Error &e) {
+                if (e.kind() == ErrorKind::Internal)
+                    ++refused;
+            }
+        }, Qt::DirectConnection);
+        m->rememberMany({QStringLiteral("one"), QStringLiteral("two")}, fields(QStringLiteral("/")));
+        closing = true;
+        m->close();
+        QCOMPARE(refused.load(), 1);
+    }
+
     void closeWaitsForAsyncRecalls()
     {
         auto m = open();
