@@ -359,6 +359,7 @@ private Q_SLOTS:
     void searchHitsCarryRankFields();
     void oldIndexFileGetsImportances();
     void walIsCheckpointedInTheBackground();
+    void backgroundCheckpointsCopyTheLog();
 };
 
 void TestSqliteStorage::pluginIsRegistered()
@@ -2742,6 +2743,34 @@ void TestSqliteStorage::walIsCheckpointedInTheBackground()
     QVERIFY(!QFile::exists(path + QStringLiteral("-wal")));
     QCOMPARE(rawScalar(path, QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
     QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM records")), QStringLiteral("2400"));
+}
+
+void TestSqliteStorage::backgroundCheckpointsCopyTheLog()
+{
+    // Each batch alone passes the threshold, so each commit asks the thread for a checkpoint; waiting
+    // for it before the next batch, the log is copied whole and starts over every time, and the
+    // committing connection never has to checkpoint itself (it would at 160 pages, the third batch,
+    // were the thread's checkpoints empty).
+    test::TempStore tmp;
+    const QString path = tmp.path();
+    auto store = openDirect(path, Json{{"wal_checkpoint_pages", 40}});
+    const qint64 emptyFile = QFileInfo(path).size();
+    QRandomGenerator rng(5);
+    for (int batch = 0; batch < 10; ++batch) {
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 150; ++i)
+            records.push_back(makeRecord(QStringLiteral("paced batch %1 record %2").arg(batch).arg(i), QStringLiteral("/w"),
+                                         randomUnitish(rng, 384)));
+        const qint64 before = store->indexStats().checkpoints;
+        store->save(records);
+        QTRY_VERIFY_WITH_TIMEOUT(store->indexStats().checkpoints > before, 10000);
+    }
+    QCOMPARE(store->indexStats().inlineCheckpoints, qint64(0));
+    // The records reached the database file itself: 1,500 vectors of 1.5 KB are more than 2 MB.
+    const qint64 copied = QFileInfo(path).size() - emptyFile;
+    QVERIFY2(copied > 2 * 1024 * 1024, qPrintable(QString::number(copied)));
+    store->close();
+    QCOMPARE(rawScalar(path, QStringLiteral("SELECT count(*) FROM records")), QStringLiteral("1500"));
 }
 
 QTEST_GUILESS_MAIN(TestSqliteStorage)

@@ -2,6 +2,7 @@
 
 #include <QLoggingCategory>
 #include <sqlite3.h>
+#include <system_error>
 
 namespace mneme {
 
@@ -43,8 +44,17 @@ void WalCheckpointer::request()
     if (m_stop)
         return;
     m_requested = true;
-    if (!m_thread.joinable())
-        m_thread = std::thread([this] { run(); }); // at the first checkpoint a store needs
+    if (!m_thread.joinable()) {
+        try {
+            m_thread = std::thread([this] { run(); }); // at the first checkpoint a store needs
+        } catch (const std::system_error &e) {
+            // Called from inside SQLite's commit: nothing may be thrown through it.
+            qCWarning(lcCheckpoint).noquote() << "background checkpoints of" << m_location
+                                              << "are off: no thread could be started:" << e.what();
+            m_stop = true;
+            return;
+        }
+    }
     m_wake.notify_one();
 }
 
@@ -64,6 +74,9 @@ void WalCheckpointer::run()
     sqlite3 *db = nullptr;
     int rc = sqlite3_open_v2(m_uri.constData(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, nullptr);
     if (rc == SQLITE_OK)
+        rc = sqlite3_busy_timeout(db, 5000); // for the schema read below, should another connection hold it
+    // Reading the schema opens the connection's view of the log; without it a checkpoint copies nothing.
+    if (rc == SQLITE_OK)
         rc = sqlite3_exec(db, "PRAGMA synchronous = FULL", nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) {
         // The writing connection's own checkpoints (four times later) take over.
@@ -71,6 +84,7 @@ void WalCheckpointer::run()
         sqlite3_close_v2(db);
         return;
     }
+    int lastError = SQLITE_OK; // a failure the next checkpoints repeat is reported once
     std::unique_lock<std::mutex> lock(m_mutex);
     for (;;) {
         m_wake.wait(lock, [this] { return m_requested || m_stop; });
@@ -83,6 +97,9 @@ void WalCheckpointer::run()
         rc = sqlite3_wal_checkpoint_v2(db, nullptr, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
         if (rc == SQLITE_OK)
             ++m_background;
+        else if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED && rc != lastError) // the log stays whole: nothing is lost
+            qCWarning(lcCheckpoint).noquote() << "a background checkpoint of" << m_location << "failed:" << sqlite3_errstr(rc);
+        lastError = rc;
         lock.lock();
     }
     lock.unlock();

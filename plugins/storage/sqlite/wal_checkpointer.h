@@ -15,10 +15,11 @@ namespace mneme {
 // so that the writing connection's commits do not wait for checkpoints (SQLite runs them inside the
 // commit that crosses the threshold). After a commit leaves `pages` frames or more in the log, the
 // thread runs a passive checkpoint: it copies what no reader still needs, never waits, never blocks a
-// writer, and the log starts over once all of it is copied. Should the log grow to four times
-// `pages` all the same (readers holding old snapshots, a slow disk), the committing connection
-// checkpoints itself, as without this class. Durability is the log's: a commit is on disk when it
-// returns, checkpointed or not.
+// writer. The log starts over only when a transaction begins with all of it copied, which the thread
+// cannot achieve while commits keep coming (each adds frames during the copy): under a continuous
+// bulk save, or readers holding old snapshots, the log grows to four times `pages`, and then the
+// committing connection checkpoints itself, as without this class, and the log starts over. Durability
+// is the log's: a commit is on disk when it returns, checkpointed or not.
 class WalCheckpointer
 {
 public:
