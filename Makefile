@@ -1,8 +1,9 @@
 # Mneme: the two entry points are `make demo` and `make test`; both set up a fresh machine first.
 BUILD_DIR ?= build
 JOBS ?= 2
+PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench install package check-packages clean
 
 all: build
 
@@ -18,7 +19,10 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# The demo builds what it runs (the libraries, the plugins, the command line and two examples), not
+# the test suite.
+demo: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme_demo
 	$(BUILD_DIR)/bin/standalone_memory
 	@echo
 	$(BUILD_DIR)/bin/research_crew
@@ -26,8 +30,22 @@ demo: build
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --label-exclude slow
 
-bench: build
+bench: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme-bench
 	$(BUILD_DIR)/bin/mneme-bench
+
+install: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme_installable
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+# Debian packages in $(BUILD_DIR)/packages: libmneme<version>, libmneme-dev, mneme.
+package: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme_installable
+	cd $(BUILD_DIR) && cpack --config CPackConfig.cmake
+
+# Installs the packages on this machine (root), checks them as a user would, and removes them.
+check-packages: package
+	bash scripts/check-packages.sh $(BUILD_DIR)
 
 clean:
 	rm -rf $(BUILD_DIR)

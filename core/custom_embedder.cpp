@@ -1,6 +1,6 @@
-#include "core/custom_embedder.h"
+#include <mneme/core/custom_embedder.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QMutex>
 #include <QMutexLocker>

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/embedder.h"
+#include <mneme/core/export.h>
+#include <mneme/core/embedder.h>
 
 #include <QString>
 #include <functional>
@@ -18,11 +19,11 @@ namespace mneme {
 // throw. The embedder's id is "custom/<name>".
 using EmbeddingCallable = std::function<std::vector<Embedding>(const QStringList &texts)>;
 
-void registerEmbeddingCallable(const QString &name, EmbeddingCallable callable, int dimension = 0);
-void unregisterEmbeddingCallable(const QString &name);
+MNEME_CORE_EXPORT void registerEmbeddingCallable(const QString &name, EmbeddingCallable callable, int dimension = 0);
+MNEME_CORE_EXPORT void unregisterEmbeddingCallable(const QString &name);
 
 // The factory behind the "custom" key (PluginRegistry::instance() registers it).
-class CustomEmbedderFactory : public EmbedderFactory
+class MNEME_CORE_EXPORT CustomEmbedderFactory : public EmbedderFactory
 {
 public:
     std::unique_ptr<Embedder> createEmbedder(const QString &key, const Json &config) override;

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/memory_record.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/memory_record.h>
 
 #include <QString>
 #include <QStringList>
@@ -14,7 +15,7 @@ namespace mneme {
 // Turns texts into vectors. embed() may block (a network embedder waits for its reply); Memory calls
 // it from its writer thread, from a helper thread when it embeds a batch ahead (isLocal()), and from
 // whichever thread recalls. Implementations are thread-safe.
-class Embedder
+class MNEME_CORE_EXPORT Embedder
 {
 public:
     virtual ~Embedder() = default;
@@ -33,7 +34,7 @@ public:
 };
 
 // Builds embedders from configuration ({"provider": key, "config": {...}}: `config` is passed here).
-class EmbedderFactory
+class MNEME_CORE_EXPORT EmbedderFactory
 {
 public:
     virtual ~EmbedderFactory() = default;

@@ -1,4 +1,4 @@
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mneme/core/export.h>
+
 #include <QException>
 #include <QString>
 #include <string>
@@ -36,7 +38,7 @@ enum class ErrorKind {
 // The one exception type Mneme throws. what() is a complete sentence that says what went wrong
 // and, where there is one, what to do about it. It never contains secrets. It is a QException, so
 // it crosses QtConcurrent and QFuture with its type intact: future.result() rethrows an Error.
-class Error : public QException
+class MNEME_CORE_EXPORT Error : public QException
 {
 public:
     Error(ErrorKind kind, const QString &message);
@@ -55,7 +57,7 @@ public:
 
     // Stable lower-case name of a kind ("invalid_argument", "not_found", ...), used in JSON and events.
     static QString kindName(ErrorKind kind);
-    // Exit status of the CLI for this kind, as CLI.md defines it.
+    // Exit status of the CLI for this kind, as docs/cli.md defines it.
     int exitCode() const noexcept;
 
 private:

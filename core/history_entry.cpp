@@ -1,4 +1,4 @@
-#include "core/history_entry.h"
+#include <mneme/core/history_entry.h>
 
 namespace mneme {
 

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QString>
@@ -10,7 +11,7 @@ namespace mneme {
 // One change of one record. oldRecord / newRecord are the record's JSON (as to_json writes it) before
 // and after the change, so any change can be reverted; null where there is no such side (an ADD has
 // no old record, a DELETE no new one).
-struct HistoryEntry
+struct MNEME_CORE_EXPORT HistoryEntry
 {
     enum class Event { Add, Update, Delete };
 
@@ -27,7 +28,7 @@ struct HistoryEntry
     static Event eventFromName(const QString &name);
 };
 
-// {"event","old_content","new_content","at"} as CLI.md's `history` command prints it.
-void to_json(Json &j, const HistoryEntry &e);
+// {"event","old_content","new_content","at"} as the CLI's `history` command prints it (docs/cli.md).
+MNEME_CORE_EXPORT void to_json(Json &j, const HistoryEntry &e);
 
 } // namespace mneme

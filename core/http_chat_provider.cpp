@@ -1,8 +1,8 @@
-#include "core/http_chat_provider.h"
+#include <mneme/core/http_chat_provider.h>
 
-#include "core/error.h"
-#include "core/json_reply.h"
-#include "core/stream_parsers.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
+#include <mneme/core/stream_parsers.h>
 
 #include <QPromise>
 #include <QRandomGenerator>

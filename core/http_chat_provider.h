@@ -1,9 +1,10 @@
 #pragma once
 
-#include "core/error.h"
-#include "core/http_client.h"
-#include "core/llm_provider.h"
-#include "core/provider_settings.h"
+#include <mneme/core/export.h>
+#include <mneme/core/error.h>
+#include <mneme/core/http_client.h>
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/provider_settings.h>
 
 #include <QByteArray>
 #include <QMutex>
@@ -22,7 +23,7 @@ namespace mneme {
 // schema is added to the system message; the reply text is then read with JsonReply::extract and
 // checked with JsonReply::validate, and one repair round asks the model to fix what failed before
 // giving up with Error(MalformedReply). The parsed value lands in ChatResponse::structured.
-class HttpChatProvider : public LlmProvider
+class MNEME_CORE_EXPORT HttpChatProvider : public LlmProvider
 {
     Q_OBJECT
 public:

@@ -1,7 +1,7 @@
-#include "core/http_client.h"
+#include <mneme/core/http_client.h>
 
-#include "core/error.h"
-#include "core/json.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QElapsedTimer>

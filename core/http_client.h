@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mneme/core/export.h>
+
 #include <QByteArray>
 #include <QFuture>
 #include <QList>
@@ -15,7 +17,7 @@ namespace mneme {
 
 using HttpHeaders = QList<QPair<QByteArray, QByteArray>>;
 
-struct HttpRequest
+struct MNEME_CORE_EXPORT HttpRequest
 {
     QByteArray method = "POST";
     QUrl url;
@@ -27,7 +29,7 @@ struct HttpRequest
     std::optional<QFuture<void>> cancelWith;
 };
 
-struct HttpResponse
+struct MNEME_CORE_EXPORT HttpResponse
 {
     int status = 0;
     HttpHeaders headers;
@@ -39,7 +41,7 @@ struct HttpResponse
 };
 
 // How one client talks to one provider. The provider's settings fill it (see ProviderSettings).
-struct HttpPolicy
+struct MNEME_CORE_EXPORT HttpPolicy
 {
     int timeoutMs = 120000;         // a whole attempt; while streaming, the longest silence between chunks
     int maxRetries = 3;             // retries after the first attempt, on 429, 5xx and dropped connections
@@ -65,7 +67,7 @@ struct HttpPolicy
 // arrived; a connection dropped mid-stream fails with Network.
 //
 // Cancelling the future (QFuture::cancel()) aborts the request; so does destroying the client.
-class HttpClient
+class MNEME_CORE_EXPORT HttpClient
 {
 public:
     // Called on the network thread with each piece of a 2xx body, in order.

@@ -1,6 +1,6 @@
-#include "core/http_embedder.h"
+#include <mneme/core/http_embedder.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QMutexLocker>
 #include <cmath>

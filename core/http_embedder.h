@@ -1,8 +1,9 @@
 #pragma once
 
-#include "core/embedder.h"
-#include "core/http_client.h"
-#include "core/provider_settings.h"
+#include <mneme/core/export.h>
+#include <mneme/core/embedder.h>
+#include <mneme/core/http_client.h>
+#include <mneme/core/provider_settings.h>
 
 #include <QMutex>
 #include <memory>
@@ -12,7 +13,7 @@ namespace mneme {
 // The common half of every HTTP embedder: settings, the HTTP client, batching to the provider's
 // limit, blank texts, the dimension (from the config's `dimensions`, a table of well-known models,
 // or one probe request) and checks that every vector has it.
-class HttpEmbedder : public Embedder
+class MNEME_CORE_EXPORT HttpEmbedder : public Embedder
 {
 public:
     HttpEmbedder(ProviderSettings settings, ProviderDefaults defaults, int maxBatch);
@@ -48,6 +49,6 @@ private:
 };
 
 // Dimensions of well-known embedding models ("text-embedding-3-small" -> 1536); 0 when unknown.
-int knownEmbeddingDimension(const QString &model);
+MNEME_CORE_EXPORT int knownEmbeddingDimension(const QString &model);
 
 } // namespace mneme

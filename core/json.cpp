@@ -1,6 +1,6 @@
-#include "core/json.h"
+#include <mneme/core/json.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QJsonDocument>
 

@@ -2,6 +2,8 @@
 
 // nlohmann/json glue for Qt value types, and small helpers shared by every layer.
 
+#include <mneme/core/export.h>
+
 #include <QDateTime>
 #include <QJsonObject>
 #include <QString>
@@ -41,16 +43,16 @@ namespace mneme {
 using Json = nlohmann::json;
 
 // ISO 8601 in UTC with milliseconds and a trailing Z ("2026-11-21T23:39:26.123Z"); empty for an invalid time.
-QString toIso(const QDateTime &t);
+MNEME_CORE_EXPORT QString toIso(const QDateTime &t);
 // Parses ISO 8601 with or without offset, date-only ("2023-05-08") or with time; assumes UTC when no
 // offset is given. Returns an invalid QDateTime when the text is not a date.
-QDateTime fromIso(const QString &text);
+MNEME_CORE_EXPORT QDateTime fromIso(const QString &text);
 // The current time in UTC, millisecond precision.
-QDateTime nowUtc();
+MNEME_CORE_EXPORT QDateTime nowUtc();
 
 // Parses text as JSON; throws mneme::Error(InvalidArgument) naming `what` when it is not valid JSON.
-Json parseJson(const QString &text, const QString &what);
-QJsonObject toQJson(const Json &object);
-Json fromQJson(const QJsonObject &object);
+MNEME_CORE_EXPORT Json parseJson(const QString &text, const QString &what);
+MNEME_CORE_EXPORT QJsonObject toQJson(const Json &object);
+MNEME_CORE_EXPORT Json fromQJson(const QJsonObject &object);
 
 } // namespace mneme

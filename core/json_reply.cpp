@@ -1,6 +1,6 @@
-#include "core/json_reply.h"
+#include <mneme/core/json_reply.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QRegularExpression>
 #include <cmath>

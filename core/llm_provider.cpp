@@ -1,4 +1,4 @@
-#include "core/llm_provider.h"
+#include <mneme/core/llm_provider.h>
 
 namespace mneme {
 

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
 
 #include <QFlags>
 #include <QFuture>
@@ -15,14 +16,14 @@
 
 namespace mneme {
 
-struct ToolCall
+struct MNEME_CORE_EXPORT ToolCall
 {
     QString id;                         // the provider's id; generated when the provider sends none
     QString name;
     Json arguments = Json::object();    // parsed; a call whose arguments were not JSON keeps {"_raw": text}
 };
 
-struct ChatMessage
+struct MNEME_CORE_EXPORT ChatMessage
 {
     enum class Role { System, User, Assistant, Tool };
     Role role = Role::User;
@@ -38,14 +39,14 @@ struct ChatMessage
     static QString roleName(Role role);  // "system", "user", "assistant", "tool"
 };
 
-struct ToolSpec
+struct MNEME_CORE_EXPORT ToolSpec
 {
     QString name;
     QString description;
     Json parameters = Json{{"type", "object"}, {"properties", Json::object()}};  // a JSON schema
 };
 
-struct TokenUsage
+struct MNEME_CORE_EXPORT TokenUsage
 {
     int promptTokens = 0;
     int completionTokens = 0;
@@ -58,7 +59,7 @@ struct TokenUsage
     }
 };
 
-struct ChatRequest
+struct MNEME_CORE_EXPORT ChatRequest
 {
     std::vector<ChatMessage> messages;
     std::vector<ToolSpec> tools;
@@ -78,7 +79,7 @@ struct ChatRequest
     Json toJson() const;                // canonical form (cassettes, logs without secrets)
 };
 
-struct ChatResponse
+struct MNEME_CORE_EXPORT ChatResponse
 {
     QString text;
     std::vector<ToolCall> toolCalls;
@@ -97,7 +98,7 @@ struct ChatResponse
 // message. Cancelling the future aborts the request; a future you cancelled holds no result (check
 // isCanceled() before result()). Streaming requests emit textDelta and
 // toolCallDelta from the network thread, in order, before the future resolves with the whole reply.
-class LlmProvider : public QObject
+class MNEME_CORE_EXPORT LlmProvider : public QObject
 {
     Q_OBJECT
 public:
@@ -125,7 +126,7 @@ Q_SIGNALS:
     void toolCallDelta(int index, const QString &id, const QString &name, const QString &argumentsDelta);
 };
 
-class LlmProviderFactory
+class MNEME_CORE_EXPORT LlmProviderFactory
 {
 public:
     virtual ~LlmProviderFactory() = default;

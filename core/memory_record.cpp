@@ -1,6 +1,6 @@
-#include "core/memory_record.h"
+#include <mneme/core/memory_record.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QRandomGenerator>
 #include <QUuid>

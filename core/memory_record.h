@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QMetaType>
@@ -14,7 +15,7 @@ using Embedding = std::vector<float>;
 
 // One stored memory. The embedding travels with the record inside the process but is never
 // serialised to JSON (to_json leaves it out; from_json leaves it empty).
-struct MemoryRecord
+struct MNEME_CORE_EXPORT MemoryRecord
 {
     QString id;                 // UUID without braces; set by MemoryRecord::create()
     QString content;
@@ -40,10 +41,10 @@ struct MemoryRecord
     bool operator==(const MemoryRecord &other) const;
 };
 
-void to_json(Json &j, const MemoryRecord &r);
+MNEME_CORE_EXPORT void to_json(Json &j, const MemoryRecord &r);
 // Reads the JSON shape to_json writes. Missing fields take the defaults above; a field of the
 // wrong type throws mneme::Error(InvalidArgument) naming the field.
-void from_json(const Json &j, MemoryRecord &r);
+MNEME_CORE_EXPORT void from_json(const Json &j, MemoryRecord &r);
 
 } // namespace mneme
 

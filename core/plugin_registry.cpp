@@ -1,8 +1,7 @@
-#include "core/plugin_registry.h"
+#include <mneme/core/plugin_registry.h>
 
-#include "core/custom_embedder.h"
-
-#include "core/error.h"
+#include <mneme/core/custom_embedder.h>
+#include <mneme/core/error.h>
 
 #include <QCoreApplication>
 #include <QDir>
@@ -13,14 +12,22 @@
 #include <QMutexLocker>
 #include <QPluginLoader>
 
-#ifndef MNEME_PLUGIN_BUILD_DIR
-#define MNEME_PLUGIN_BUILD_DIR ""
-#endif
-#ifndef MNEME_PLUGIN_INSTALL_DIR
-#define MNEME_PLUGIN_INSTALL_DIR ""
-#endif
+#include <dlfcn.h>
 
 namespace mneme {
+
+namespace {
+
+// The folder of the libmneme_core this code was loaded from ("" when the system cannot say).
+QString coreLibraryFolder()
+{
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<const void *>(&coreLibraryFolder), &info) == 0 || !info.dli_fname)
+        return {};
+    return QFileInfo(QFile::decodeName(info.dli_fname)).absolutePath();
+}
+
+} // namespace
 
 struct PluginRegistry::Entry
 {
@@ -50,17 +57,14 @@ PluginRegistry::~PluginRegistry() = default;
 
 QStringList PluginRegistry::defaultSearchPaths()
 {
-    QStringList paths;
-    const QString env = qEnvironmentVariable("MNEME_PLUGIN_PATH");
-    for (const QString &p : env.split(QLatin1Char(':'), Qt::SkipEmptyParts))
-        paths << p;
-    paths << QString::fromUtf8(MNEME_PLUGIN_BUILD_DIR) << QString::fromUtf8(MNEME_PLUGIN_INSTALL_DIR);
-    if (QCoreApplication::instance())
-        paths << QCoreApplication::applicationDirPath() + QStringLiteral("/../lib/mneme/plugins");
+    QStringList paths = qEnvironmentVariable("MNEME_PLUGIN_PATH").split(QLatin1Char(':'), Qt::SkipEmptyParts);
+    // Beside the library: <libdir>/mneme/plugins in an install, build/lib/mneme/plugins in a build.
+    if (const QString folder = coreLibraryFolder(); !folder.isEmpty())
+        paths << folder + QStringLiteral("/mneme/plugins");
+    for (const QString &qtPath : QCoreApplication::libraryPaths())
+        paths << qtPath + QStringLiteral("/mneme");
     QStringList out;
     for (const QString &p : std::as_const(paths)) {
-        if (p.isEmpty())
-            continue;
         const QString canonical = QFileInfo(p).canonicalFilePath();
         const QString use = canonical.isEmpty() ? QDir::cleanPath(p) : canonical;
         if (!out.contains(use))
@@ -216,12 +220,12 @@ void PluginRegistry::unknownKey(Kind kind, const QString &key) const
             known << k.second;
     known.removeDuplicates();
     known.sort();
-    QString msg = QStringLiteral("unknown %1 \"%2\"; known %1 keys: %3")
-                      .arg(kindName(kind), key, known.isEmpty() ? QStringLiteral("(none)") : known.join(QStringLiteral(", ")));
-    if (known.isEmpty())
-        msg += QStringLiteral(" (searched %1; set MNEME_PLUGIN_PATH to the folder holding Mneme's plugins)")
-                   .arg(m_paths.join(QStringLiteral(", ")));
-    throw Error(ErrorKind::Plugin, msg);
+    const QString searched = m_paths.isEmpty() ? QStringLiteral("no folder") : m_paths.join(QStringLiteral(", "));
+    throw Error(ErrorKind::Plugin,
+                QStringLiteral("unknown %1 \"%2\"; known %1 keys: %3 (plugins searched in %4; set MNEME_PLUGIN_PATH "
+                               "to the folder holding Mneme's plugins if they are elsewhere)")
+                    .arg(kindName(kind), key, known.isEmpty() ? QStringLiteral("(none)") : known.join(QStringLiteral(", ")),
+                         searched));
 }
 
 namespace {

@@ -1,10 +1,11 @@
 #pragma once
 
-#include "core/embedder.h"
-#include "core/json.h"
-#include "core/llm_provider.h"
-#include "core/storage_backend.h"
-#include "core/tool.h"
+#include <mneme/core/export.h>
+#include <mneme/core/embedder.h>
+#include <mneme/core/json.h>
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/storage_backend.h>
+#include <mneme/core/tool.h>
 
 #include <QList>
 #include <QMutex>
@@ -19,12 +20,14 @@ namespace mneme {
 
 // Finds Mneme plugins by their metadata, loads each on first use, and builds instances by key.
 //
-// Search order (first hit for a key wins): every folder of $MNEME_PLUGIN_PATH (':'-separated),
-// the build tree's plugin folder, the install prefix's lib/mneme/plugins, and lib/mneme/plugins
-// beside the running program's bin/. Metadata is read without loading the library. A plugin that
-// fails to load, or that was built for another interface version, is reported in plugins() and in
-// the error of the create call that needed it; it never crashes the program.
-class PluginRegistry
+// Search order (first hit for a key wins): every folder of $MNEME_PLUGIN_PATH (':'-separated), then
+// mneme/plugins beside the libmneme_core in use (<libdir>/mneme/plugins in an install,
+// lib/mneme/plugins in a build tree; nothing else is compiled in, so an installed build never looks
+// into a build tree), then mneme/ under each of Qt's library paths. Metadata is read without loading
+// the library. A plugin that fails to load, or that was built for another interface version, is
+// reported in plugins() and in the error of the create call that needed it; it never crashes the
+// program. An unknown key is an Error(Plugin) naming the known keys and the folders searched.
+class MNEME_CORE_EXPORT PluginRegistry
 {
 public:
     enum class Kind { Embedder, Storage, Llm, Tool };

@@ -1,6 +1,6 @@
-#include "core/provider_settings.h"
+#include <mneme/core/provider_settings.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <cmath>
 

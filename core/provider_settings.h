@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/http_client.h"
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/http_client.h>
+#include <mneme/core/json.h>
 
 #include <QString>
 #include <QStringList>
@@ -11,7 +12,7 @@
 namespace mneme {
 
 // What a provider plugin needs to know to read its configuration.
-struct ProviderDefaults
+struct MNEME_CORE_EXPORT ProviderDefaults
 {
     QString provider;               // the key the user wrote: "openai", "azure", "google-generativeai", ...
     QString defaultModel;           // empty: `model` is required
@@ -31,7 +32,7 @@ struct ProviderDefaults
 // Common keys: model (also model_name, model_id), base_url (also api_base, url, host), api_key,
 // timeout (seconds), max_retries, max_rpm, proxy, temperature, max_tokens. Any other key must be one
 // of the provider's extraKeys, else Error(InvalidArgument) lists the accepted keys.
-struct ProviderSettings
+struct MNEME_CORE_EXPORT ProviderSettings
 {
     QString provider;
     QString model;
@@ -60,7 +61,7 @@ struct ProviderSettings
 };
 
 // How a configuration names a provider: a model string or {"provider": key, "config": {...}}.
-struct ProviderSpec
+struct MNEME_CORE_EXPORT ProviderSpec
 {
     QString key;
     Json config = Json::object();

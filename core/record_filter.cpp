@@ -1,7 +1,7 @@
-#include "core/record_filter.h"
+#include <mneme/core/record_filter.h>
 
-#include "core/memory_record.h"
-#include "core/scope_path.h"
+#include <mneme/core/memory_record.h>
+#include <mneme/core/scope_path.h>
 
 namespace mneme {
 

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QString>
@@ -12,7 +13,7 @@ struct MemoryRecord;
 
 // Which records a storage operation applies to. Every set field narrows the selection; an empty
 // filter selects everything. Filters are exact in every backend (never approximate).
-struct RecordFilter
+struct MNEME_CORE_EXPORT RecordFilter
 {
     // Scope prefixes, matched by whole path components; a record matches when it lies in any of
     // them. Empty = every scope. Paths must already be normalised.

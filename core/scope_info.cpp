@@ -1,4 +1,4 @@
-#include "core/scope_info.h"
+#include <mneme/core/scope_info.h>
 
 namespace mneme {
 

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QString>
@@ -9,7 +10,7 @@
 namespace mneme {
 
 // Statistics of one scope and everything below it.
-struct ScopeInfo
+struct MNEME_CORE_EXPORT ScopeInfo
 {
     QString path = QStringLiteral("/");
     int recordCount = 0;        // includes sub-scopes
@@ -19,6 +20,6 @@ struct ScopeInfo
     QStringList childScopes;    // immediate children, full paths, sorted
 };
 
-void to_json(Json &j, const ScopeInfo &info);
+MNEME_CORE_EXPORT void to_json(Json &j, const ScopeInfo &info);
 
 } // namespace mneme

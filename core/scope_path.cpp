@@ -1,6 +1,6 @@
-#include "core/scope_path.h"
+#include <mneme/core/scope_path.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mneme/core/export.h>
+
 #include <QString>
 #include <QStringList>
 
@@ -7,7 +9,7 @@ namespace mneme {
 
 // Scope paths are normalised absolute paths: "/", "/project/alpha". Matching is by whole path
 // components (Mneme decision 1): "/crew/a" contains "/crew/a" and "/crew/a/x", never "/crew/ab".
-class ScopePath
+class MNEME_CORE_EXPORT ScopePath
 {
 public:
     // Normalises a user-given path: trims white space, adds the leading '/', drops one trailing '/'.

@@ -1,4 +1,4 @@
-#include "core/stop_words.h"
+#include <mneme/core/stop_words.h>
 
 #include <unordered_set>
 

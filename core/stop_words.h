@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mneme/core/export.h>
+
 #include <span>
 #include <string_view>
 
@@ -13,7 +15,7 @@ namespace mneme {
 //
 // Frozen: the builtin embedder's hash-v2 format is defined with this list (a change would change its
 // vectors), and keyword search leaves these words out of a query.
-class StopWords
+class MNEME_CORE_EXPORT StopWords
 {
 public:
     static std::span<const char *const> english();

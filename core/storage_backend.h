@@ -1,10 +1,11 @@
 #pragma once
 
-#include "core/history_entry.h"
-#include "core/json.h"
-#include "core/memory_record.h"
-#include "core/record_filter.h"
-#include "core/scope_info.h"
+#include <mneme/core/export.h>
+#include <mneme/core/history_entry.h>
+#include <mneme/core/json.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/core/record_filter.h>
+#include <mneme/core/scope_info.h>
 
 #include <QMap>
 #include <QString>
@@ -16,14 +17,14 @@
 
 namespace mneme {
 
-struct ScoredRecord
+struct MNEME_CORE_EXPORT ScoredRecord
 {
     MemoryRecord record;
     double score = 0;       // search: cosine similarity (-1..1); keywordSearch: BM25 relevance (>= 0, higher is better)
 };
 
 // A hit of a search before its record is read: what ranking needs of it (the two-phase search below).
-struct SearchHit
+struct MNEME_CORE_EXPORT SearchHit
 {
     qint64 key = 0;         // the backend's handle of the record, for hitRecords()
     double score = 0;       // as ScoredRecord::score
@@ -33,7 +34,7 @@ struct SearchHit
 };
 
 // The embedder a store was written with (Mneme decision 10).
-struct EmbedderBinding
+struct MNEME_CORE_EXPORT EmbedderBinding
 {
     QString embedderId;     // "builtin/hash-v1", "openai/text-embedding-3-small", ...
     int dimension = 0;
@@ -42,7 +43,7 @@ struct EmbedderBinding
 // A storage backend keeps records, their embeddings, a lexical index and the history of every change.
 // Implementations are thread-safe: Memory calls them from its writer thread and from recall threads
 // at once. Every method throws mneme::Error on failure and leaves the store as it was.
-class StorageBackend
+class MNEME_CORE_EXPORT StorageBackend
 {
 public:
     virtual ~StorageBackend() = default;
@@ -142,7 +143,7 @@ public:
 // Builds storage backends from configuration. A plugin answers to the keys its metadata names.
 // Config keys common to file backends: "path" (file of the store, created with its folder when
 // missing), "read_only" (open without writing).
-class StorageFactory
+class MNEME_CORE_EXPORT StorageFactory
 {
 public:
     virtual ~StorageFactory() = default;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mneme/core/export.h>
+
 #include <QByteArray>
 #include <vector>
 
@@ -8,7 +10,7 @@ namespace mneme {
 // Server-sent events (text/event-stream, as OpenAI, Anthropic and Gemini stream): feed bytes as they
 // arrive, take the complete events. Handles \n, \r\n and \r line ends, multi-line data, comments and
 // events split across chunks.
-class SseParser
+class MNEME_CORE_EXPORT SseParser
 {
 public:
     struct Event
@@ -33,7 +35,7 @@ private:
 };
 
 // Newline-delimited JSON (Ollama streams): one complete line per entry, blank lines skipped.
-class NdjsonParser
+class MNEME_CORE_EXPORT NdjsonParser
 {
 public:
     void feed(const QByteArray &bytes);

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/export.h>
+#include <mneme/core/json.h>
 
 #include <QFuture>
 #include <QString>
@@ -10,7 +11,7 @@
 namespace mneme {
 
 // Something an agent can call: a name, a description, a JSON schema of its arguments, and run().
-class Tool
+class MNEME_CORE_EXPORT Tool
 {
 public:
     virtual ~Tool() = default;
@@ -21,7 +22,7 @@ public:
     virtual QFuture<QString> run(const Json &arguments) = 0;
 };
 
-class ToolFactory
+class MNEME_CORE_EXPORT ToolFactory
 {
 public:
     virtual ~ToolFactory() = default;

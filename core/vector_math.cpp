@@ -1,4 +1,4 @@
-#include "core/vector_math.h"
+#include <mneme/core/vector_math.h>
 
 #include <cmath>
 

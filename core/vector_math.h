@@ -1,13 +1,14 @@
 #pragma once
 
-#include "core/memory_record.h"
+#include <mneme/core/export.h>
+#include <mneme/core/memory_record.h>
 
 #include <cstddef>
 
 namespace mneme {
 
 // Small float kernels shared by the memory pipeline and the storage backends.
-class VectorMath
+class MNEME_CORE_EXPORT VectorMath
 {
 public:
     // Sum of a[i]*b[i]: an AVX2/FMA kernel chosen at run time when the CPU has it, else a portable

@@ -1,11 +1,11 @@
-#include "flows/flow.h"
+#include <mneme/flows/flow.h>
 
-#include "core/scope_path.h"
+#include <mneme/core/scope_path.h>
 #include "flows/flow_p.h"
-#include "flows/flow_persistence.h"
-#include "memory/memory.h"
-#include "memory/serial_executor.h"
-#include "runtime/event_bus.h"
+#include <mneme/flows/flow_persistence.h>
+#include <mneme/memory/memory.h>
+#include "memory/serial_executor_p.h"
+#include <mneme/runtime/event_bus.h>
 
 #include <QEventLoop>
 #include <QFutureWatcher>

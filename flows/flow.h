@@ -1,14 +1,15 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/memory_record.h"
-#include "flows/flow_condition.h"
-#include "flows/flow_definition.h"
-#include "flows/flow_options.h"
-#include "flows/flow_state_model.h"
-#include "flows/step_function.h"
-#include "memory/memory_match.h"
-#include "memory/memory_options.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/flows/flow_condition.h>
+#include <mneme/flows/flow_definition.h>
+#include <mneme/flows/flow_options.h>
+#include <mneme/flows/flow_state_model.h>
+#include <mneme/flows/step_function.h>
+#include <mneme/memory/memory_match.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QFuture>
 #include <QJsonObject>
@@ -46,7 +47,7 @@ class Memory;
 // registration is checked at once and validate() (called by kickoff, toDot and toJson) checks the
 // rest. See FlowDefinition::addStep for what is refused.
 //
-// Execution (flows/README.md has the full rules). kickoff() runs the unconditional starts (all
+// Execution (docs/flows.md has the full rules). kickoff() runs the unconditional starts (all
 // starts when there is none) concurrently. After a step completes, the routers it triggers run
 // first, one after the other and repeatedly (a router's label can trigger further routers), then the
 // listeners of the step and of each label, concurrently. A synchronous step runs on the thread pool;
@@ -62,7 +63,7 @@ class Memory;
 // subclass's members are gone, too late to stop steps that still use them.
 //
 //   ~ResearchFlow() override { stopAndWait(); }
-class Flow : public QObject
+class MNEME_FLOWS_EXPORT Flow : public QObject
 {
     Q_OBJECT
 public:

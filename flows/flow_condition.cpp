@@ -1,6 +1,6 @@
-#include "flows/flow_condition.h"
+#include <mneme/flows/flow_condition.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

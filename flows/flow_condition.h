@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/json.h>
 
 #include <QList>
 #include <QSet>
@@ -19,7 +20,7 @@ namespace mneme {
 //
 // A value type: copy it freely. Strings convert implicitly, so a plain name can be passed wherever a
 // condition is expected.
-class FlowCondition
+class MNEME_FLOWS_EXPORT FlowCondition
 {
 public:
     enum class Kind { Name, And, Or };
@@ -43,7 +44,7 @@ public:
     // Whether the names seen so far satisfy the condition: a Name when seen, and_ when all its
     // operands are satisfied, or_ when any is.
     bool isSatisfiedBy(const QSet<QString> &seen) const;
-    // An or_ with more than one operand: such a listener fires once per cycle (see flows/README.md).
+    // An or_ with more than one operand: such a listener fires once per cycle (see docs/flows.md).
     bool isMultiEventOr() const;
     // The names that are alternatives of each other: reached from the top through or_ only (a Name
     // on its own is its own single alternative; nothing under an and_ is an alternative).

@@ -1,6 +1,6 @@
-#include "flows/flow_definition.h"
+#include <mneme/flows/flow_definition.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QSet>
 #include <functional>

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/json.h"
-#include "flows/flow_condition.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/json.h>
+#include <mneme/flows/flow_condition.h>
 
 #include <QList>
 #include <QString>
@@ -14,7 +15,7 @@ namespace mneme {
 // emit. A Flow builds one as steps are registered and checks every step as it is added; validate()
 // checks what can only be known once all are there. It is also what Flow::toJson() writes, what
 // `mneme flow-graph` reads, and what toDot() draws.
-class FlowDefinition
+class MNEME_FLOWS_EXPORT FlowDefinition
 {
 public:
     enum class StepKind { Start, Listener, Router };

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/json.h"
-#include "memory/memory_config.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/json.h>
+#include <mneme/memory/memory_config.h>
 
 #include <QString>
 #include <memory>
@@ -17,7 +18,7 @@ class Memory;
 
 // Everything a Flow can be told at construction. Every field has a working default: no persistence,
 // a built-in memory under /flow/<sanitised flow name>, no event bus, the global thread pool.
-struct FlowOptions
+struct MNEME_FLOWS_EXPORT FlowOptions
 {
     // How often one step may run in one kickoff before the run fails as an endless loop (CrewAI's
     // max_method_calls). At least 1.
@@ -44,7 +45,7 @@ struct FlowOptions
 };
 
 // Per step, given when the step is registered.
-struct StepOptions
+struct MNEME_FLOWS_EXPORT StepOptions
 {
     // Save the state after this step (with FlowOptions::persistEveryStep false; with it true every
     // step is saved anyway). Needs FlowOptions::persistence.
@@ -52,7 +53,7 @@ struct StepOptions
 };
 
 // Per kickoff.
-struct KickoffOptions
+struct MNEME_FLOWS_EXPORT KickoffOptions
 {
     // Fork: start from the latest saved state of this flow id, under a new id; the saved flow is not
     // changed. Needs persistence; cannot be combined with an "id" in the inputs (which resumes).
@@ -60,7 +61,7 @@ struct KickoffOptions
 };
 
 // One output of a run, in completion order.
-struct FlowStepOutput
+struct MNEME_FLOWS_EXPORT FlowStepOutput
 {
     QString step;
     Json output;

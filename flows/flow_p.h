@@ -1,9 +1,9 @@
 #pragma once
 
 // Private parts of Flow: its data (FlowPrivate), the unstructured state model, and one run of the
-// flow (FlowRun), which carries out the execution rules of flows/README.md.
+// flow (FlowRun), which carries out the execution rules of docs/flows.md.
 
-#include "flows/flow.h"
+#include <mneme/flows/flow.h>
 
 #include <QElapsedTimer>
 #include <QHash>

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/json.h>
 
 #include <QString>
 #include <optional>
@@ -15,7 +16,7 @@ namespace mneme {
 // loadState() on the thread that calls kickoff(). One backend may serve several flows at once, so
 // an implementation must be thread-safe. Both may block; both throw mneme::Error on failure (a
 // failed save fails the step that was being saved).
-class FlowPersistence
+class MNEME_FLOWS_EXPORT FlowPersistence
 {
 public:
     virtual ~FlowPersistence() = default;

@@ -1,13 +1,13 @@
-// One run of a flow: the execution rules of flows/README.md ("Execution"), after CrewAI's Flow
-// (crewai-behaviour.md section 11.2). Everything here runs on the flow's thread; steps report back
+// One run of a flow: the execution rules of docs/flows.md ("Running"), after CrewAI's
+// Flow. Everything here runs on the flow's thread; steps report back
 // through QFutureWatchers parented to FlowPrivate::context.
 
 #include "flows/flow_p.h"
 
-#include "flows/flow_persistence.h"
-#include "memory/memory.h"
-#include "memory/serial_executor.h"
-#include "runtime/event_bus.h"
+#include <mneme/flows/flow_persistence.h>
+#include <mneme/memory/memory.h>
+#include "memory/serial_executor_p.h"
+#include <mneme/runtime/event_bus.h>
 #include "runtime/future_util_p.h"
 
 #include <QFutureWatcher>

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/json.h>
 
 #include <QString>
 #include <memory>
@@ -9,7 +10,7 @@ namespace mneme {
 
 // How a flow keeps its state: as a JSON object (Flow), or as a C++ struct (TypedFlow<State>). The
 // flow always talks to it in JSON (inputs, persistence, events) and guards it with its own mutex.
-class FlowStateModel
+class MNEME_FLOWS_EXPORT FlowStateModel
 {
 public:
     virtual ~FlowStateModel() = default;

@@ -1,7 +1,8 @@
-#include "flows/sqlite_flow_persistence.h"
+#include <mneme/flows/sqlite_flow_persistence.h>
 
-#include "core/error.h"
-#include "memory/memory_config.h"
+#include <mneme/core/error.h>
+#include <mneme/core/version.h>
+#include <mneme/memory/memory_config.h>
 
 #include <QDir>
 #include <QElapsedTimer>
@@ -11,9 +12,6 @@
 #include <QUrl>
 #include <sqlite3.h>
 
-#ifndef MNEME_VERSION
-#define MNEME_VERSION "unknown"
-#endif
 
 namespace mneme {
 
@@ -303,7 +301,7 @@ void SqliteFlowPersistence::migrate()
             st.bind(1, QString::number(m.version)).step(QStringLiteral("recording the schema version"));
             if (m.version == 1) {
                 Statement kind(*this, "INSERT INTO meta(key, value) VALUES ('store_kind', ?), ('created_by', ?)");
-                kind.bind(1, QLatin1String(kStoreKind)).bind(2, QStringLiteral("mneme " MNEME_VERSION)).step(QStringLiteral("naming the store"));
+                kind.bind(1, QLatin1String(kStoreKind)).bind(2, QStringLiteral("mneme " MNEME_VERSION_STR)).step(QStringLiteral("naming the store"));
             }
         }
         exec("COMMIT", QStringLiteral("committing the schema upgrade"));

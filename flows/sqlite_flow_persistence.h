@@ -1,6 +1,7 @@
 #pragma once
 
-#include "flows/flow_persistence.h"
+#include <mneme/flows/export.h>
+#include <mneme/flows/flow_persistence.h>
 
 #include <QDateTime>
 #include <QList>
@@ -21,7 +22,7 @@ namespace mneme {
 // A file that is not a flow-state store (a memory store, another SQLite database, anything else),
 // one written by a newer Mneme, or a damaged one is refused with a clear error and left untouched.
 // Thread-safe: one mutex guards the connection.
-class SqliteFlowPersistence : public FlowPersistence
+class MNEME_FLOWS_EXPORT SqliteFlowPersistence : public FlowPersistence
 {
 public:
     struct Options

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/error.h"
-#include "core/json.h"
+#include <mneme/flows/export.h>
+#include <mneme/core/error.h>
+#include <mneme/core/json.h>
 
 #include <QException>
 #include <QFuture>
@@ -22,7 +23,7 @@ namespace mneme {
 // asynchronous step cancels the future it returned and settles `output` as cancelled at once.
 // Cancelling a synchronous one cancels `output`: a step still queued in the pool never starts, one
 // already running runs to its end (`output` finishes then, without its result).
-struct StepCall
+struct MNEME_FLOWS_EXPORT StepCall
 {
     QFuture<Json> output;
     std::function<void()> cancel;
@@ -37,7 +38,7 @@ struct StepCall
 //     flow's thread and must return at once; the flow waits for the future without blocking.
 // A parameter of a type other than Json is read with nlohmann's from_json (std::optional<T> reads
 // null as nullopt); an input that does not fit fails the step with a message saying so.
-class StepFunction
+class MNEME_FLOWS_EXPORT StepFunction
 {
 public:
     // owner: a QObject on the flow's thread (continuations are delivered there); pool: where a

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/error.h"
-#include "flows/flow.h"
+#include <mneme/core/error.h>
+#include <mneme/flows/flow.h>
 
 #include <QMutexLocker>
 #include <QUuid>

@@ -1,7 +1,7 @@
-#include "memory/analysis_call.h"
+#include "memory/analysis_call_p.h"
 
-#include "core/error.h"
-#include "memory/memory.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory.h>
 
 #include <algorithm>
 

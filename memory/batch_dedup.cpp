@@ -1,6 +1,6 @@
-#include "memory/batch_dedup.h"
+#include "memory/batch_dedup_p.h"
 
-#include "core/vector_math.h"
+#include <mneme/core/vector_math.h>
 
 #include <algorithm>
 

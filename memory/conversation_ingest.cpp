@@ -1,13 +1,13 @@
 // Mem0-style conversation ingestion: Memory::addConversation and its writer-thread stages.
 
-#include "memory/conversation_ingest.h"
+#include "memory/conversation_ingest_p.h"
 
-#include "core/error.h"
-#include "core/json_reply.h"
-#include "core/scope_path.h"
-#include "memory/analysis_call.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
+#include <mneme/core/scope_path.h>
+#include "memory/analysis_call_p.h"
 #include "memory/memory_p.h"
-#include "memory/statement_splitter.h"
+#include "memory/statement_splitter_p.h"
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>

@@ -1,7 +1,7 @@
-#include "memory/llm_analysis.h"
+#include "memory/llm_analysis_p.h"
 
-#include "core/scope_path.h"
-#include "memory/analysis_call.h"
+#include <mneme/core/scope_path.h>
+#include "memory/analysis_call_p.h"
 
 #include <QSet>
 #include <cmath>

@@ -1,20 +1,20 @@
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/provider_settings.h"
-#include "core/scope_path.h"
-#include "core/vector_math.h"
-#include "memory/analysis_call.h"
-#include "memory/batch_dedup.h"
-#include "memory/conversation_ingest.h"
-#include "memory/llm_analysis.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
+#include <mneme/core/scope_path.h>
+#include <mneme/core/vector_math.h>
+#include "memory/analysis_call_p.h"
+#include "memory/batch_dedup_p.h"
+#include "memory/conversation_ingest_p.h"
+#include "memory/llm_analysis_p.h"
 #include "memory/memory_p.h"
-#include "memory/memory_scope.h"
-#include "memory/memory_slice.h"
-#include "memory/recall_flow.h"
-#include "memory/scoring.h"
-#include "memory/statement_splitter.h"
+#include <mneme/memory/memory_scope.h>
+#include <mneme/memory/memory_slice.h>
+#include "memory/recall_flow_p.h"
+#include "memory/scoring_p.h"
+#include "memory/statement_splitter_p.h"
 
 #include <QElapsedTimer>
 #include <QMutexLocker>

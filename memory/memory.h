@@ -1,17 +1,18 @@
 #pragma once
 
-#include "core/embedder.h"
-#include "core/error.h"
-#include "core/history_entry.h"
-#include "core/llm_provider.h"
-#include "core/memory_record.h"
-#include "core/scope_info.h"
-#include "core/storage_backend.h"
-#include "memory/memory_config.h"
-#include "memory/memory_match.h"
-#include "memory/memory_options.h"
-#include "memory/memory_scope.h"
-#include "memory/memory_slice.h"
+#include <mneme/memory/export.h>
+#include <mneme/core/embedder.h>
+#include <mneme/core/error.h>
+#include <mneme/core/history_entry.h>
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/core/scope_info.h>
+#include <mneme/core/storage_backend.h>
+#include <mneme/memory/memory_config.h>
+#include <mneme/memory/memory_match.h>
+#include <mneme/memory/memory_options.h>
+#include <mneme/memory/memory_scope.h>
+#include <mneme/memory/memory_slice.h>
 
 #include <QFuture>
 #include <QJsonObject>
@@ -38,7 +39,7 @@ class MemoryPrivate;
 //
 // Errors. Bad input, storage and embedder failures throw mneme::Error (through the QFuture for the
 // async calls). Nothing is written when a call fails.
-class Memory : public QObject
+class MNEME_MEMORY_EXPORT Memory : public QObject
 {
     Q_OBJECT
 public:

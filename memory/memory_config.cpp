@@ -1,7 +1,7 @@
-#include "memory/memory_config.h"
+#include <mneme/memory/memory_config.h>
 
-#include "core/error.h"
-#include "core/scope_path.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
 
 #include <QDir>
 #include <QUrl>
@@ -66,7 +66,7 @@ struct Profile
 
 const std::map<std::string, Profile> &profiles()
 {
-    // The retrieval-strategies seed's profiles (relevance -> semantic).
+    // The retrieval-strategies profiles (relevance -> semantic).
     static const std::map<std::string, Profile> p = {
         {"conversation", {0.4, 0.4, 0.2}},
         {"research", {0.7, 0.1, 0.2}},

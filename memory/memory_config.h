@@ -1,13 +1,14 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/memory/export.h>
+#include <mneme/core/json.h>
 
 #include <QString>
 
 namespace mneme {
 
-// Every setting of a Memory. JSON keys are the seed's snake_case names (see README "Configuration").
-struct MemoryConfig
+// Every setting of a Memory. JSON keys are CrewAI's snake_case names (docs/configuration.md).
+struct MNEME_MEMORY_EXPORT MemoryConfig
 {
     // Parts, each null for the embedded default.
     Json llm;        // null: no LLM (offline analysis). A model string ("gpt-4o-mini") or {"provider","config"}.

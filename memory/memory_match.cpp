@@ -1,4 +1,4 @@
-#include "memory/memory_match.h"
+#include <mneme/memory/memory_match.h>
 
 namespace mneme {
 

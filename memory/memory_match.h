@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/memory_record.h"
+#include <mneme/memory/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/memory_record.h>
 
 #include <QList>
 #include <QMetaType>
@@ -10,7 +11,7 @@
 namespace mneme {
 
 // The raw signals behind a score, each in 0..1 before weighting.
-struct MatchSignals
+struct MNEME_MEMORY_EXPORT MatchSignals
 {
     double semantic = 0;    // cosine similarity of the embeddings, clipped to 0..1 (decision 7)
     double recency = 0;     // decay of the record's age
@@ -19,7 +20,7 @@ struct MatchSignals
 };
 
 // One recall result.
-struct MemoryMatch
+struct MNEME_MEMORY_EXPORT MemoryMatch
 {
     MemoryRecord record;
     double score = 0;           // the composite, with recency and importance weighed by relative relevance (Scoring::weighByRelevance)
@@ -37,7 +38,7 @@ struct MemoryMatch
 };
 
 // The record's JSON plus "score", "signals" and "match_reasons" (and "evidence_gaps" when any).
-void to_json(Json &j, const MemoryMatch &m);
+MNEME_MEMORY_EXPORT void to_json(Json &j, const MemoryMatch &m);
 
 } // namespace mneme
 

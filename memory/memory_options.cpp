@@ -1,4 +1,4 @@
-#include "memory/memory_options.h"
+#include <mneme/memory/memory_options.h>
 
 namespace mneme {
 

@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/memory/export.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QList>
@@ -12,7 +13,7 @@ namespace mneme {
 
 // Fields of a save. Unset optionals are inferred by the LLM when one is configured, else take
 // defaults: scope "/", no categories, default_importance.
-struct RememberOptions
+struct MNEME_MEMORY_EXPORT RememberOptions
 {
     std::optional<QString> scope;
     std::optional<QStringList> categories;
@@ -26,14 +27,14 @@ struct RememberOptions
 };
 
 // One item of a batch whose items carry their own fields.
-struct MemoryInput
+struct MNEME_MEMORY_EXPORT MemoryInput
 {
     QString content;
     RememberOptions options;
 };
 
 // One turn of a conversation: "<speaker>: <text>" is what is stored.
-struct ConversationTurn
+struct MNEME_MEMORY_EXPORT ConversationTurn
 {
     QString speaker;                        // empty: the text alone
     QString text;
@@ -47,7 +48,7 @@ struct ConversationTurn
 // `contextWeight`), so a short reply ("Yes, last Tuesday!") is found by what it answers; and its
 // keyword context (MemoryRecord::context) holds the text of those turns, which keyword search reads at
 // keyword_context_weight.
-struct ConversationOptions
+struct MNEME_MEMORY_EXPORT ConversationOptions
 {
     RememberOptions defaults;               // scope, categories, importance, source, ... of every turn
     std::optional<int> contextWindow;       // unset: conversation_context_window; 0: each turn alone
@@ -55,7 +56,7 @@ struct ConversationOptions
 };
 
 // One message of a conversation given to Memory::addConversation().
-struct ConversationMessage
+struct MNEME_MEMORY_EXPORT ConversationMessage
 {
     QString role;                           // "user", "assistant" or "system"
     QString content;
@@ -65,7 +66,7 @@ struct ConversationMessage
 
 // How Memory::addConversation() ingests messages (Mem0-style: facts are extracted, then each is
 // added, merged into a similar memory, or used to delete one).
-struct AddConversationOptions
+struct MNEME_MEMORY_EXPORT AddConversationOptions
 {
     QString conversationId;                 // required: keys the rolling summary and the recent messages
     RememberOptions defaults;               // scope, categories, importance, source, privacy, metadata and
@@ -76,7 +77,7 @@ struct AddConversationOptions
 };
 
 // One change addConversation() made (or chose not to make).
-struct ConversationChange
+struct MNEME_MEMORY_EXPORT ConversationChange
 {
     QString event;                          // "ADD", "UPDATE", "DELETE" or "NOOP"
     QString recordId;                       // the record added, updated, deleted or left as it was
@@ -84,7 +85,7 @@ struct ConversationChange
     QString previousContent;                // UPDATE: the content it had
 };
 
-struct ConversationResult
+struct MNEME_MEMORY_EXPORT ConversationResult
 {
     QStringList facts;                      // the candidate facts extracted from the new messages
     QList<ConversationChange> changes;
@@ -93,7 +94,7 @@ struct ConversationResult
 
 enum class RecallDepth { Shallow, Deep };
 
-struct RecallOptions
+struct MNEME_MEMORY_EXPORT RecallOptions
 {
     QStringList scopes;                     // empty: the root scope (or everything); several: a slice
     QStringList categories;                 // any-of
@@ -105,7 +106,7 @@ struct RecallOptions
     QDateTime now;                          // invalid: the current time (recency is measured to it)
 };
 
-struct ForgetOptions
+struct MNEME_MEMORY_EXPORT ForgetOptions
 {
     std::optional<QString> scope;           // unset: the root scope, or everything
     QStringList ids;
@@ -114,7 +115,7 @@ struct ForgetOptions
     Json metadata = Json::object();         // key == value for every key
 };
 
-struct UpdateOptions
+struct MNEME_MEMORY_EXPORT UpdateOptions
 {
     std::optional<QString> content;
     std::optional<QString> scope;
@@ -124,7 +125,7 @@ struct UpdateOptions
 };
 
 // What a batch save did.
-struct SaveResult
+struct MNEME_MEMORY_EXPORT SaveResult
 {
     QList<QString> ids;                     // ids of the records stored (or found identical), in input order
     int stored = 0;                         // new records written
@@ -135,13 +136,13 @@ struct SaveResult
 };
 
 // One node of the scope tree.
-struct ScopeNode
+struct MNEME_MEMORY_EXPORT ScopeNode
 {
     QString path;
     int recordCount = 0;
     QList<ScopeNode> children;
 };
 
-void to_json(Json &j, const ScopeNode &node);
+MNEME_MEMORY_EXPORT void to_json(Json &j, const ScopeNode &node);
 
 } // namespace mneme

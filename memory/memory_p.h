@@ -2,9 +2,9 @@
 
 // Private implementation of Memory. Not installed; not part of the API.
 
-#include "memory/llm_analysis.h"
-#include "memory/memory.h"
-#include "memory/serial_executor.h"
+#include "memory/llm_analysis_p.h"
+#include <mneme/memory/memory.h>
+#include "memory/serial_executor_p.h"
 
 #include <QFuture>
 #include <QHash>

@@ -1,8 +1,9 @@
 #pragma once
 
-#include "core/scope_info.h"
-#include "memory/memory_match.h"
-#include "memory/memory_options.h"
+#include <mneme/memory/export.h>
+#include <mneme/core/scope_info.h>
+#include <mneme/memory/memory_match.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QFuture>
 
@@ -17,7 +18,7 @@ class Memory;
 // A view of one subtree of a Memory: every path is relative to the view's root, and nothing outside
 // it can be read or written. Cheap to copy. The Memory must outlive the view (calls on a view whose
 // Memory is gone throw Error(Internal)).
-class MemoryScope
+class MNEME_MEMORY_EXPORT MemoryScope
 {
 public:
     MemoryScope(Memory *memory, const QString &rootPath);

@@ -1,8 +1,8 @@
-#include "memory/memory_slice.h"
+#include <mneme/memory/memory_slice.h>
 
-#include "core/error.h"
-#include "core/scope_path.h"
-#include "memory/memory.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
+#include <mneme/memory/memory.h>
 
 #include <algorithm>
 

@@ -1,8 +1,9 @@
 #pragma once
 
-#include "core/scope_info.h"
-#include "memory/memory_match.h"
-#include "memory/memory_options.h"
+#include <mneme/memory/export.h>
+#include <mneme/core/scope_info.h>
+#include <mneme/memory/memory_match.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QMap>
 #include <QPointer>
@@ -17,7 +18,7 @@ class Memory;
 // all of them at once and ranks the union; writes
 // need an explicit scope inside one of them and are refused (Error(PermissionDenied)) when the
 // slice is read-only.
-class MemorySlice
+class MNEME_MEMORY_EXPORT MemorySlice
 {
 public:
     MemorySlice(Memory *memory, const QStringList &scopes, const QStringList &categories = {}, bool readOnly = true);

@@ -1,4 +1,4 @@
-#include "memory/offline_analyzer.h"
+#include "memory/offline_analyzer_p.h"
 
 #include <QHash>
 #include <QMap>

@@ -1,12 +1,12 @@
-#include "memory/recall_flow.h"
+#include "memory/recall_flow_p.h"
 
-#include "core/error.h"
-#include "core/scope_path.h"
-#include "memory/analysis_call.h"
-#include "memory/llm_analysis.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
+#include "memory/analysis_call_p.h"
+#include "memory/llm_analysis_p.h"
 #include "memory/memory_p.h"
-#include "memory/scoring.h"
-#include "memory/time_expression.h"
+#include "memory/scoring_p.h"
+#include "memory/time_expression_p.h"
 
 #include <QHash>
 

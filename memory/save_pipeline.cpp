@@ -1,11 +1,11 @@
 // The save pipeline's analysis stages: similar records, save analysis, consolidation.
 
-#include "core/error.h"
-#include "core/scope_path.h"
-#include "memory/analysis_call.h"
-#include "memory/llm_analysis.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
+#include "memory/analysis_call_p.h"
+#include "memory/llm_analysis_p.h"
 #include "memory/memory_p.h"
-#include "memory/offline_analyzer.h"
+#include "memory/offline_analyzer_p.h"
 
 #include <QHash>
 #include <QSet>
@@ -179,7 +179,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             LlmAnalysis::readSave,
             QStringLiteral("the save analysis reply has no usable scope"), &why);
         if (!a) {
-            // The seed's fallback: the memory is stored with the defaults already resolved.
+            // CrewAI's fallback: the memory is stored with the defaults already resolved.
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Defaults, why, true);
             continue;
         }

@@ -1,6 +1,6 @@
-#include "memory/scoring.h"
+#include "memory/scoring_p.h"
 
-#include "core/vector_math.h"
+#include <mneme/core/vector_math.h>
 
 #include <algorithm>
 #include <cmath>

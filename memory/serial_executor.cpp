@@ -1,4 +1,4 @@
-#include "memory/serial_executor.h"
+#include "memory/serial_executor_p.h"
 
 #include <pthread.h>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "memory/statement_splitter.h"
+#include "memory/statement_splitter_p.h"
 
 #include <QRegularExpression>
 #include <QSet>

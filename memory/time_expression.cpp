@@ -1,4 +1,4 @@
-#include "memory/time_expression.h"
+#include "memory/time_expression_p.h"
 
 #include <QHash>
 #include <QRegularExpression>

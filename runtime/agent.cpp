@@ -1,7 +1,7 @@
-#include "runtime/agent.h"
+#include <mneme/runtime/agent.h>
 
-#include "core/error.h"
-#include "memory/memory.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory.h>
 
 #include <QSet>
 #include <QUuid>

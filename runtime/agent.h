@@ -1,9 +1,10 @@
 #pragma once
 
-#include "core/tool.h"
-#include "runtime/agent_executor.h"
-#include "runtime/llm_ref.h"
-#include "runtime/memory_ref.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/tool.h>
+#include <mneme/runtime/agent_executor.h>
+#include <mneme/runtime/llm_ref.h>
+#include <mneme/runtime/memory_ref.h>
 
 #include <QString>
 #include <functional>
@@ -16,7 +17,7 @@ class Memory;
 
 // What an agent is: who it is (role, goal, backstory), the model it thinks with, the tools it may
 // use, and how its turns are bounded. Field names follow CrewAI's Agent.
-struct AgentConfig
+struct MNEME_RUNTIME_EXPORT AgentConfig
 {
     QString role;                               // required; also names the agent's memory subtree
     QString goal;                               // required
@@ -26,7 +27,7 @@ struct AgentConfig
     MemoryRef memory;                           // not set: the crew's memory; see MemoryRef
     int maxIter = 25;                           // LLM calls with tools before the final answer is forced
     int maxExecutionTime = 0;                   // seconds one execution may take; 0: no limit
-    int maxRetryLimit = 2;                      // re-executions after a transient failure (see README)
+    int maxRetryLimit = 2;                      // re-executions after a transient failure (see docs/crews.md)
     bool allowDelegation = false;               // gets the delegate / ask coworker tools in a crew
     bool verbose = false;                       // prints the crew's event trace to stderr while it runs
     bool stream = false;                        // streams replies as llm_stream_chunk events
@@ -40,7 +41,7 @@ struct AgentConfig
 // (Error(Plugin) for an LLM provider no plugin answers to). With `memory = true` the agent gets a
 // Memory of its own, built from MemoryRef::own's configuration (default: the embedded store), with
 // this agent's LLM for memory analysis.
-class Agent
+class MNEME_RUNTIME_EXPORT Agent
 {
 public:
     explicit Agent(AgentConfig config);

@@ -1,7 +1,7 @@
-#include "runtime/agent_executor.h"
+#include <mneme/runtime/agent_executor.h>
 
-#include "core/error.h"
-#include "core/json_reply.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
 #include "runtime/future_util_p.h"
 
 #include <QDebug>

@@ -1,8 +1,9 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/llm_provider.h"
-#include "core/tool.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/tool.h>
 
 #include <QFuture>
 #include <QObject>
@@ -16,7 +17,7 @@ namespace mneme {
 
 struct AgentStep;
 
-struct AgentOptions
+struct MNEME_RUNTIME_EXPORT AgentOptions
 {
     // LLM calls with tools before the executor asks for the final answer without tools (CrewAI's max_iter).
     int maxIterations = 25;
@@ -37,7 +38,7 @@ struct AgentOptions
 };
 
 // One tool call the executor handled.
-struct AgentToolCall
+struct MNEME_RUNTIME_EXPORT AgentToolCall
 {
     QString name;
     Json arguments;
@@ -46,7 +47,7 @@ struct AgentToolCall
 };
 
 // One step of a run, as given to AgentOptions::stepCallback.
-struct AgentStep
+struct MNEME_RUNTIME_EXPORT AgentStep
 {
     int iteration = 0;                  // the LLM call this step followed
     QString text;                       // what the model wrote (its thought, or the final answer)
@@ -54,7 +55,7 @@ struct AgentStep
     bool isFinal = false;
 };
 
-struct AgentResult
+struct MNEME_RUNTIME_EXPORT AgentResult
 {
     QString finalAnswer;
     int iterations = 0;         // LLM calls made, the forced final one included
@@ -72,7 +73,7 @@ struct AgentResult
 // continuations on that thread. Cancelling the returned future stops the loop; no request follows.
 // An LLM failure fails the future with the provider's mneme::Error. Tool failures do not: their text
 // goes back to the model. Signals are emitted on the owner's thread.
-class AgentExecutor : public QObject
+class MNEME_RUNTIME_EXPORT AgentExecutor : public QObject
 {
     Q_OBJECT
 public:

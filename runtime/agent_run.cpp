@@ -1,8 +1,8 @@
 #include "runtime/agent_run_p.h"
 
-#include "core/error.h"
-#include "memory/memory.h"
-#include "runtime/event_bus.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/event_bus.h>
 #include "runtime/future_util_p.h"
 
 #include <QElapsedTimer>

@@ -2,10 +2,10 @@
 
 // Internal to mneme_runtime: one execution of an agent inside a crew.
 
-#include "core/error.h"
-#include "runtime/agent.h"
-#include "runtime/agent_executor.h"
-#include "runtime/memory_ref.h"
+#include <mneme/core/error.h>
+#include <mneme/runtime/agent.h>
+#include <mneme/runtime/agent_executor.h>
+#include <mneme/runtime/memory_ref.h>
 
 #include <QFuture>
 #include <QObject>

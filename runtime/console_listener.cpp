@@ -1,4 +1,4 @@
-#include "runtime/console_listener.h"
+#include <mneme/runtime/console_listener.h>
 
 namespace mneme {
 

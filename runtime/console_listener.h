@@ -1,6 +1,7 @@
 #pragma once
 
-#include "runtime/event_bus.h"
+#include <mneme/runtime/export.h>
+#include <mneme/runtime/event_bus.h>
 
 #include <QHash>
 #include <QMutex>
@@ -15,7 +16,7 @@ namespace mneme {
 // duration of end events and the key properties. Properties that may hold secrets (api_key,
 // authorization, token, password, secret, at any depth) are never printed. Lines are written as
 // events are published (a direct connection), from whatever thread publishes; writes are serialised.
-class ConsoleListener : public QObject
+class MNEME_RUNTIME_EXPORT ConsoleListener : public QObject
 {
     Q_OBJECT
 public:

@@ -1,11 +1,11 @@
-#include "runtime/crew.h"
+#include <mneme/runtime/crew.h>
 
-#include "core/error.h"
-#include "core/scope_path.h"
-#include "memory/memory.h"
-#include "runtime/console_listener.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/console_listener.h>
 #include "runtime/crew_run_p.h"
-#include "runtime/event_bus.h"
+#include <mneme/runtime/event_bus.h>
 
 #include <QCoreApplication>
 #include <QEventLoop>

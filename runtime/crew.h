@@ -1,12 +1,13 @@
 #pragma once
 
-#include "core/json.h"
-#include "memory/memory_config.h"
-#include "runtime/agent.h"
-#include "runtime/llm_ref.h"
-#include "runtime/memory_ref.h"
-#include "runtime/task.h"
-#include "runtime/task_output.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
+#include <mneme/memory/memory_config.h>
+#include <mneme/runtime/agent.h>
+#include <mneme/runtime/llm_ref.h>
+#include <mneme/runtime/memory_ref.h>
+#include <mneme/runtime/task.h>
+#include <mneme/runtime/task_output.h>
 
 #include <QFuture>
 #include <QObject>
@@ -27,7 +28,7 @@ enum class Process {
 };
 
 // A crew: agents working through tasks. Field names follow CrewAI's Crew.
-struct CrewConfig
+struct MNEME_RUNTIME_EXPORT CrewConfig
 {
     QString name = QStringLiteral("crew");      // names the memory root /crew/<sanitised name>
     std::vector<std::shared_ptr<Agent>> agents;
@@ -66,7 +67,7 @@ struct CrewConfig
 // matches go into the prompt; after it, the output is turned into facts stored under
 // <root>/agent/<sanitised role> in the background; a kickoff reports completion only after every
 // pending save is written. Memory failures never fail a task.
-class Crew : public QObject
+class MNEME_RUNTIME_EXPORT Crew : public QObject
 {
     Q_OBJECT
 public:

@@ -1,13 +1,13 @@
 #include "runtime/crew_run_p.h"
 
-#include "core/error.h"
-#include "core/json_reply.h"
-#include "memory/memory.h"
-#include "runtime/console_listener.h"
-#include "runtime/event_bus.h"
-#include "runtime/function_tool.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/event_bus.h>
+#include <mneme/runtime/function_tool.h>
 #include "runtime/future_util_p.h"
-#include "runtime/memory_tools.h"
+#include <mneme/runtime/memory_tools.h>
 
 #include <QDebug>
 #include <QDir>

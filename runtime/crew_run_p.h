@@ -3,7 +3,7 @@
 // Internal to mneme_runtime: one kickoff of a crew, and one task inside it.
 
 #include "runtime/agent_run_p.h"
-#include "runtime/crew.h"
+#include <mneme/runtime/crew.h>
 
 #include <QFuture>
 #include <QHash>

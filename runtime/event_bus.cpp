@@ -1,7 +1,7 @@
-#include "runtime/event_bus.h"
+#include <mneme/runtime/event_bus.h>
 
-#include "memory/memory.h"
-#include "runtime/agent_executor.h"
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/agent_executor.h>
 
 #include <QDebug>
 #include <QHash>

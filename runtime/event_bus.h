@@ -1,6 +1,7 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QHash>
@@ -57,11 +58,11 @@ inline constexpr char kMethodExecutionFailed[] = "method_execution_failed";
 inline constexpr char kFlowRouterLabelEmitted[] = "flow_router_label_emitted";
 
 // The `*_started` type an end type closes; empty when `type` closes nothing.
-QString startTypeOf(const QString &type);
-bool isStartType(const QString &type);
+MNEME_RUNTIME_EXPORT QString startTypeOf(const QString &type);
+MNEME_RUNTIME_EXPORT bool isStartType(const QString &type);
 } // namespace events
 
-struct Event
+struct MNEME_RUNTIME_EXPORT Event
 {
     QString type;
     QString id;             // a uuid, set by the bus when empty
@@ -86,7 +87,7 @@ struct Event
 // Every other event published on a thread with an open scope gets the innermost one as parent. The
 // stacks are per thread because work that starts on one thread ends on it (Memory's writer, the
 // executor's thread), and so that concurrent threads do not adopt each other's scopes.
-class EventBus : public QObject
+class MNEME_RUNTIME_EXPORT EventBus : public QObject
 {
     Q_OBJECT
 public:

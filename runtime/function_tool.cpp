@@ -1,7 +1,7 @@
-#include "runtime/function_tool.h"
+#include <mneme/runtime/function_tool.h>
 
-#include "core/error.h"
-#include "core/json_reply.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
 
 #include <QtConcurrent/QtConcurrentRun>
 #include <exception>

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/tool.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/tool.h>
 
 #include <QFuture>
 #include <QString>
@@ -16,7 +17,7 @@ namespace mneme {
 // A synchronous callable runs on the global thread pool, so a slow one never blocks the caller's
 // thread; an exception it throws fails the future (a std::exception's text is kept). An asynchronous
 // callable is called on the caller's thread and its future is returned as is.
-class FunctionTool : public Tool
+class MNEME_RUNTIME_EXPORT FunctionTool : public Tool
 {
 public:
     using SyncFunction = std::function<QString(const Json &arguments)>;

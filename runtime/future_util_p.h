@@ -2,7 +2,7 @@
 
 // Internal to Mneme's runtime and flows: small helpers for QFutures whose work ends on the event loop.
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QFuture>
 #include <QFutureWatcher>

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "runtime/llm_ref.h"
-#include "runtime/task_output.h"
+#include <mneme/runtime/export.h>
+#include <mneme/runtime/llm_ref.h>
+#include <mneme/runtime/task_output.h>
 
 #include <QString>
 #include <functional>
@@ -11,7 +12,7 @@
 namespace mneme {
 
 // A guardrail's verdict on a task output.
-struct GuardrailResult
+struct MNEME_RUNTIME_EXPORT GuardrailResult
 {
     bool success = true;
     QString error;                      // on failure: what is wrong, told to the agent on its next attempt
@@ -31,7 +32,7 @@ struct GuardrailResult
 //
 // A callable runs on the crew's thread: keep it quick (an exception it throws counts as a failure with
 // the exception's text). A criterion is judged by `llm`, else by the task agent's LLM.
-class Guardrail
+class MNEME_RUNTIME_EXPORT Guardrail
 {
 public:
     using Function = std::function<GuardrailResult(const TaskOutput &)>;

@@ -1,8 +1,8 @@
-#include "runtime/llm_ref.h"
+#include <mneme/runtime/llm_ref.h>
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/provider_settings.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
 
 #include <QMutex>
 

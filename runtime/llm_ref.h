@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/llm_provider.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/llm_provider.h>
 
 #include <QString>
 #include <memory>
@@ -12,7 +13,7 @@ namespace mneme {
 // (a model string such as "gpt-4o-mini" or "ollama/llama3.2", or {"provider", "config"}) that is built
 // through the PluginRegistry on first use. Copies share what they build, so every copy of one LlmRef
 // talks to the same provider object.
-class LlmRef
+class MNEME_RUNTIME_EXPORT LlmRef
 {
 public:
     LlmRef() = default;

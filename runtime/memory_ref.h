@@ -1,11 +1,12 @@
 #pragma once
 
-#include "memory/memory.h"
-#include "memory/memory_config.h"
-#include "memory/memory_match.h"
-#include "memory/memory_options.h"
-#include "memory/memory_scope.h"
-#include "memory/memory_slice.h"
+#include <mneme/runtime/export.h>
+#include <mneme/memory/memory.h>
+#include <mneme/memory/memory_config.h>
+#include <mneme/memory/memory_match.h>
+#include <mneme/memory/memory_options.h>
+#include <mneme/memory/memory_scope.h>
+#include <mneme/memory/memory_slice.h>
 
 #include <QFuture>
 #include <QString>
@@ -25,7 +26,7 @@ namespace mneme {
 //
 // Once resolved (a Memory, a scope or a slice) it is also the uniform way the runtime reads and
 // writes any of the three. The Memory behind a reference must outlive the crews that use it.
-class MemoryRef
+class MNEME_RUNTIME_EXPORT MemoryRef
 {
 public:
     enum class Kind { Default, Off, Own, Memory, Scope, Slice };

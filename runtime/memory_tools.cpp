@@ -1,7 +1,7 @@
-#include "runtime/memory_tools.h"
+#include <mneme/runtime/memory_tools.h>
 
-#include "core/error.h"
-#include "runtime/function_tool.h"
+#include <mneme/core/error.h>
+#include <mneme/runtime/function_tool.h>
 
 #include <QSet>
 #include <QThreadPool>

@@ -1,7 +1,8 @@
 #pragma once
 
-#include "core/tool.h"
-#include "runtime/memory_ref.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/tool.h>
+#include <mneme/runtime/memory_ref.h>
 
 #include <QFuture>
 #include <QString>
@@ -27,12 +28,12 @@ inline constexpr char kSaveName[] = "save_to_memory";
 // {"queries": ["...", ...]}: each query is recalled (up to 20
 // matches, deep), matches are merged by id in first-seen order, and the result lists them as
 // MemoryMatch::format() lines, or says that nothing was found.
-std::shared_ptr<Tool> search(const MemoryRef &memory, QThreadPool *pool = nullptr, Track track = {});
+MNEME_RUNTIME_EXPORT std::shared_ptr<Tool> search(const MemoryRef &memory, QThreadPool *pool = nullptr, Track track = {});
 
 // {"contents": ["...", ...]}: one item is saved at once and the result names its scope and importance;
 // several are saved in the background. `role` is the agent role reported in the save events. Throws
 // Error(PermissionDenied) for a read-only memory: such an agent does not get this tool.
-std::shared_ptr<Tool> save(const MemoryRef &memory, const QString &role, QThreadPool *pool = nullptr, Track track = {});
+MNEME_RUNTIME_EXPORT std::shared_ptr<Tool> save(const MemoryRef &memory, const QString &role, QThreadPool *pool = nullptr, Track track = {});
 
 } // namespace MemoryTools
 

@@ -1,6 +1,6 @@
-#include "runtime/task.h"
+#include <mneme/runtime/task.h>
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QRegularExpression>
 #include <QUuid>

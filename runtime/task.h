@@ -1,9 +1,10 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/tool.h"
-#include "runtime/guardrail.h"
-#include "runtime/task_output.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/tool.h>
+#include <mneme/runtime/guardrail.h>
+#include <mneme/runtime/task_output.h>
 
 #include <QMutex>
 #include <QString>
@@ -18,7 +19,7 @@ class Agent;
 class Task;
 
 // A piece of work for an agent. Field names follow CrewAI's Task.
-struct TaskConfig
+struct MNEME_RUNTIME_EXPORT TaskConfig
 {
     QString name;                               // optional; shown in events and outputs
     QString description;                        // required; may hold {placeholders} filled from kickoff inputs
@@ -26,7 +27,7 @@ struct TaskConfig
     std::shared_ptr<Agent> agent;               // required in a sequential crew
     // Unset: the outputs of every earlier task. A list: those tasks' outputs. An empty list: none.
     std::optional<std::vector<std::shared_ptr<Task>>> context;
-    bool asyncExecution = false;                // runs while the following tasks run (see README)
+    bool asyncExecution = false;                // runs while the following tasks run (see docs/crews.md)
     Json outputJson;                            // a JSON schema: the final answer must be a value that follows it
     QString outputFile;                         // where the final text (or JSON) is written; may hold {placeholders}
     bool createDirectory = true;                // create the output file's directory when missing
@@ -39,7 +40,7 @@ struct TaskConfig
 
 // A task, built once and shared by crews (std::shared_ptr). The constructor checks the configuration
 // and throws Error(InvalidArgument) naming the task and the field.
-class Task
+class MNEME_RUNTIME_EXPORT Task
 {
 public:
     explicit Task(TaskConfig config);

@@ -1,4 +1,4 @@
-#include "runtime/task_output.h"
+#include <mneme/runtime/task_output.h>
 
 namespace mneme {
 

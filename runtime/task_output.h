@@ -1,8 +1,9 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/llm_provider.h"
-#include "runtime/agent_executor.h"
+#include <mneme/runtime/export.h>
+#include <mneme/core/json.h>
+#include <mneme/core/llm_provider.h>
+#include <mneme/runtime/agent_executor.h>
 
 #include <QMetaType>
 #include <QString>
@@ -11,7 +12,7 @@
 namespace mneme {
 
 // What one task produced.
-struct TaskOutput
+struct MNEME_RUNTIME_EXPORT TaskOutput
 {
     enum class Format { Raw, Json };
 
@@ -36,7 +37,7 @@ struct TaskOutput
 
 // What a kickoff produced: the last task output that has any text, every task's output in order, and
 // the token usage of the whole crew.
-struct CrewOutput
+struct MNEME_RUNTIME_EXPORT CrewOutput
 {
     QString raw;
     Json json;
@@ -49,10 +50,10 @@ struct CrewOutput
 
 // nlohmann JSON conversions (the shapes of toJson()), so outputs travel as JSON: a flow step that
 // kicks off a crew returns its QFuture<CrewOutput>, and the next step reads the CrewOutput back.
-void to_json(Json &j, const TaskOutput &o);
-void from_json(const Json &j, TaskOutput &o);
-void to_json(Json &j, const CrewOutput &o);
-void from_json(const Json &j, CrewOutput &o);
+MNEME_RUNTIME_EXPORT void to_json(Json &j, const TaskOutput &o);
+MNEME_RUNTIME_EXPORT void from_json(const Json &j, TaskOutput &o);
+MNEME_RUNTIME_EXPORT void to_json(Json &j, const CrewOutput &o);
+MNEME_RUNTIME_EXPORT void from_json(const Json &j, CrewOutput &o);
 
 } // namespace mneme
 

@@ -9,7 +9,8 @@
 #include "scope_commands.h"
 #include "transfer_commands.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
+#include <mneme/core/version.h>
 
 #include <QElapsedTimer>
 #include <functional>
@@ -40,6 +41,13 @@ int CliApp::run(const QStringList &arguments)
                 m_console.writeJson(Json{{"usage", usage}});
             else
                 m_console.write(usage);
+            return 0;
+        }
+        if (args.versionRequested()) {
+            if (args.json())
+                m_console.writeJson(Json{{"version", MNEME_VERSION_STR}});
+            else
+                m_console.write(QStringLiteral("mneme " MNEME_VERSION_STR "\n"));
             return 0;
         }
         QElapsedTimer timer;

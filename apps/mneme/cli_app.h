@@ -8,7 +8,7 @@ class CommandContext;
 class Console;
 
 // The `mneme` program: parses the arguments, runs one command, and turns every failure into one
-// line "mneme: <message>" on standard error and the exit status CLI.md defines (0 success,
+// line "mneme: <message>" on standard error and the exit status docs/cli.md defines (0 success,
 // 1 failure, 2 bad usage or invalid input, 3 permission refused).
 class CliApp
 {

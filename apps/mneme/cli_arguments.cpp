@@ -1,7 +1,7 @@
 #include "cli_arguments.h"
 
-#include "core/error.h"
-#include "core/scope_path.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
 
 #include <cmath>
 
@@ -148,6 +148,8 @@ CliArguments CliArguments::parse(const QStringList &arguments)
         a.m_helpTopic = a.commandName();
         return a;
     }
+    if (a.versionRequested())
+        return a;
     if (!problem.isEmpty())
         usageError(problem);
     if (a.quiet() && a.verbose())

@@ -2,7 +2,7 @@
 
 #include "command_spec.h"
 
-#include "core/json.h"
+#include <mneme/core/json.h>
 
 #include <QDateTime>
 #include <QMap>
@@ -31,6 +31,8 @@ public:
     QString positional(int index) const { return m_positionals.value(index); }
 
     bool helpRequested() const { return m_help; }
+    // --version anywhere (after --help, which wins): nothing else is checked.
+    bool versionRequested() const { return m_options.contains(QStringLiteral("version")); }
     // The command whose usage --help / `help` asks for; empty for the general usage.
     QString helpTopic() const { return m_helpTopic; }
 

@@ -2,7 +2,7 @@
 
 #include "table_printer.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QElapsedTimer>
 #include <QFile>

@@ -3,7 +3,7 @@
 #include "cli_arguments.h"
 #include "console.h"
 
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 
 #include <memory>
 #include <optional>

@@ -199,6 +199,7 @@ const QList<CommandSpec::Option> &CommandSpec::globalOptions()
         flag("quiet", "print nothing but errors on standard error"),
         flag("verbose", "print events and timings on standard error"),
         flag("help", "print this usage"),
+        flag("version", "print the version (\"mneme 0.2.0\"; with --json {\"version\": \"0.2.0\"})"),
     };
     return options;
 }

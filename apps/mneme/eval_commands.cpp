@@ -6,7 +6,7 @@
 #include "progress_bar.h"
 #include "table_printer.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QElapsedTimer>
 #include <QRegularExpression>

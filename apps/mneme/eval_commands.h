@@ -10,7 +10,7 @@ namespace mneme::cli {
 class CommandContext;
 
 // The evaluations: `eval locomo FILE [--k 1,5,10] [--conversations A-B] [--category N]...`
-// (CLI.md, "eval locomo").
+// (docs/cli.md, "eval locomo").
 class EvalCommands
 {
 public:

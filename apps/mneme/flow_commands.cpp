@@ -3,8 +3,8 @@
 #include "command_context.h"
 #include "input_lines.h"
 
-#include "core/error.h"
-#include "flows/flow_definition.h"
+#include <mneme/core/error.h>
+#include <mneme/flows/flow_definition.h>
 
 namespace mneme::cli {
 

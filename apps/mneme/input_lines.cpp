@@ -1,6 +1,6 @@
 #include "input_lines.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QFile>
 #include <QStringDecoder>

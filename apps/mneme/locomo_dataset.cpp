@@ -1,6 +1,6 @@
 #include "locomo_dataset.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QFile>
 #include <QMap>

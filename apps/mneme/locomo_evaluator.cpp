@@ -1,8 +1,8 @@
 #include "locomo_evaluator.h"
 
-#include "core/error.h"
-#include "core/vector_math.h"
-#include "memory/memory.h"
+#include <mneme/core/error.h>
+#include <mneme/core/vector_math.h>
+#include <mneme/memory/memory.h>
 
 #include <QElapsedTimer>
 

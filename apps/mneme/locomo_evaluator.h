@@ -2,7 +2,7 @@
 
 #include "locomo_dataset.h"
 
-#include "memory/memory_config.h"
+#include <mneme/memory/memory_config.h>
 
 #include <QList>
 #include <QMap>
@@ -42,7 +42,7 @@ struct LocomoEvalResult
     double msPerQuery() const { return recalls > 0 ? recallMs / recalls : 0.0; }
 };
 
-// Runs the LOCOMO retrieval evaluation (CLI.md, "eval locomo"): per conversation a fresh in-memory
+// Runs the LOCOMO retrieval evaluation (docs/cli.md, "eval locomo"): per conversation a fresh in-memory
 // Memory built from `config` with its storage replaced by SQLite ":memory:", every turn one record
 // (stored with one rememberMany), every selected question recalled shallow with `now` = the last
 // session's date and scored by turn-level evidence recall at each k.

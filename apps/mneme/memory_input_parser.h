@@ -2,8 +2,8 @@
 
 #include "input_lines.h"
 
-#include "memory/memory_config.h"
-#include "memory/memory_options.h"
+#include <mneme/memory/memory_config.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QList>
 

@@ -4,7 +4,7 @@
 #include "input_lines.h"
 #include "table_printer.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme::cli {
 

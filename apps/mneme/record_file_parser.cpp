@@ -2,8 +2,8 @@
 
 #include "cli_arguments.h"
 
-#include "core/error.h"
-#include "memory/memory.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory.h>
 
 #include <QHash>
 #include <QUuid>

@@ -1,10 +1,10 @@
 #pragma once
 
-#include "memory/memory_config.h"
+#include <mneme/memory/memory_config.h>
 
 #include "input_lines.h"
 
-#include "core/memory_record.h"
+#include <mneme/core/memory_record.h>
 
 #include <QList>
 #include <QString>

@@ -3,7 +3,7 @@
 #include "command_context.h"
 #include "table_printer.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <algorithm>
 

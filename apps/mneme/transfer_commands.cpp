@@ -6,8 +6,8 @@
 #include "progress_bar.h"
 #include "record_file_parser.h"
 
-#include "core/error.h"
-#include "core/record_filter.h"
+#include <mneme/core/error.h>
+#include <mneme/core/record_filter.h>
 
 #include <QSaveFile>
 #include <charconv>

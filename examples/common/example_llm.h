@@ -4,7 +4,7 @@
 // the replay cassette shipped beside the example, so every example also runs offline. The first line
 // an example prints says which.
 
-#include "runtime/llm_ref.h"
+#include <mneme/runtime/llm_ref.h>
 
 #include <QByteArray>
 #include <QString>

@@ -7,11 +7,11 @@
 
 #include "../common/example_llm.h"
 
-#include "flows/flow.h"
-#include "memory/memory.h"
-#include "runtime/console_listener.h"
-#include "runtime/crew.h"
-#include "runtime/event_bus.h"
+#include <mneme/flows/flow.h>
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/crew.h>
+#include <mneme/runtime/event_bus.h>
 
 #include <QCommandLineParser>
 #include <QCoreApplication>

@@ -6,8 +6,8 @@
 
 #include "../common/example_llm.h"
 
-#include "runtime/console_listener.h"
-#include "runtime/crew.h"
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/crew.h>
 
 #include <QCommandLineParser>
 #include <QCoreApplication>

@@ -6,9 +6,9 @@
 
 #include "../common/example_llm.h"
 
-#include "memory/memory.h"
-#include "runtime/console_listener.h"
-#include "runtime/crew.h"
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/crew.h>
 
 #include <QCommandLineParser>
 #include <QCoreApplication>

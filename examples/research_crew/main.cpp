@@ -10,10 +10,10 @@
 
 #include "../common/example_llm.h"
 
-#include "core/plugin_registry.h"
-#include "runtime/console_listener.h"
-#include "runtime/crew.h"
-#include "runtime/event_bus.h"
+#include <mneme/core/plugin_registry.h>
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/crew.h>
+#include <mneme/runtime/event_bus.h>
 
 #include <QCommandLineParser>
 #include <QCoreApplication>

@@ -9,8 +9,8 @@
 //   research_flow --flow-graph       prints the flow's graph (Graphviz DOT)
 //   research_flow --flow-graph=json  prints its description, for `mneme flow-graph -`
 
-#include "flows/flow.h"
-#include "memory/memory.h"
+#include <mneme/flows/flow.h>
+#include <mneme/memory/memory.h>
 
 #include <QCoreApplication>
 #include <cstdio>

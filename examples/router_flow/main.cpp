@@ -10,8 +10,8 @@
 //   router_flow --flow-graph           prints the flow's graph (Graphviz DOT)
 //   router_flow --flow-graph=json      prints its description, for `mneme flow-graph -`
 
-#include "flows/sqlite_flow_persistence.h"
-#include "flows/typed_flow.h"
+#include <mneme/flows/sqlite_flow_persistence.h>
+#include <mneme/flows/typed_flow.h>
 
 #include <QCoreApplication>
 #include <cstdio>

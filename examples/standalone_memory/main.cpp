@@ -2,7 +2,7 @@
 // look at the scope tree, let the offline analyzer file a note and split a meeting note into facts,
 // undo an edit. Offline: SQLite storage and the builtin embedder, no LLM, no API key.
 
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 
 #include <QCoreApplication>
 #include <QTemporaryDir>

@@ -1,6 +1,6 @@
 // End-to-end tests of the `mneme` command line: every command runs the real binary (MNEME_CLI) with
 // --json against a temporary SQLite store, and the tests check standard output, standard error and
-// the exit status that CLI.md defines.
+// the exit status that docs/cli.md defines.
 
 #include "cli_runner.h"
 #include "temp_store.h"

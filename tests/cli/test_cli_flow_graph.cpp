@@ -2,7 +2,7 @@
 // or standard input), --json, and the errors for input that is not a valid flow description.
 
 #include "cli_runner.h"
-#include "flows/flow.h"
+#include <mneme/flows/flow.h>
 #include "temp_store.h"
 
 #include <QFile>

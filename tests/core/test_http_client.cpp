@@ -2,9 +2,9 @@
 // retries and Retry-After, timeouts, streaming, malformed and oversized replies, cancellation,
 // requests-per-minute limits and secret redaction.
 
-#include "core/error.h"
-#include "core/http_client.h"
-#include "core/json.h"
+#include <mneme/core/error.h>
+#include <mneme/core/http_client.h>
+#include <mneme/core/json.h>
 #include "scripted_http_server.h"
 
 #include <QDateTime>

@@ -1,5 +1,5 @@
-#include "core/error.h"
-#include "core/json_reply.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
 
 #include <QtTest>
 

@@ -1,8 +1,8 @@
-#include "core/error.h"
-#include "core/history_entry.h"
-#include "core/memory_record.h"
-#include "core/record_filter.h"
-#include "core/scope_info.h"
+#include <mneme/core/error.h>
+#include <mneme/core/history_entry.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/core/record_filter.h>
+#include <mneme/core/scope_info.h>
 
 #include <QRandomGenerator>
 #include <QtTest>

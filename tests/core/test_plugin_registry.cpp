@@ -1,5 +1,5 @@
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 
 #include <QtTest>
 

@@ -1,5 +1,5 @@
-#include "core/error.h"
-#include "core/scope_path.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
 
 #include <QtTest>
 

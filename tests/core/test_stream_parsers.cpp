@@ -1,4 +1,4 @@
-#include "core/stream_parsers.h"
+#include <mneme/core/stream_parsers.h>
 
 #include <QRandomGenerator>
 #include <QtTest>

@@ -1,8 +1,8 @@
 // Tests of the builtin embedders (builtin/hash-v2, the default, and builtin/hash-v1), loaded through
 // the real plugin.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 
 #include <QtConcurrent>
 #include <QtTest>

@@ -10,8 +10,8 @@
 //   fork ID      kickoff with KickoffOptions::restoreFrom = ID: a copy under a new id.
 //   loop N       a fresh state, "count" runs N times (for concurrent writers).
 
-#include "flows/flow.h"
-#include "flows/sqlite_flow_persistence.h"
+#include <mneme/flows/flow.h>
+#include <mneme/flows/sqlite_flow_persistence.h>
 
 #include <QCoreApplication>
 #include <cstdio>

@@ -2,10 +2,10 @@
 
 // Helpers shared by the flow tests.
 
-#include "core/error.h"
-#include "core/json.h"
-#include "flows/flow_options.h"
-#include "flows/flow_persistence.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json.h>
+#include <mneme/flows/flow_options.h>
+#include <mneme/flows/flow_persistence.h>
 
 #include <QFuture>
 #include <QHash>

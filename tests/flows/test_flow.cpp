@@ -1,4 +1,4 @@
-// Flow execution: the acceptance cases of crewai-behaviour.md section 13 (and_, or_ once with
+// Flow execution: the acceptance cases of CrewAI's flows (and_, or_ once with
 // parallel starts, or_ re-arming in router loops, no double fire across chained routers, router
 // paths, label 0, nested conditions returning the last output) and the rest of section 11.2
 // (cycles through a conditional start, multiple routers, races, the call limit, failures), plus
@@ -6,9 +6,9 @@
 // AgentExecutor against a scripted LLM), typed step parameters, cancellation, reuse.
 
 #include "flow_test_util.h"
-#include "flows/flow.h"
+#include <mneme/flows/flow.h>
 #include "memory_test_util.h"
-#include "runtime/agent_executor.h"
+#include <mneme/runtime/agent_executor.h>
 #include "scripted_llm.h"
 
 #include <QElapsedTimer>

@@ -2,8 +2,8 @@
 // which message), the JSON description `mneme flow-graph` reads, and the DOT drawing.
 
 #include "flow_test_util.h"
-#include "flows/flow.h"
-#include "flows/flow_definition.h"
+#include <mneme/flows/flow.h>
+#include <mneme/flows/flow_definition.h>
 #include "memory_test_util.h"
 
 #include <QtTest>

@@ -4,10 +4,10 @@
 // cancellations closing their scopes, and the console trace reading them.
 
 #include "flow_test_util.h"
-#include "flows/flow.h"
+#include <mneme/flows/flow.h>
 #include "memory_test_util.h"
-#include "runtime/console_listener.h"
-#include "runtime/event_bus.h"
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/event_bus.h>
 #include "temp_store.h"
 
 #include <QJsonArray>

@@ -1,11 +1,11 @@
 // A flow's built-in memory: rooted at /flow/<sanitised flow name> (acceptance case 16), built on
 // first use over the real SQLite plugin; a given Memory used as it is; memory off refused with a
-// clear error (case 17); remember / recall inside steps (the seed's research flow); and the pending
+// clear error (case 17); remember / recall inside steps (CrewAI's research flow example); and the pending
 // background saves drained before the flow reports it finished, proven with a slow embedder.
 
 #include "fake_embedder.h"
-#include "flows/flow.h"
-#include "memory/memory.h"
+#include <mneme/flows/flow.h>
+#include <mneme/memory/memory.h>
 #include "memory_test_util.h"
 #include "temp_store.h"
 

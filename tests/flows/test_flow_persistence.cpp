@@ -4,8 +4,8 @@
 // killed in the middle of a flow and a new process resumes (and forks) its saved state; two
 // processes save into one file at once.
 
-#include "flows/flow.h"
-#include "flows/sqlite_flow_persistence.h"
+#include <mneme/flows/flow.h>
+#include <mneme/flows/sqlite_flow_persistence.h>
 #include "memory_test_util.h"
 #include "temp_store.h"
 

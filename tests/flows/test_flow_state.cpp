@@ -3,7 +3,7 @@
 // reference's "Invalid inputs for structured state" and "must have an 'id' field" errors).
 
 #include "flow_test_util.h"
-#include "flows/typed_flow.h"
+#include <mneme/flows/typed_flow.h>
 #include "memory_test_util.h"
 
 #include <QtTest>

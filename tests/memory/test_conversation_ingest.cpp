@@ -3,11 +3,11 @@
 // talking HTTP to a scripted server on loopback; storage is the SQLite plugin; the embedder is a
 // bag-of-words test double, so texts sharing words are similar.
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 #include "fake_embedder.h"
 #include "memory_test_util.h"
-#include "memory/memory.h"
-#include "memory/statement_splitter.h"
+#include <mneme/memory/memory.h>
+#include "memory/statement_splitter_p.h"
 #include "scripted_llm.h"
 #include "temp_store.h"
 

@@ -4,13 +4,13 @@
 // wrapped to record every search it is asked for; the embedder's vectors are chosen per text, and the
 // score weights are set so a match's score is its cosine similarity (confidence is then exact).
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/storage_backend.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/storage_backend.h>
 #include "fake_embedder.h"
 #include "counting_storage.h"
 #include "memory_test_util.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
 

@@ -1,9 +1,9 @@
 // Batches embedded ahead of their turn on the writer (a local embedder): the same records, vectors
 // and results as embedding each batch in its turn, and an embedder failure lands on its own batch.
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "fake_embedder.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "temp_store.h"
 
 #include <QSignalSpy>

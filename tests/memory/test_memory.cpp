@@ -1,11 +1,11 @@
 // Memory end to end over the real SQLite storage plugin (loaded through the PluginRegistry) and an
-// embedder whose vectors the test controls. Cases are numbered as in crewai-behaviour.md section 13.
+// embedder whose vectors the test controls. Case numbers follow the list of CrewAI behaviours these tests were written from.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "fake_embedder.h"
 #include "memory_test_util.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "temp_store.h"
 
 #include <QSemaphore>

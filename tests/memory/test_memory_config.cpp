@@ -1,5 +1,5 @@
-#include "core/error.h"
-#include "memory/memory_config.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory_config.h>
 
 #include <QtTest>
 

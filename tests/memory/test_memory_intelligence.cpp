@@ -1,14 +1,14 @@
 // The save path's use of an LLM: save analysis, consolidation, extraction, undo, and what happens
 // when the LLM fails or talks nonsense. The LLM is the real `openai` plugin talking HTTP to a
 // scripted server on loopback; storage is the SQLite plugin; the embedder is a test double whose
-// vectors decide what counts as similar. Case numbers are crewai-behaviour.md section 13's.
+// vectors decide what counts as similar. Case numbers follow the same list as test_memory.cpp.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "counting_storage.h"
 #include "fake_embedder.h"
 #include "memory_test_util.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
 

@@ -1,6 +1,6 @@
 // The offline save analysis: OfflineAnalyzer (importance, categories, metadata, scope choice).
 
-#include "memory/offline_analyzer.h"
+#include "memory/offline_analyzer_p.h"
 
 #include <QtTest>
 

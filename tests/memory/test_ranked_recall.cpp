@@ -1,9 +1,9 @@
 // Recall on the backend's two-phase search (hits ranked from the index, only the kept records read)
 // against recall reading every candidate's record: the same matches, in the same order, with the same
 // scores, over the real SQLite plugin and the builtin embedder.
-#include "core/plugin_registry.h"
+#include <mneme/core/plugin_registry.h>
 #include "counting_storage.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "temp_store.h"
 
 #include <QRandomGenerator>

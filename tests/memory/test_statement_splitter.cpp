@@ -1,6 +1,6 @@
 // The offline statement splitter behind Memory::extractMemories().
 
-#include "memory/statement_splitter.h"
+#include "memory/statement_splitter_p.h"
 
 #include <QtTest>
 

@@ -1,6 +1,6 @@
 // Time expressions read offline for deep recall: TimeExpression::parse and parseIso.
 
-#include "memory/time_expression.h"
+#include "memory/time_expression_p.h"
 
 #include <QtTest>
 

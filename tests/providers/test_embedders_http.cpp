@@ -3,11 +3,11 @@
 // request each sends, its reply shapes, batching, blank texts, dimensions, errors and secrets; and a
 // Memory whose remember() and recall() embed through the openai plugin.
 
-#include "core/embedder.h"
-#include "core/error.h"
-#include "core/json.h"
-#include "core/plugin_registry.h"
-#include "memory/memory.h"
+#include <mneme/core/embedder.h>
+#include <mneme/core/error.h>
+#include <mneme/core/json.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/memory/memory.h>
 #include "log_capture.h"
 #include "scripted_http_server.h"
 #include "temp_store.h"
@@ -230,7 +230,7 @@ const std::map<QString, ProviderCase> &providerCases()
         ProviderCase ollama;
         ollama.key = QStringLiteral("ollama");
         ollama.secret = testSecrets()[2];
-        // As the seed writes it: the endpoint's URL, not the server's.
+        // As CrewAI's documentation writes it: the endpoint's URL, not the server's.
         ollama.config = [](const QString &server) {
             return Json{{"url", (server + QStringLiteral("/api/embeddings")).toStdString()},
                         {"model_name", "mxbai-embed-large"}};
@@ -924,7 +924,7 @@ private Q_SLOTS:
         QCOMPARE(server.requests().front().header(c.authHeader), c.authValue);
     }
 
-    // The seed's configuration dictionaries, exactly as written, build embedders (no request).
+    // CrewAI's embedder configuration dictionaries, exactly as written, build embedders (no request).
     void seedConfigs_data()
     {
         QTest::addColumn<QString>("key");

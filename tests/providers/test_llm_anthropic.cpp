@@ -6,12 +6,12 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
-#include "core/error.h"
-#include "core/json.h"
-#include "core/json_reply.h"
-#include "core/llm_provider.h"
-#include "core/plugin_registry.h"
-#include "core/provider_settings.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json.h>
+#include <mneme/core/json_reply.h>
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
 #include "scripted_http_server.h"
 
 #include <QLoggingCategory>

@@ -8,8 +8,8 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "scripted_http_server.h"
 
 #include <QLoggingCategory>

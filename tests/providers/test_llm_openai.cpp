@@ -5,9 +5,9 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/provider_settings.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
 #include "scripted_http_server.h"
 
 #include <QElapsedTimer>

@@ -1,7 +1,7 @@
 // The replay LLM plugin: recording through another provider, replaying by request, and its errors.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "temp_store.h"
 
 #include <QFile>

@@ -1,10 +1,10 @@
 // How a configuration names a provider (model strings, {"provider", "config"}), the settings every
 // provider shares (aliases, environment variables, refusals), and Memory's lazily built LLM.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/provider_settings.h"
-#include "memory/memory.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
+#include <mneme/memory/memory.h>
 #include "temp_store.h"
 
 #include <QtTest>

@@ -3,8 +3,8 @@
 // Helpers shared by the crew tests: an event recorder, waiting on a future while the event loop
 // runs, and the shape checks of an event stream.
 
-#include "core/error.h"
-#include "runtime/event_bus.h"
+#include <mneme/core/error.h>
+#include <mneme/runtime/event_bus.h>
 #include "scripted_llm.h"
 
 #include <QCoreApplication>

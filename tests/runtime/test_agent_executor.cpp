@@ -4,9 +4,9 @@
 // `openai` plugin talking to a scripted server on loopback; for the ReAct path it is wrapped so it
 // reports no native tool support.
 
-#include "core/error.h"
-#include "runtime/agent_executor.h"
-#include "runtime/function_tool.h"
+#include <mneme/core/error.h>
+#include <mneme/runtime/agent_executor.h>
+#include <mneme/runtime/function_tool.h>
 #include "scripted_llm.h"
 
 #include <QPromise>

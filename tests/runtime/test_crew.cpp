@@ -5,11 +5,11 @@
 // cancellation, a timer that keeps firing during a kickoff, and the construction checks. The LLM is
 // the real `openai` plugin talking to a scripted server on loopback.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "crew_test_util.h"
-#include "runtime/crew.h"
-#include "runtime/function_tool.h"
+#include <mneme/runtime/crew.h>
+#include <mneme/runtime/function_tool.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
 

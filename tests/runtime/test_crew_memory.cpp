@@ -5,14 +5,14 @@
 // scopes, an agent's own memory, and memory failures that never fail a task. Real SQLite files, the
 // real `openai` plugin against a scripted server.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 #include "crew_test_util.h"
 #include "fake_embedder.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "memory_test_util.h"
-#include "runtime/crew.h"
-#include "runtime/memory_tools.h"
+#include <mneme/runtime/crew.h>
+#include <mneme/runtime/memory_tools.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
 

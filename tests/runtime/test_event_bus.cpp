@@ -3,12 +3,12 @@
 // republished as events, and the console trace (indentation, durations, errors, no secrets).
 
 #include "fake_embedder.h"
-#include "memory/memory.h"
+#include <mneme/memory/memory.h>
 #include "memory_test_util.h"
-#include "runtime/agent_executor.h"
-#include "runtime/console_listener.h"
-#include "runtime/event_bus.h"
-#include "runtime/function_tool.h"
+#include <mneme/runtime/agent_executor.h>
+#include <mneme/runtime/console_listener.h>
+#include <mneme/runtime/event_bus.h>
+#include <mneme/runtime/function_tool.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
 

@@ -11,8 +11,8 @@
 //                  annVector(its tag, i, 1), scope /moved), deletes those with i % 3 == 1, then adds
 //                  `count` records as the ann mode does; prints "mutated" at the end.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
 
 #include <QCoreApplication>
 #include <QHash>

@@ -1,9 +1,9 @@
 // Tests of the SQLite storage plugin, loaded through PluginRegistry, on real files.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/scope_path.h"
-#include "core/vector_math.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/scope_path.h>
+#include <mneme/core/vector_math.h>
 #include "plugins/storage/sqlite/sqlite_storage.h"
 #include "tests/support/temp_store.h"
 

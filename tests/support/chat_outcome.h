@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/error.h"
-#include "core/llm_provider.h"
+#include <mneme/core/error.h>
+#include <mneme/core/llm_provider.h>
 
 #include <QFuture>
 #include <QString>

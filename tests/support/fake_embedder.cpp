@@ -1,6 +1,6 @@
 #include "fake_embedder.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QRegularExpression>
 #include <cmath>

@@ -2,8 +2,8 @@
 
 // Small helpers shared by the memory tests.
 
-#include "core/error.h"
-#include "memory/memory_options.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory_options.h>
 
 namespace mneme::test {
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/json.h>
 
 #include <QByteArray>
 #include <QList>

@@ -1,6 +1,6 @@
 #include "scripted_llm.h"
 
-#include "core/plugin_registry.h"
+#include <mneme/core/plugin_registry.h>
 
 #include <QMutexLocker>
 

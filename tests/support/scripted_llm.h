@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/json.h"
-#include "core/llm_provider.h"
+#include <mneme/core/json.h>
+#include <mneme/core/llm_provider.h>
 #include "scripted_http_server.h"
 
 #include <QMap>

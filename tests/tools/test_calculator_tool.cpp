@@ -1,9 +1,9 @@
 // The calculator tool plugin, loaded through the PluginRegistry: expressions and their values,
 // the errors a model gets back, and the plugin's configuration.
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/tool.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/tool.h>
 
 #include <QtTest>
 

@@ -2,7 +2,7 @@
 
 #include "hash_embedder.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 #include "hash_embedder.h"
 
-#include "core/error.h"
-#include "core/stop_words.h"
+#include <mneme/core/error.h>
+#include <mneme/core/stop_words.h>
 
 #include <QChar>
 #include <QMutex>

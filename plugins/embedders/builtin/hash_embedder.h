@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/embedder.h"
+#include <mneme/core/embedder.h>
 
 #include <QString>
 #include <QStringList>

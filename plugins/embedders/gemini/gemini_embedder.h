@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/http_embedder.h"
+#include <mneme/core/http_embedder.h>
 
 #include <memory>
 

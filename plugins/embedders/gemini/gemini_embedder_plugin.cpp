@@ -2,7 +2,7 @@
 
 #include "gemini_embedder.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

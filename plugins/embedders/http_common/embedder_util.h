@@ -4,11 +4,11 @@
 // jina, huggingface). Header-only on purpose: every plugin stays a module that links mneme_core
 // and nothing else.
 
-#include "core/embedder.h"
-#include "core/error.h"
-#include "core/http_client.h"
-#include "core/json.h"
-#include "core/provider_settings.h"
+#include <mneme/core/embedder.h>
+#include <mneme/core/error.h>
+#include <mneme/core/http_client.h>
+#include <mneme/core/json.h>
+#include <mneme/core/provider_settings.h>
 
 #include <QString>
 #include <QStringList>

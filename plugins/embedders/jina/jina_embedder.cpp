@@ -2,7 +2,7 @@
 
 #include "plugins/embedders/http_common/embedder_util.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <map>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/llm_provider.h"
+#include <mneme/core/llm_provider.h>
 
 #include <QObject>
 

@@ -2,7 +2,7 @@
 
 #include "gemini_schema.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QMutexLocker>
 

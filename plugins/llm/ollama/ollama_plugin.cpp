@@ -2,7 +2,7 @@
 
 #include "ollama_provider.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

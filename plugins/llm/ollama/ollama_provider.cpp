@@ -1,6 +1,6 @@
 #include "ollama_provider.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <map>
 

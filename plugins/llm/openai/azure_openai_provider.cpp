@@ -1,6 +1,6 @@
 #include "azure_openai_provider.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QRegularExpression>
 #include <QUrlQuery>

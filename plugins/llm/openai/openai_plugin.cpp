@@ -3,7 +3,7 @@
 #include "azure_openai_provider.h"
 #include "openai_provider.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

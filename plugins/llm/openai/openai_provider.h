@@ -1,7 +1,7 @@
 #pragma once
 
-#include "core/error.h"
-#include "core/http_chat_provider.h"
+#include <mneme/core/error.h>
+#include <mneme/core/http_chat_provider.h>
 
 namespace mneme {
 

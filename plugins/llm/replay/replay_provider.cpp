@@ -1,8 +1,8 @@
 #include "replay_provider.h"
 
-#include "core/error.h"
-#include "core/plugin_registry.h"
-#include "core/provider_settings.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
 
 #include <QFile>
 #include <QMutexLocker>

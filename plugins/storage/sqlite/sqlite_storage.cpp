@@ -1,8 +1,9 @@
 #include "sqlite_storage.h"
 
-#include "core/error.h"
-#include "core/scope_path.h"
-#include "core/stop_words.h"
+#include <mneme/core/error.h>
+#include <mneme/core/version.h>
+#include <mneme/core/scope_path.h>
+#include <mneme/core/stop_words.h>
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -23,9 +24,6 @@
 #include <string_view>
 #include <thread>
 
-#ifndef MNEME_VERSION
-#define MNEME_VERSION "unknown"
-#endif
 
 namespace mneme {
 
@@ -930,7 +928,7 @@ void SqliteStorage::migrate()
             st.bindText(1, QString::number(m.version)).run(QStringLiteral("recording the schema version"));
             if (m.version == 1) {
                 Statement by(*this, "INSERT INTO meta(key, value) VALUES ('created_by', ?)");
-                by.bindText(1, QStringLiteral("mneme " MNEME_VERSION)).run(QStringLiteral("recording the creator"));
+                by.bindText(1, QStringLiteral("mneme " MNEME_VERSION_STR)).run(QStringLiteral("recording the creator"));
             }
         }
         exec(QByteArray("PRAGMA user_version = ") + QByteArray::number(kLatestSchema), QStringLiteral("recording the schema version"));

@@ -1,6 +1,6 @@
 #include "sqlite_storage_plugin.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 #include "sqlite_storage.h"
 
 namespace mneme {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/storage_backend.h"
+#include <mneme/core/storage_backend.h>
 
 #include <QObject>
 

@@ -1,7 +1,7 @@
 #include "vector_index.h"
 
-#include "core/scope_path.h"
-#include "core/vector_math.h"
+#include <mneme/core/scope_path.h>
+#include <mneme/core/vector_math.h>
 
 #include <hnswlib/hnswlib.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/record_filter.h"
+#include <mneme/core/record_filter.h>
 
 #include <QHash>
 #include <QSet>

@@ -2,7 +2,7 @@
 
 #include "calculator_tool.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

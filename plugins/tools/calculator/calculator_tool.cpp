@@ -1,6 +1,6 @@
 #include "calculator_tool.h"
 
-#include "core/error.h"
+#include <mneme/core/error.h>
 
 #include <QtMath>
 #include <cmath>

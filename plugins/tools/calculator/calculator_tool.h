@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/tool.h"
+#include <mneme/core/tool.h>
 
 namespace mneme {
 

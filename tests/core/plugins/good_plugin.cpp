@@ -1,6 +1,6 @@
 // A test embedder plugin that reports how often it was built.
-#include "core/embedder.h"
-#include "core/error.h"
+#include <mneme/core/embedder.h>
+#include <mneme/core/error.h>
 
 #include <QObject>
 

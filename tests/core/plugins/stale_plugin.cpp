@@ -1,5 +1,5 @@
 // A test plugin built against an older interface version: the registry must refuse it politely.
-#include "core/embedder.h"
+#include <mneme/core/embedder.h>
 
 #include <QObject>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/memory_record.h"
+#include <mneme/core/memory_record.h>
 
 #include <vector>
 

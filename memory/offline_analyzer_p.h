@@ -1,6 +1,6 @@
 #pragma once
 
-#include "core/json.h"
+#include <mneme/core/json.h>
 
 #include <QList>
 #include <QPair>
@@ -17,7 +17,7 @@ struct OfflineAnalysis {
 
 // The offline half of the save analysis: what an LLM would propose for a new record (importance,
 // categories, extracted metadata, scope), guessed from word cues alone. Every function is pure and
-// deterministic; the cue lists are English only. See memory/README.md, "Offline analyzer".
+// deterministic; the cue lists are English only. See docs/concepts.md, "Offline analyzer".
 class OfflineAnalyzer
 {
 public:

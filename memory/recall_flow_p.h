@@ -2,9 +2,9 @@
 
 // Private to the memory library: deep recall.
 
-#include "core/memory_record.h"
-#include "memory/memory_match.h"
-#include "memory/memory_options.h"
+#include <mneme/core/memory_record.h>
+#include <mneme/memory/memory_match.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QDateTime>
 #include <QList>

@@ -10,10 +10,10 @@
 // The readers are lenient (strings or objects, missing fields, numeric ids, Mem0's own field
 // names) and never throw: what they cannot use is dropped.
 
-#include "core/llm_provider.h"
-#include "core/memory_record.h"
-#include "core/storage_backend.h"
-#include "memory/memory_options.h"
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/core/storage_backend.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QDate>
 #include <QList>

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "core/memory_record.h"
-#include "memory/memory_config.h"
-#include "memory/memory_match.h"
+#include <mneme/core/memory_record.h>
+#include <mneme/memory/memory_config.h>
+#include <mneme/memory/memory_match.h>
 
 #include <QDateTime>
 

@@ -4,10 +4,10 @@
 // Every reader is lenient about what it can repair (missing optional fields, out-of-range numbers,
 // stray entries) and never throws: what it cannot use is dropped.
 
-#include "core/llm_provider.h"
-#include "core/memory_record.h"
-#include "core/scope_info.h"
-#include "core/storage_backend.h"
+#include <mneme/core/llm_provider.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/core/scope_info.h>
+#include <mneme/core/storage_backend.h>
 
 #include <QDateTime>
 #include <QList>

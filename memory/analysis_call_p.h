@@ -2,7 +2,7 @@
 
 // Private to the memory library: one LLM request made by memory analysis, with its events.
 
-#include "core/llm_provider.h"
+#include <mneme/core/llm_provider.h>
 
 #include <QElapsedTimer>
 #include <QFuture>
