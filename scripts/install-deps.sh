@@ -13,6 +13,9 @@ packages=(
   libsqlite3-dev
   libstemmer-dev
   libhnswlib-dev
+  pkgconf
+  dpkg-dev
+  file
 )
 
 missing=()

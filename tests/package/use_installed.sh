@@ -27,7 +27,10 @@ for p in $plugins; do
 done
 
 echo "== find_package(Mneme): configure, build, run the quick start"
-cmake -S "$work/consumer" -B "$work/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" \
+# A system install (/usr, from the Debian packages) is found without any path.
+prefix_path=()
+[ "$prefix" = /usr ] || prefix_path=(-DCMAKE_PREFIX_PATH="$prefix")
+cmake -S "$work/consumer" -B "$work/consumer-build" "${prefix_path[@]}" \
       -DMNEME_INCLUDE_ROOT="$include_root" > "$work/consumer-configure.log" 2>&1 \
   || { cat "$work/consumer-configure.log" >&2; fail "configuring the consumer failed"; }
 cmake --build "$work/consumer-build" -j 2 > "$work/consumer-build.log" 2>&1 \
@@ -39,7 +42,7 @@ grep -q '\] We decided to use PostgreSQL' "$work/hello-cmake.out" \
   || { cat "$work/hello-cmake.out" >&2; fail "the quick start printed something else"; }
 
 echo "== pkg-config: build and run the quick start"
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+[ "$prefix" = /usr ] || export PKG_CONFIG_PATH=$libdir/pkgconfig
 pkg-config --exists --print-errors mneme mneme-memory || fail "pkg-config does not find mneme"
 [ "$(pkg-config --modversion mneme)" = 0.2.0 ] || fail "pkg-config's version is $(pkg-config --modversion mneme)"
 # shellcheck disable=SC2046
