@@ -8,6 +8,35 @@ set(MNEME_INCLUDE_BUILD_DIR ${PROJECT_BINARY_DIR}/include)
 set(MNEME_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Mneme)
 set(MNEME_PKGCONFIG_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
+# The headers nearly every translation unit of the project parses, precompiled
+# (MNEME_PRECOMPILE_HEADERS=OFF turns it off).
+set(MNEME_PCH_HEADERS
+  <QDateTime> <QFuture> <QHash> <QList> <QMutex> <QObject> <QSet> <QString> <QStringList>
+  <algorithm> <functional> <map> <memory> <optional> <vector>
+  <nlohmann/json.hpp>)
+
+# mneme_precompile_headers(<target> [headers...]): MNEME_PCH_HEADERS and the given ones, precompiled
+# for this target alone.
+function(mneme_precompile_headers target)
+  if(MNEME_PRECOMPILE_HEADERS)
+    target_precompile_headers(${target} PRIVATE ${MNEME_PCH_HEADERS} ${ARGN})
+  endif()
+endfunction()
+
+# One precompiled header for the libraries and plugins, which share their compiler flags
+# (position-independent, hidden visibility): mneme_reuse_pch(<target>) makes <target> use it.
+if(MNEME_PRECOMPILE_HEADERS)
+  add_library(mneme_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/pch.cpp)
+  target_link_libraries(mneme_pch PRIVATE Qt6::Core Qt6::Network nlohmann_json::nlohmann_json)
+  set_target_properties(mneme_pch PROPERTIES CXX_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
+  mneme_precompile_headers(mneme_pch)
+endif()
+function(mneme_reuse_pch target)
+  if(MNEME_PRECOMPILE_HEADERS)
+    target_precompile_headers(${target} REUSE_FROM mneme_pch)
+  endif()
+endfunction()
+
 # mneme_add_library(<target> <Component> LAYER <folder> HEADERS <public headers> SOURCES <sources>
 #                   [PUBLIC_LIBS ...] [PRIVATE_LIBS ...] [PKG_REQUIRES ...])
 #
@@ -39,6 +68,7 @@ function(mneme_add_library target component)
            $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>
     PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(${target} PUBLIC ${L_PUBLIC_LIBS} PRIVATE ${L_PRIVATE_LIBS})
+  mneme_reuse_pch(${target})
   # Only namespace mneme leaves the library: not the Qt and standard templates instantiated in it.
   target_link_options(${target} PRIVATE "LINKER:--version-script=${PROJECT_SOURCE_DIR}/cmake/mneme.map")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/mneme.map)
@@ -100,6 +130,7 @@ function(mneme_add_plugin target)
   add_library(${target} MODULE ${P_SOURCES})
   set_property(GLOBAL APPEND PROPERTY MNEME_PLUGIN_TARGETS ${target})
   target_link_libraries(${target} PRIVATE Mneme::Core ${P_LIBS})
+  mneme_reuse_pch(${target})
   target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
   set_target_properties(${target} PROPERTIES
     LIBRARY_OUTPUT_DIRECTORY ${MNEME_PLUGIN_BUILD_DIR}

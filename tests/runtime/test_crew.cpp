@@ -912,8 +912,10 @@ private Q_SLOTS:
         boss.maxRetryLimit = 0;
         auto manager = agent(QStringLiteral("Boss"), boss);
         auto digger = agent(QStringLiteral("Digger"));
-        CrewConfig c = crewOf({digger}, {std::make_shared<Task>(TaskConfig{.description = QStringLiteral("Find it."),
-                                                                           .expectedOutput = QStringLiteral("It.")})});
+        TaskConfig find;
+        find.description = QStringLiteral("Find it.");
+        find.expectedOutput = QStringLiteral("It.");
+        CrewConfig c = crewOf({digger}, {std::make_shared<Task>(find)});
         c.process = Process::Hierarchical;
         c.managerAgent = manager;
         Crew crew(c);

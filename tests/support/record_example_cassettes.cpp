@@ -172,7 +172,7 @@ int main(int argc, char **argv)
     const Json recorded = model.config(Json{{"model", "scripted-model"}});
 
     int failures = 0;
-    for (const QString example : {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory"),
+    for (const QString &example : {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory"),
                                   QStringLiteral("crew_flow")}) {
         const QString cassette = QDir(args[2]).filePath(example + QLatin1Char('/') + example + QStringLiteral(".jsonl"));
         QFile::remove(cassette);    // recording appends
