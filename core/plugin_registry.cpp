@@ -61,8 +61,11 @@ QStringList PluginRegistry::defaultSearchPaths()
     // Beside the library: <libdir>/mneme/plugins in an install, build/lib/mneme/plugins in a build.
     if (const QString folder = coreLibraryFolder(); !folder.isEmpty())
         paths << folder + QStringLiteral("/mneme/plugins");
-    for (const QString &qtPath : QCoreApplication::libraryPaths())
-        paths << qtPath + QStringLiteral("/mneme");
+    // Qt's plugin folder and the program's folder: a mneme/ folder there holds plugins, when it exists.
+    for (const QString &qtPath : QCoreApplication::libraryPaths()) {
+        if (QFileInfo(qtPath + QStringLiteral("/mneme")).isDir())
+            paths << qtPath + QStringLiteral("/mneme");
+    }
     QStringList out;
     for (const QString &p : std::as_const(paths)) {
         const QString canonical = QFileInfo(p).canonicalFilePath();

@@ -23,10 +23,11 @@ namespace mneme {
 // Search order (first hit for a key wins): every folder of $MNEME_PLUGIN_PATH (':'-separated), then
 // mneme/plugins beside the libmneme_core in use (<libdir>/mneme/plugins in an install,
 // lib/mneme/plugins in a build tree; nothing else is compiled in, so an installed build never looks
-// into a build tree), then mneme/ under each of Qt's library paths. Metadata is read without loading
-// the library. A plugin that fails to load, or that was built for another interface version, is
-// reported in plugins() and in the error of the create call that needed it; it never crashes the
-// program. An unknown key is an Error(Plugin) naming the known keys and the folders searched.
+// into a build tree), then mneme/ under each of Qt's library paths where it exists. Metadata is
+// read without loading the library. A plugin that fails to load, or that was built for another
+// interface version, is reported in plugins() and in the error of the create call that needed it;
+// it never crashes the program. An unknown key is an Error(Plugin) naming the known keys and the
+// folders searched.
 class MNEME_CORE_EXPORT PluginRegistry
 {
 public:

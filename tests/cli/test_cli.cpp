@@ -5,6 +5,8 @@
 #include "cli_runner.h"
 #include "temp_store.h"
 
+#include <mneme/core/version.h>
+
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
@@ -119,6 +121,8 @@ private Q_SLOTS:
     void cleanup();
 
     void help();
+    void version_data();
+    void version();
     void rememberAndGet();
     void globalOptionsBeforeAndAfterCommand();
     void defaultStorageLocation();
@@ -243,6 +247,31 @@ void TestCli::help()
 
     const Run unknownTopic = run({QStringLiteral("help"), QStringLiteral("frobnicate")});
     EXPECT_FAILURE(unknownTopic, 2);
+}
+
+void TestCli::version_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<bool>("json");
+    QTest::newRow("alone") << QStringList{QStringLiteral("--version")} << false;
+    QTest::newRow("json") << QStringList{QStringLiteral("--json"), QStringLiteral("--version")} << true;
+    QTest::newRow("after a command") << QStringList{QStringLiteral("recall"), QStringLiteral("--version")} << false;
+    QTest::newRow("with a bad option") << QStringList{QStringLiteral("--version"), QStringLiteral("--frobnicate")} << false;
+}
+
+void TestCli::version()
+{
+    QFETCH(QStringList, args);
+    QFETCH(bool, json);
+    const Run r = run(args);
+    EXPECT_EXIT(r, 0);
+    QVERIFY(r.err.isEmpty());
+    if (json)
+        QVERIFY2(r.json() == Json({{"version", MNEME_VERSION_STR}}), r.out.constData());
+    else
+        QCOMPARE(r.out, QByteArray("mneme " MNEME_VERSION_STR "\n"));
+    // Nothing else is done: no store is created.
+    QVERIFY(!QFileInfo::exists(m_store->dir() + QStringLiteral("/.mneme")));
 }
 
 void TestCli::rememberAndGet()

@@ -136,6 +136,35 @@ private Q_SLOTS:
         qunsetenv("MNEME_PLUGIN_PATH");
     }
 
+    // Without MNEME_PLUGIN_PATH: the folder beside the libmneme_core this test runs with (the build
+    // tree's here, as an install's would be beside the installed library), then only mneme/ folders
+    // under Qt's library paths. No path is compiled in.
+    void defaultPathsStartBesideTheLibrary()
+    {
+        qunsetenv("MNEME_PLUGIN_PATH");
+        const QStringList paths = PluginRegistry::defaultSearchPaths();
+        QVERIFY(!paths.isEmpty());
+        QCOMPARE(paths.first(), QFileInfo(QStringLiteral(MNEME_PLUGIN_BUILD_DIR)).canonicalFilePath());
+        QStringList underQt;
+        for (const QString &qtPath : QCoreApplication::libraryPaths())
+            underQt << QFileInfo(qtPath + QStringLiteral("/mneme")).canonicalFilePath();
+        for (const QString &path : paths.mid(1))
+            QVERIFY2(underQt.contains(path), qPrintable(path));
+    }
+
+    void unknownKeyNamesTheFoldersSearched()
+    {
+        PluginRegistry registry({QStringLiteral("/nonexistent/one"), QStringLiteral("/nonexistent/two")});
+        try {
+            registry.createEmbedder(QStringLiteral("nothing"));
+            QFAIL("an unknown key was accepted");
+        } catch (const Error &e) {
+            QCOMPARE(e.kind(), ErrorKind::Plugin);
+            QVERIFY2(e.message().contains(QLatin1String("/nonexistent/one, /nonexistent/two")), qPrintable(e.message()));
+            QVERIFY2(e.message().contains(QLatin1String("MNEME_PLUGIN_PATH")), qPrintable(e.message()));
+        }
+    }
+
     void kindNamesAndIids()
     {
         QCOMPARE(PluginRegistry::kindName(PluginRegistry::Kind::Llm), QStringLiteral("llm"));
