@@ -14,9 +14,9 @@
 //   mneme-bench --queries 500 --dimension 384 --dir /tmp/bench
 //   mneme-bench --keyword-weight 0   # recall without the keyword (FTS5) search: vectors only
 
+#include "plugins/storage/sqlite/sqlite_storage.h"
 #include <mneme/core/plugin_registry.h>
 #include <mneme/memory/memory.h>
-#include "plugins/storage/sqlite/sqlite_storage.h"
 
 #include <QCoreApplication>
 #include <QDir>

@@ -72,7 +72,9 @@ public:
                 throw Error(ErrorKind::Embedder,
                             QStringLiteral("The custom embedder \"%1\" returned a vector of %2 dimensions where %3 "
                                            "were expected; every vector must have the same length.")
-                                .arg(m_name).arg(vectors[i].size()).arg(d));
+                                .arg(m_name)
+                                .arg(vectors[i].size())
+                                .arg(d));
             out[slots[i]] = std::move(vectors[i]);
         }
         return out;
@@ -92,7 +94,9 @@ private:
         if (vectors.size() != size_t(texts.size()))
             throw Error(ErrorKind::Embedder,
                         QStringLiteral("The custom embedder \"%1\" returned %2 vectors for %3 texts; it must return one per text.")
-                            .arg(m_name).arg(vectors.size()).arg(texts.size()));
+                            .arg(m_name)
+                            .arg(vectors.size())
+                            .arg(texts.size()));
         for (const Embedding &v : vectors) {
             if (v.empty())
                 throw Error(ErrorKind::Embedder, QStringLiteral("The custom embedder \"%1\" returned an empty vector.").arg(m_name));
@@ -129,7 +133,8 @@ std::unique_ptr<Embedder> CustomEmbedderFactory::createEmbedder(const QString &,
         if (it.key() != "embedding_callable" && it.key() != "name")
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("The custom embedder's config key \"%1\" is not known; it takes \"embedding_callable\" "
-                                       "(the name given to registerEmbeddingCallable).").arg(QString::fromStdString(it.key())));
+                                       "(the name given to registerEmbeddingCallable).")
+                            .arg(QString::fromStdString(it.key())));
         if (!it.value().is_string())
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("The custom embedder's \"%1\" must be a string.").arg(QString::fromStdString(it.key())));

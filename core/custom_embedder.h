@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/core/export.h>
 #include <mneme/core/embedder.h>
+#include <mneme/core/export.h>
 
 #include <QString>
 #include <functional>

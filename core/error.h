@@ -11,27 +11,27 @@ namespace mneme {
 // What kind of failure an Error reports. The CLI maps kinds to exit codes
 // (InvalidArgument and NotFound -> 2, PermissionDenied and ReadOnlyStore -> 3, everything else -> 1).
 enum class ErrorKind {
-    InvalidArgument,    // bad input from the caller: scope path, importance, empty content, config
-    NotFound,           // an id or a key that does not exist
-    PermissionDenied,   // a read-only view, a private record without a source
-    EmbedderMismatch,   // the store was written with another embedder id or dimension
-    SchemaTooNew,       // the database was written by a newer Mneme
-    Corrupt,            // the file is not a Mneme database or is damaged
-    ReadOnlyStore,      // the file cannot be written
-    Storage,            // any other storage failure
-    Embedder,           // the embedder failed
-    Plugin,             // a plugin could not be found, loaded or created
-    Provider,           // a provider failed in a way none of the kinds below describes
-    Authentication,     // the provider refused the credentials (HTTP 401/403), or none are configured
-    RateLimited,        // HTTP 429 after every retry
-    ContextLength,      // the request does not fit the model's context window
-    BadRequest,         // the provider rejected the request (HTTP 4xx)
-    ServerError,        // HTTP 5xx after every retry
-    Network,            // connection refused, reset, dropped mid-stream, host not found
-    Timeout,            // no answer within the timeout
-    MalformedReply,     // the reply is not what the protocol promises (bad JSON, an HTML page, no JSON object)
+    InvalidArgument,  // bad input from the caller: scope path, importance, empty content, config
+    NotFound,         // an id or a key that does not exist
+    PermissionDenied, // a read-only view, a private record without a source
+    EmbedderMismatch, // the store was written with another embedder id or dimension
+    SchemaTooNew,     // the database was written by a newer Mneme
+    Corrupt,          // the file is not a Mneme database or is damaged
+    ReadOnlyStore,    // the file cannot be written
+    Storage,          // any other storage failure
+    Embedder,         // the embedder failed
+    Plugin,           // a plugin could not be found, loaded or created
+    Provider,         // a provider failed in a way none of the kinds below describes
+    Authentication,   // the provider refused the credentials (HTTP 401/403), or none are configured
+    RateLimited,      // HTTP 429 after every retry
+    ContextLength,    // the request does not fit the model's context window
+    BadRequest,       // the provider rejected the request (HTTP 4xx)
+    ServerError,      // HTTP 5xx after every retry
+    Network,          // connection refused, reset, dropped mid-stream, host not found
+    Timeout,          // no answer within the timeout
+    MalformedReply,   // the reply is not what the protocol promises (bad JSON, an HTML page, no JSON object)
     Cancelled,
-    GuardrailFailed,    // a task's output still failed a guardrail (or its output schema) after every retry
+    GuardrailFailed, // a task's output still failed a guardrail (or its output schema) after every retry
     Internal,
 };
 

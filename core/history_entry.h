@@ -13,9 +13,13 @@ namespace mneme {
 // no old record, a DELETE no new one).
 struct MNEME_CORE_EXPORT HistoryEntry
 {
-    enum class Event { Add, Update, Delete };
+    enum class Event {
+        Add,
+        Update,
+        Delete
+    };
 
-    qint64 seq = 0;             // increasing per store
+    qint64 seq = 0; // increasing per store
     QString recordId;
     Event event = Event::Add;
     QString oldContent;
@@ -24,7 +28,7 @@ struct MNEME_CORE_EXPORT HistoryEntry
     Json newRecord;
     QDateTime at;
 
-    static QString eventName(Event e);     // "ADD", "UPDATE", "DELETE"
+    static QString eventName(Event e); // "ADD", "UPDATE", "DELETE"
     static Event eventFromName(const QString &name);
 };
 

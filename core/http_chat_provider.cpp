@@ -38,10 +38,7 @@ void addSystemText(ChatRequest &request, const QString &text)
 } // namespace
 
 HttpChatProvider::HttpChatProvider(ProviderSettings settings, ProviderDefaults defaults, QObject *parent)
-    : LlmProvider(parent)
-    , m_settings(std::move(settings))
-    , m_defaults(std::move(defaults))
-    , m_client(std::make_unique<HttpClient>(m_settings.http))
+    : LlmProvider(parent), m_settings(std::move(settings)), m_defaults(std::move(defaults)), m_client(std::make_unique<HttpClient>(m_settings.http))
 {
 }
 
@@ -104,7 +101,8 @@ QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
     if (!request.tools.empty() && !supportsFunctionCalling())
         return failedFuture<ChatResponse>(Error(ErrorKind::InvalidArgument,
                                                 QStringLiteral("%1 does not support native tool calling; use a text "
-                                                               "protocol for tools with this model.").arg(id())));
+                                                               "protocol for tools with this model.")
+                                                    .arg(id())));
     try {
         m_settings.requireApiKey(m_defaults);
     } catch (const Error &e) {
@@ -179,7 +177,8 @@ QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
                 if (!still.isEmpty())
                     throw Error(ErrorKind::MalformedReply,
                                 QStringLiteral("%1: the reply does not follow the requested JSON schema, even after "
-                                               "one correction: %2").arg(what, still.join(QStringLiteral("; "))));
+                                               "one correction: %2")
+                                    .arg(what, still.join(QStringLiteral("; "))));
                 return second;
             });
         });
@@ -288,7 +287,7 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
         StreamState state;
         SseParser sse;
         NdjsonParser ndjson;
-        QByteArray raw;         // the bytes received while no event was recognised
+        QByteArray raw; // the bytes received while no event was recognised
         bool sawEvent = false;
     };
     auto stream = std::make_shared<Stream>();
@@ -339,15 +338,15 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
     HttpRequest request = http;
     return client
         .send(std::move(request),
-               [stream, format, process](const QByteArray &chunk) {
-                   if (!stream->sawEvent && stream->raw.size() < (8 << 20))
-                       stream->raw += chunk;
-                   if (format == StreamFormat::ServerSentEvents)
-                       stream->sse.feed(chunk);
-                   else
-                       stream->ndjson.feed(chunk);
-                   process(false);
-               })
+              [stream, format, process](const QByteArray &chunk) {
+                  if (!stream->sawEvent && stream->raw.size() < (8 << 20))
+                      stream->raw += chunk;
+                  if (format == StreamFormat::ServerSentEvents)
+                      stream->sse.feed(chunk);
+                  else
+                      stream->ndjson.feed(chunk);
+                  process(false);
+              })
         .then(QtFuture::Launch::Sync, [this, stream, process, what](const HttpResponse &) {
             process(true);
             if (!stream->sawEvent && !stream->raw.trimmed().isEmpty()) {
@@ -359,7 +358,8 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
             if (!stream->state.done)
                 throw Error(ErrorKind::Network,
                             QStringLiteral("%1: the reply stream ended before the provider said it was complete; the "
-                                           "connection was probably cut. Retry the request.").arg(what));
+                                           "connection was probably cut. Retry the request.")
+                                .arg(what));
             ChatResponse out = stream->state.response;
             for (const auto &[index, call] : stream->state.calls)
                 out.toolCalls.push_back(ToolCall{call.id.isEmpty() ? newCallId() : call.id, call.name, parseArguments(call.arguments)});

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/core/export.h>
 #include <mneme/core/error.h>
+#include <mneme/core/export.h>
 #include <mneme/core/http_client.h>
 #include <mneme/core/llm_provider.h>
 #include <mneme/core/provider_settings.h>
@@ -30,13 +30,16 @@ public:
     HttpChatProvider(ProviderSettings settings, ProviderDefaults defaults, QObject *parent = nullptr);
     ~HttpChatProvider() override;
 
-    QString id() const override;    // "<provider>/<model>"
+    QString id() const override; // "<provider>/<model>"
     QFuture<ChatResponse> chat(const ChatRequest &request) final;
 
     const ProviderSettings &settings() const { return m_settings; }
 
 protected:
-    enum class StreamFormat { ServerSentEvents, NdJson };
+    enum class StreamFormat {
+        ServerSentEvents,
+        NdJson
+    };
 
     // What is being assembled while a reply streams in.
     struct StreamState
@@ -46,12 +49,12 @@ protected:
         {
             QString id, name, arguments;
         };
-        std::map<int, PartialCall> calls;   // by the provider's index
+        std::map<int, PartialCall> calls; // by the provider's index
         // The provider said the reply is complete ("[DONE]" is recognised here; a subclass sets it on its
         // own end marker). A stream that ends without it fails with Error(Network): it was cut.
         bool done = false;
-        bool committed = false;             // a delta was emitted: the reply can no longer be retried
-        std::function<void(const QString &)> onTextDelta;  // the request's own sink, if any
+        bool committed = false;                           // a delta was emitted: the reply can no longer be retried
+        std::function<void(const QString &)> onTextDelta; // the request's own sink, if any
     };
 
     // The request for `request` (with the settings' temperature / max tokens already applied when the
@@ -79,10 +82,10 @@ protected:
                         const QString &argumentsDelta);
 
     // Helpers for the wire formats.
-    static QString finishReason(const QString &providerReason);  // maps provider words onto ChatResponse's
-    static Json parseArguments(const QString &text);             // {"_raw": text} when not JSON
-    static QString newCallId();                                   // "call_<random>"
-    QString context() const;                                      // "<provider> chat (<model>)" for errors
+    static QString finishReason(const QString &providerReason); // maps provider words onto ChatResponse's
+    static Json parseArguments(const QString &text);            // {"_raw": text} when not JSON
+    static QString newCallId();                                 // "call_<random>"
+    QString context() const;                                    // "<provider> chat (<model>)" for errors
 
 
 private:
@@ -97,7 +100,7 @@ private:
 
     ProviderSettings m_settings;
     ProviderDefaults m_defaults;
-    HttpClient *currentClient() const;  // null after shutdown()
+    HttpClient *currentClient() const; // null after shutdown()
 
     mutable QMutex m_clientMutex;
     std::unique_ptr<HttpClient> m_client;

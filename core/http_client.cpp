@@ -71,7 +71,8 @@ QNetworkProxy proxyFromText(const QString &text)
     if (!url.isValid() || url.host().isEmpty())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The proxy \"%1\" is not a URL; write it as http://host:port or "
-                                   "socks5://host:port.").arg(url.toString(QUrl::RemoveUserInfo)));
+                                   "socks5://host:port.")
+                        .arg(url.toString(QUrl::RemoveUserInfo)));
     const bool socks = url.scheme().startsWith(QLatin1String("socks"));
     return QNetworkProxy(socks ? QNetworkProxy::Socks5Proxy : QNetworkProxy::HttpProxy, url.host(),
                          quint16(url.port(socks ? 1080 : 8080)), url.userName(), url.password());
@@ -215,13 +216,13 @@ public:
         HttpRequest request;
         ChunkHandler onChunk;
         QPromise<HttpResponse> promise;
-        int attempt = 0;                // attempts started
+        int attempt = 0; // attempts started
         QPointer<QNetworkReply> reply;
         QTimer *timer = nullptr;
-        QTimer *wait = nullptr;         // backoff or rate-limit wait
+        QTimer *wait = nullptr; // backoff or rate-limit wait
         QByteArray body;
         qint64 received = 0;
-        bool streamed = false;          // a chunk reached the handler
+        bool streamed = false; // a chunk reached the handler
         bool timedOut = false;
         bool tooLarge = false;
         bool cancelled = false;
@@ -457,7 +458,9 @@ private:
         if (job->tooLarge) {
             fail(job, Error(ErrorKind::MalformedReply,
                             QStringLiteral("%1 failed: the reply from %2 is larger than %3 MiB; it was cut off.")
-                                .arg(what, where).arg(m_policy.maxResponseBytes >> 20), status));
+                                .arg(what, where)
+                                .arg(m_policy.maxResponseBytes >> 20),
+                            status));
             return;
         }
         if (job->timedOut) {
@@ -466,7 +469,8 @@ private:
             fail(job, Error(ErrorKind::Timeout,
                             QStringLiteral("%1 timed out: %2; raise \"timeout\" (seconds) in the provider's config "
                                            "if the model needs longer.")
-                                .arg(what, how.arg(where).arg(m_policy.timeoutMs / 1000.0)), status));
+                                .arg(what, how.arg(where).arg(m_policy.timeoutMs / 1000.0)),
+                            status));
             return;
         }
 
@@ -478,7 +482,10 @@ private:
                 fail(job, Error(ErrorKind::Network,
                                 QStringLiteral("%1 failed: the connection to %2 was dropped in the middle of the "
                                                "reply stream after %3 bytes (%4).")
-                                    .arg(what, where).arg(job->received).arg(reply->errorString()), status));
+                                    .arg(what, where)
+                                    .arg(job->received)
+                                    .arg(reply->errorString()),
+                                status));
                 return;
             }
             if (retriesLeft && retryableNetworkError(error)) {
@@ -536,8 +543,8 @@ private:
             const qint64 after = requestedWaitMs(response);
             advice = permanentRateLimit(body) ? QStringLiteral(" The account's quota is used up; check its plan and billing.")
                    : after > m_policy.maxRetryAfterMs
-                ? QStringLiteral(" The server asks to wait %1 s; retry later.").arg(after / 1000)
-                : QStringLiteral(" Lower max_rpm or retry later.");
+                       ? QStringLiteral(" The server asks to wait %1 s; retry later.").arg(after / 1000)
+                       : QStringLiteral(" Lower max_rpm or retry later.");
         } else if (status == 408) {
             kind = ErrorKind::Timeout;
             advice = QStringLiteral(" The server gave up waiting; retry later.");
@@ -552,7 +559,9 @@ private:
         }
         return Error(kind,
                      QStringLiteral("%1 failed: %2 answered HTTP %3%4: %5.%6")
-                         .arg(what, where).arg(status).arg(attempts, message, advice),
+                         .arg(what, where)
+                         .arg(status)
+                         .arg(attempts, message, advice),
                      status);
     }
 
@@ -658,7 +667,8 @@ HttpClient::~HttpClient()
         worker->close();
         worker->deleteLater();
     } else
-        QMetaObject::invokeMethod(worker, [worker] { delete worker; }, Qt::BlockingQueuedConnection);
+        QMetaObject::invokeMethod(
+            worker, [worker] { delete worker; }, Qt::BlockingQueuedConnection);
 }
 
 bool HttpClient::isNetworkThread()
@@ -679,7 +689,8 @@ QFuture<HttpResponse> HttpClient::send(HttpRequest request, ChunkHandler onChunk
     job->promise.start();
     QFuture<HttpResponse> future = job->promise.future();
     Worker *worker = m_worker;
-    QMetaObject::invokeMethod(worker, [worker, job] { worker->submit(job); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker, job] { worker->submit(job); }, Qt::QueuedConnection);
     return future;
 }
 
@@ -705,14 +716,16 @@ QFuture<void> HttpClient::after(int ms)
     promise->start();
     QFuture<void> future = promise->future();
     Worker *worker = m_worker;
-    QMetaObject::invokeMethod(worker, [worker, promise, ms] { worker->wait(promise, ms); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker, promise, ms] { worker->wait(promise, ms); }, Qt::QueuedConnection);
     return future;
 }
 
 void HttpClient::cancelAll()
 {
     Worker *worker = m_worker;
-    QMetaObject::invokeMethod(worker, [worker] { worker->cancelAll(); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        worker, [worker] { worker->cancelAll(); }, Qt::QueuedConnection);
 }
 
 QString HttpClient::redact(QString text, const QStringList &secrets)
@@ -748,7 +761,8 @@ QString HttpClient::providerMessage(const QByteArray &body)
             if (e.is_object()) {
                 QString m = e.contains("message") ? text(e["message"]) : QString();
                 const QString code = e.contains("code") && e["code"].is_string() ? text(e["code"])
-                                   : e.contains("type") && e["type"].is_string() ? text(e["type"]) : QString();
+                                   : e.contains("type") && e["type"].is_string() ? text(e["type"])
+                                                                                 : QString();
                 if (m.isEmpty())
                     m = QString::fromStdString(e.dump());
                 return code.isEmpty() || m.contains(code) ? m : QStringLiteral("%1 (%2)").arg(m, code);

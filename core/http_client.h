@@ -21,7 +21,7 @@ struct MNEME_CORE_EXPORT HttpRequest
 {
     QByteArray method = "POST";
     QUrl url;
-    HttpHeaders headers;        // Content-Type defaults to application/json when a body is given
+    HttpHeaders headers; // Content-Type defaults to application/json when a body is given
     QByteArray body;
     // Names the call in errors and logs ("openai chat", "ollama embed"). The URL's query never appears.
     QString what;
@@ -33,8 +33,8 @@ struct MNEME_CORE_EXPORT HttpResponse
 {
     int status = 0;
     HttpHeaders headers;
-    QByteArray body;            // empty when the body was streamed to the chunk handler
-    int attempts = 1;           // 1 + the retries it took
+    QByteArray body;  // empty when the body was streamed to the chunk handler
+    int attempts = 1; // 1 + the retries it took
 
     // The first header of that name, compared case-insensitively; empty when absent.
     QByteArray header(const QByteArray &name) const;
@@ -43,16 +43,16 @@ struct MNEME_CORE_EXPORT HttpResponse
 // How one client talks to one provider. The provider's settings fill it (see ProviderSettings).
 struct MNEME_CORE_EXPORT HttpPolicy
 {
-    int timeoutMs = 120000;         // a whole attempt; while streaming, the longest silence between chunks
-    int maxRetries = 3;             // retries after the first attempt, on 429, 5xx and dropped connections
-    int maxRpm = 0;                 // requests started per rolling minute; 0: no limit
-    int backoffBaseMs = 500;        // first retry waits about this long, doubling each time, with jitter
+    int timeoutMs = 120000;  // a whole attempt; while streaming, the longest silence between chunks
+    int maxRetries = 3;      // retries after the first attempt, on 429, 5xx and dropped connections
+    int maxRpm = 0;          // requests started per rolling minute; 0: no limit
+    int backoffBaseMs = 500; // first retry waits about this long, doubling each time, with jitter
     int backoffMaxMs = 20000;
-    int maxRetryAfterMs = 60000;    // a longer Retry-After gives up at once with a RateLimited error
+    int maxRetryAfterMs = 60000; // a longer Retry-After gives up at once with a RateLimited error
     qint64 maxResponseBytes = qint64(64) << 20;
-    QString proxy;                  // "http://host:port" or "socks5://host:port"; empty: HTTPS_PROXY /
-                                    // HTTP_PROXY from the environment (NO_PROXY and loopback honoured)
-    QStringList secrets;            // replaced by "[redacted]" in every error text this client produces
+    QString proxy;       // "http://host:port" or "socks5://host:port"; empty: HTTPS_PROXY /
+                         // HTTP_PROXY from the environment (NO_PROXY and loopback honoured)
+    QStringList secrets; // replaced by "[redacted]" in every error text this client produces
 };
 
 // The HTTP layer every provider shares. Requests run on one process-wide network thread with an
@@ -103,7 +103,7 @@ public:
 
 private:
     HttpPolicy m_policy;
-    Worker *m_worker;   // lives on the network thread; deleted there
+    Worker *m_worker; // lives on the network thread; deleted there
 };
 
 } // namespace mneme

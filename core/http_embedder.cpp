@@ -50,10 +50,7 @@ int knownEmbeddingDimension(const QString &modelIn)
 }
 
 HttpEmbedder::HttpEmbedder(ProviderSettings settings, ProviderDefaults defaults, int maxBatch)
-    : m_settings(std::move(settings))
-    , m_defaults(std::move(defaults))
-    , m_maxBatch(qMax(1, maxBatch))
-    , m_client(std::make_unique<HttpClient>(m_settings.http))
+    : m_settings(std::move(settings)), m_defaults(std::move(defaults)), m_maxBatch(qMax(1, maxBatch)), m_client(std::make_unique<HttpClient>(m_settings.http))
 {
     if (m_settings.model.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
@@ -140,7 +137,8 @@ std::vector<Embedding> HttpEmbedder::embedBatch(const QStringList &texts)
         throw Error(ErrorKind::Internal,
                     QStringLiteral("%1 was called on the network thread (from a continuation of a provider's future), where "
                                    "waiting for the reply would wait forever; attach the continuation with a context object "
-                                   "or QtFuture::Launch::Async.").arg(context()));
+                                   "or QtFuture::Launch::Async.")
+                        .arg(context()));
     m_settings.requireApiKey(m_defaults);
     HttpRequest request = buildRequest(texts);
     if (request.what.isEmpty())
@@ -173,7 +171,9 @@ std::vector<Embedding> HttpEmbedder::embedBatch(const QStringList &texts)
             throw Error(ErrorKind::MalformedReply,
                         QStringLiteral("%1: a vector has %2 dimensions where %3 were expected; set \"dimensions\" in "
                                        "the embedder's config to the model's real size.")
-                            .arg(context()).arg(v.size()).arg(expected));
+                            .arg(context())
+                            .arg(v.size())
+                            .arg(expected));
     }
     m_dimension = expected;
     return vectors;

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/core/export.h>
 #include <mneme/core/embedder.h>
+#include <mneme/core/export.h>
 #include <mneme/core/http_client.h>
 #include <mneme/core/provider_settings.h>
 
@@ -19,7 +19,7 @@ public:
     HttpEmbedder(ProviderSettings settings, ProviderDefaults defaults, int maxBatch);
     ~HttpEmbedder() override;
 
-    QString id() const override;            // "<provider>/<model>"
+    QString id() const override; // "<provider>/<model>"
     int dimension() const override;
     std::vector<Embedding> embed(const QStringList &texts) override;
 
@@ -35,7 +35,7 @@ protected:
 
     // Reads a list of float arrays ([[...], ...]) into vectors; throws Error(MalformedReply).
     std::vector<Embedding> vectors(const Json &arrays, int expected) const;
-    QString context() const;                // "<provider> embed (<model>)"
+    QString context() const; // "<provider> embed (<model>)"
 
 private:
     std::vector<Embedding> embedBatch(const QStringList &texts);

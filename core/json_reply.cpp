@@ -251,7 +251,7 @@ QString alternatives(const QStringList &items)
     if (items.size() <= 1)
         return items.value(0);
     return QStringList(items.mid(0, items.size() - 1)).join(QStringLiteral(", ")) + QStringLiteral(" or ")
-           + items.last();
+         + items.last();
 }
 
 QString childPath(const QString &path, const std::string &key)
@@ -601,7 +601,7 @@ QString instructionFor(const Json &schema)
 {
     return QStringLiteral("Reply with exactly one JSON value that follows the JSON schema below. Write the JSON "
                           "only: no prose before or after it, no explanation, no code fence.\n\nJSON schema:\n")
-           + QString::fromStdString(schema.dump(2, ' ', false, Json::error_handler_t::replace));
+         + QString::fromStdString(schema.dump(2, ' ', false, Json::error_handler_t::replace));
 }
 
 } // namespace mneme::JsonReply

@@ -18,32 +18,37 @@ namespace mneme {
 
 struct MNEME_CORE_EXPORT ToolCall
 {
-    QString id;                         // the provider's id; generated when the provider sends none
+    QString id; // the provider's id; generated when the provider sends none
     QString name;
-    Json arguments = Json::object();    // parsed; a call whose arguments were not JSON keeps {"_raw": text}
+    Json arguments = Json::object(); // parsed; a call whose arguments were not JSON keeps {"_raw": text}
 };
 
 struct MNEME_CORE_EXPORT ChatMessage
 {
-    enum class Role { System, User, Assistant, Tool };
+    enum class Role {
+        System,
+        User,
+        Assistant,
+        Tool
+    };
     Role role = Role::User;
     QString content;
-    QString toolCallId;                 // Role::Tool: the call this message answers
-    QString name;                       // Role::Tool: the tool's name
-    std::vector<ToolCall> toolCalls;    // Role::Assistant: the calls the model made
+    QString toolCallId;              // Role::Tool: the call this message answers
+    QString name;                    // Role::Tool: the tool's name
+    std::vector<ToolCall> toolCalls; // Role::Assistant: the calls the model made
 
     static ChatMessage system(const QString &text);
     static ChatMessage user(const QString &text);
     static ChatMessage assistant(const QString &text, std::vector<ToolCall> calls = {});
     static ChatMessage toolResult(const QString &callId, const QString &toolName, const QString &result);
-    static QString roleName(Role role);  // "system", "user", "assistant", "tool"
+    static QString roleName(Role role); // "system", "user", "assistant", "tool"
 };
 
 struct MNEME_CORE_EXPORT ToolSpec
 {
     QString name;
     QString description;
-    Json parameters = Json{{"type", "object"}, {"properties", Json::object()}};  // a JSON schema
+    Json parameters = Json{{"type", "object"}, {"properties", Json::object()}}; // a JSON schema
 };
 
 struct MNEME_CORE_EXPORT TokenUsage
@@ -63,20 +68,20 @@ struct MNEME_CORE_EXPORT ChatRequest
 {
     std::vector<ChatMessage> messages;
     std::vector<ToolSpec> tools;
-    QString toolChoice;                 // empty or "auto", "none", "required", or a tool's name
+    QString toolChoice; // empty or "auto", "none", "required", or a tool's name
     bool parallelToolCalls = true;
-    Json responseSchema;                // null, or a JSON schema the reply must follow
+    Json responseSchema; // null, or a JSON schema the reply must follow
     QString responseSchemaName = QStringLiteral("response");
-    std::optional<double> temperature;  // unset: the provider config's, else the provider's default
+    std::optional<double> temperature; // unset: the provider config's, else the provider's default
     std::optional<int> maxTokens;
     QStringList stop;
-    bool stream = false;                // emit textDelta / toolCallDelta while the reply arrives
+    bool stream = false; // emit textDelta / toolCallDelta while the reply arrives
     // Streaming: also called with each piece of text of this request's reply, on the thread it arrives
     // on (the network thread), so pieces stay tied to their request when several share a provider.
     // Not part of toJson().
     std::function<void(const QString &text)> onTextDelta;
 
-    Json toJson() const;                // canonical form (cassettes, logs without secrets)
+    Json toJson() const; // canonical form (cassettes, logs without secrets)
 };
 
 struct MNEME_CORE_EXPORT ChatResponse
@@ -84,9 +89,9 @@ struct MNEME_CORE_EXPORT ChatResponse
     QString text;
     std::vector<ToolCall> toolCalls;
     TokenUsage usage;
-    QString finishReason;               // normalised: "stop", "length", "tool_calls", "content_filter", or the provider's
-    QString model;                      // as the provider reported it
-    Json structured;                    // with a responseSchema: the parsed, validated value; else null
+    QString finishReason; // normalised: "stop", "length", "tool_calls", "content_filter", or the provider's
+    QString model;        // as the provider reported it
+    Json structured;      // with a responseSchema: the parsed, validated value; else null
 
     Json toJson() const;
     static ChatResponse fromJson(const Json &j);
@@ -103,10 +108,10 @@ class MNEME_CORE_EXPORT LlmProvider : public QObject
     Q_OBJECT
 public:
     enum class Capability {
-        Tools = 0x1,            // native tool calling
-        JsonSchema = 0x2,       // native structured output (otherwise an instruction and robust parsing)
+        Tools = 0x1,      // native tool calling
+        JsonSchema = 0x2, // native structured output (otherwise an instruction and robust parsing)
         Streaming = 0x4,
-        ParallelTools = 0x8,    // several tool calls in one reply
+        ParallelTools = 0x8, // several tool calls in one reply
     };
     Q_DECLARE_FLAGS(Capabilities, Capability)
 

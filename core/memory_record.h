@@ -17,19 +17,19 @@ using Embedding = std::vector<float>;
 // serialised to JSON (to_json leaves it out; from_json leaves it empty).
 struct MNEME_CORE_EXPORT MemoryRecord
 {
-    QString id;                 // UUID without braces; set by MemoryRecord::create()
+    QString id; // UUID without braces; set by MemoryRecord::create()
     QString content;
     QString scope = QStringLiteral("/");
     QStringList categories;
-    double importance = 0.5;    // 0..1
-    QString source;             // provenance; empty = none
-    bool isPrivate = false;     // visible only to recalls with the same source, or include_private
+    double importance = 0.5; // 0..1
+    QString source;          // provenance; empty = none
+    bool isPrivate = false;  // visible only to recalls with the same source, or include_private
     Json metadata = Json::object();
-    QDateTime createdAt;        // UTC
-    QDateTime updatedAt;        // UTC
-    QDateTime lastAccessed;     // UTC
+    QDateTime createdAt;    // UTC
+    QDateTime updatedAt;    // UTC
+    QDateTime lastAccessed; // UTC
     int accessCount = 0;
-    Embedding embedding;        // float32, L2-normalised by the embedders Mneme ships
+    Embedding embedding; // float32, L2-normalised by the embedders Mneme ships
     // Text keyword search also reads for this record, at a lower weight than the content
     // (keyword_context_weight): Memory::rememberConversation puts a turn's neighbouring turns here.
     // Written with the record and kept by updates of the content; like the embedding it is never

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/core/export.h>
 #include <mneme/core/embedder.h>
+#include <mneme/core/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/llm_provider.h>
 #include <mneme/core/storage_backend.h>
@@ -31,7 +31,12 @@ namespace mneme {
 class MNEME_CORE_EXPORT PluginRegistry
 {
 public:
-    enum class Kind { Embedder, Storage, Llm, Tool };
+    enum class Kind {
+        Embedder,
+        Storage,
+        Llm,
+        Tool
+    };
 
     struct PluginInfo
     {
@@ -39,9 +44,9 @@ public:
         QStringList keys;
         QString name;
         QString description;
-        QString file;           // empty for factories registered in code
+        QString file; // empty for factories registered in code
         QString iid;
-        QString problem;        // why it cannot be used (interface version, load error), or empty
+        QString problem; // why it cannot be used (interface version, load error), or empty
     };
 
     // The process-wide registry over the default search paths.
@@ -53,8 +58,8 @@ public:
     PluginRegistry &operator=(const PluginRegistry &) = delete;
 
     static QStringList defaultSearchPaths();
-    static QString kindName(Kind kind);     // "embedder", "storage", "llm", "tool"
-    static QString interfaceId(Kind kind);  // the IID a plugin of that kind must declare
+    static QString kindName(Kind kind);    // "embedder", "storage", "llm", "tool"
+    static QString interfaceId(Kind kind); // the IID a plugin of that kind must declare
 
     QStringList searchPaths() const;
     QList<PluginInfo> plugins() const;

@@ -11,10 +11,19 @@ namespace {
 const QStringList &commonKeys()
 {
     static const QStringList keys = {
-        QStringLiteral("model"), QStringLiteral("model_name"), QStringLiteral("model_id"),
-        QStringLiteral("base_url"), QStringLiteral("api_base"), QStringLiteral("url"), QStringLiteral("host"),
-        QStringLiteral("api_key"), QStringLiteral("timeout"), QStringLiteral("max_retries"),
-        QStringLiteral("max_rpm"), QStringLiteral("proxy"), QStringLiteral("temperature"),
+        QStringLiteral("model"),
+        QStringLiteral("model_name"),
+        QStringLiteral("model_id"),
+        QStringLiteral("base_url"),
+        QStringLiteral("api_base"),
+        QStringLiteral("url"),
+        QStringLiteral("host"),
+        QStringLiteral("api_key"),
+        QStringLiteral("timeout"),
+        QStringLiteral("max_retries"),
+        QStringLiteral("max_rpm"),
+        QStringLiteral("proxy"),
+        QStringLiteral("temperature"),
         QStringLiteral("max_tokens"),
     };
     return keys;

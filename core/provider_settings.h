@@ -14,17 +14,17 @@ namespace mneme {
 // What a provider plugin needs to know to read its configuration.
 struct MNEME_CORE_EXPORT ProviderDefaults
 {
-    QString provider;               // the key the user wrote: "openai", "azure", "google-generativeai", ...
-    QString defaultModel;           // empty: `model` is required
-    QString defaultBaseUrl;         // the public endpoint
-    QStringList apiKeyEnv;          // environment variables tried in order when api_key is absent
-    QStringList baseUrlEnv;         // environment variables tried in order when no base URL is given
+    QString provider;       // the key the user wrote: "openai", "azure", "google-generativeai", ...
+    QString defaultModel;   // empty: `model` is required
+    QString defaultBaseUrl; // the public endpoint
+    QStringList apiKeyEnv;  // environment variables tried in order when api_key is absent
+    QStringList baseUrlEnv; // environment variables tried in order when no base URL is given
     // An API key is needed when the base URL is the public default (a local OpenAI-compatible
     // server usually needs none).
     bool apiKeyRequired = true;
-    bool apiKeyAlwaysRequired = false;  // also with another base URL (Azure: every endpoint needs a key)
+    bool apiKeyAlwaysRequired = false; // also with another base URL (Azure: every endpoint needs a key)
     int defaultTimeoutMs = 120000;
-    QStringList extraKeys;          // the provider's own keys (deployment_id, api_version, dimensions, ...)
+    QStringList extraKeys; // the provider's own keys (deployment_id, api_version, dimensions, ...)
 };
 
 // The settings every provider shares, read from the `config` object of {"provider", "config"}.
@@ -36,14 +36,14 @@ struct MNEME_CORE_EXPORT ProviderSettings
 {
     QString provider;
     QString model;
-    QUrl baseUrl;                   // without a trailing slash
+    QUrl baseUrl; // without a trailing slash
     bool baseUrlIsDefault = true;
-    QString apiKey;                 // never logged, never in errors (HttpPolicy::secrets holds it)
-    QString apiKeySource;           // "config", the environment variable's name, or empty
+    QString apiKey;       // never logged, never in errors (HttpPolicy::secrets holds it)
+    QString apiKeySource; // "config", the environment variable's name, or empty
     HttpPolicy http;
     std::optional<double> temperature;
     std::optional<int> maxTokens;
-    Json config = Json::object();   // the whole config, for the provider's own keys
+    Json config = Json::object(); // the whole config, for the provider's own keys
 
     static ProviderSettings read(const Json &config, const ProviderDefaults &defaults);
 

@@ -13,11 +13,11 @@ namespace mneme {
 struct MNEME_CORE_EXPORT ScopeInfo
 {
     QString path = QStringLiteral("/");
-    int recordCount = 0;        // includes sub-scopes
-    QStringList categories;     // sorted union
-    QDateTime oldestRecord;     // invalid when empty
+    int recordCount = 0;    // includes sub-scopes
+    QStringList categories; // sorted union
+    QDateTime oldestRecord; // invalid when empty
     QDateTime newestRecord;
-    QStringList childScopes;    // immediate children, full paths, sorted
+    QStringList childScopes; // immediate children, full paths, sorted
 };
 
 MNEME_CORE_EXPORT void to_json(Json &j, const ScopeInfo &info);

@@ -20,15 +20,15 @@ namespace mneme {
 struct MNEME_CORE_EXPORT ScoredRecord
 {
     MemoryRecord record;
-    double score = 0;       // search: cosine similarity (-1..1); keywordSearch: BM25 relevance (>= 0, higher is better)
+    double score = 0; // search: cosine similarity (-1..1); keywordSearch: BM25 relevance (>= 0, higher is better)
 };
 
 // A hit of a search before its record is read: what ranking needs of it (the two-phase search below).
 struct MNEME_CORE_EXPORT SearchHit
 {
-    qint64 key = 0;         // the backend's handle of the record, for hitRecords()
-    double score = 0;       // as ScoredRecord::score
-    double cosine = 0;      // cosine similarity to the query vector (keywordHits: 0 for a record without one)
+    qint64 key = 0;    // the backend's handle of the record, for hitRecords()
+    double score = 0;  // as ScoredRecord::score
+    double cosine = 0; // cosine similarity to the query vector (keywordHits: 0 for a record without one)
     double importance = 0;
     QDateTime createdAt;
 };
@@ -36,7 +36,7 @@ struct MNEME_CORE_EXPORT SearchHit
 // The embedder a store was written with (Mneme decision 10).
 struct MNEME_CORE_EXPORT EmbedderBinding
 {
-    QString embedderId;     // "builtin/hash-v1", "openai/text-embedding-3-small", ...
+    QString embedderId; // "builtin/hash-v1", "openai/text-embedding-3-small", ...
     int dimension = 0;
 };
 
@@ -91,12 +91,20 @@ public:
     // keywordHits() gives each hit its cosine similarity to `query` as well.
     virtual std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit)
     {
-        Q_UNUSED(query) Q_UNUSED(filter) Q_UNUSED(limit) return std::nullopt;
+        Q_UNUSED(query)
+        Q_UNUSED(filter)
+        Q_UNUSED(limit)
+        return std::nullopt;
     }
     virtual std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query,
                                                               const RecordFilter &filter, int limit, double contextWeight = 0)
     {
-        Q_UNUSED(text) Q_UNUSED(query) Q_UNUSED(filter) Q_UNUSED(limit) Q_UNUSED(contextWeight) return std::nullopt;
+        Q_UNUSED(text)
+        Q_UNUSED(query)
+        Q_UNUSED(filter)
+        Q_UNUSED(limit)
+        Q_UNUSED(contextWeight)
+        return std::nullopt;
     }
     // The records of hits (without embeddings), in the order of `keys`; nothing for one deleted since.
     virtual std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys)

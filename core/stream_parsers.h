@@ -15,8 +15,8 @@ class MNEME_CORE_EXPORT SseParser
 public:
     struct Event
     {
-        QByteArray event;   // the "event:" field; empty when the server sent none
-        QByteArray data;    // "data:" lines joined by \n
+        QByteArray event; // the "event:" field; empty when the server sent none
+        QByteArray data;  // "data:" lines joined by \n
         QByteArray id;
     };
 

@@ -1,10 +1,10 @@
 #include <mneme/flows/flow.h>
 
-#include <mneme/core/scope_path.h>
 #include "flows/flow_p.h"
+#include "memory/serial_executor_p.h"
+#include <mneme/core/scope_path.h>
 #include <mneme/flows/flow_persistence.h>
 #include <mneme/memory/memory.h>
-#include "memory/serial_executor_p.h"
 #include <mneme/runtime/event_bus.h>
 
 #include <QEventLoop>

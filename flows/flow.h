@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/flows/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
+#include <mneme/flows/export.h>
 #include <mneme/flows/flow_condition.h>
 #include <mneme/flows/flow_definition.h>
 #include <mneme/flows/flow_options.h>

@@ -139,7 +139,7 @@ QString FlowCondition::toString() const
     for (const FlowCondition &c : m_children)
         parts << c.toString();
     return (m_kind == Kind::And ? QStringLiteral("and_(") : QStringLiteral("or_(")) + parts.join(QStringLiteral(", "))
-           + QLatin1Char(')');
+         + QLatin1Char(')');
 }
 
 Json FlowCondition::toJson() const

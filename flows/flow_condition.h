@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/flows/export.h>
 #include <mneme/core/json.h>
+#include <mneme/flows/export.h>
 
 #include <QList>
 #include <QSet>
@@ -23,7 +23,11 @@ namespace mneme {
 class MNEME_FLOWS_EXPORT FlowCondition
 {
 public:
-    enum class Kind { Name, And, Or };
+    enum class Kind {
+        Name,
+        And,
+        Or
+    };
 
     FlowCondition(const QString &name);
     FlowCondition(const char *name);

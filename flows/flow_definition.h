@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/flows/export.h>
 #include <mneme/core/json.h>
+#include <mneme/flows/export.h>
 #include <mneme/flows/flow_condition.h>
 
 #include <QList>
@@ -18,7 +18,11 @@ namespace mneme {
 class MNEME_FLOWS_EXPORT FlowDefinition
 {
 public:
-    enum class StepKind { Start, Listener, Router };
+    enum class StepKind {
+        Start,
+        Listener,
+        Router
+    };
 
     struct Step
     {

@@ -172,7 +172,7 @@ private:
     QHash<quint64, std::shared_ptr<Call>> m_open;     // steps started and not yet reported, by id
     QHash<quint64, std::shared_ptr<Call>> m_inFlight; // of those, the ones whose code or future runs
     quint64 m_nextCall = 0;
-    int m_openStarts = 0;   // start chains not done yet
+    int m_openStarts = 0; // start chains not done yet
     bool m_stopping = false;
     bool m_finishing = false;
     bool m_abandoned = false; // stopAndWait() ended it: nothing that arrives later counts

@@ -4,11 +4,11 @@
 
 #include "flows/flow_p.h"
 
+#include "memory/serial_executor_p.h"
+#include "runtime/future_util_p.h"
 #include <mneme/flows/flow_persistence.h>
 #include <mneme/memory/memory.h>
-#include "memory/serial_executor_p.h"
 #include <mneme/runtime/event_bus.h>
-#include "runtime/future_util_p.h"
 
 #include <QFutureWatcher>
 #include <QtConcurrent/QtConcurrentRun>
@@ -62,9 +62,9 @@ struct FlowRun::Dispatch
 {
     QString trigger;
     Json output;
-    QStringList routerQueue;        // triggers whose routers have not been looked up yet
-    QStringList labels;             // labels the routers emitted, in order
-    QHash<QString, Json> payloads;  // label -> the output of the router that emitted it
+    QStringList routerQueue;       // triggers whose routers have not been looked up yet
+    QStringList labels;            // labels the routers emitted, in order
+    QHash<QString, Json> payloads; // label -> the output of the router that emitted it
     QSet<QString> rearmable;
     Done done;
 
@@ -436,8 +436,9 @@ void FlowRun::single(const QString &step, const Json &input, Then then, const st
     if (m_completed.remove(step))
         m_firedOr.clear();
     auto self = shared_from_this();
-    runStep(step, input, [self, step, then](const Json &output) { self->dispatch(step, output, [then, output]() { then(output); }); },
-            race);
+    runStep(
+        step, input, [self, step, then](const Json &output) { self->dispatch(step, output, [then, output]() { then(output); }); },
+        race);
 }
 
 // ---- One step -----------------------------------------------------------------------------------
@@ -520,7 +521,7 @@ void FlowRun::stepDone(const std::shared_ptr<Call> &call, const std::optional<Js
     const std::shared_ptr<Race> &race = call->race;
     if (race && race->decided) {
         stepCancelledWith(call, QStringLiteral("%1 finished first; the or_ listener it feeds fires once")
-                                     .arg(quoted(race->winner)));
+                                    .arg(quoted(race->winner)));
         return;
     }
     if (error) {

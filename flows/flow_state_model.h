@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/flows/export.h>
 #include <mneme/core/json.h>
+#include <mneme/flows/export.h>
 
 #include <QString>
 #include <memory>

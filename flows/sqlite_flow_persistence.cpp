@@ -269,7 +269,7 @@ int SqliteFlowPersistence::storedVersion(QStringList *tables)
     }
     if (kind != QLatin1String(kStoreKind)) {
         const QString what = tables->contains(QStringLiteral("records")) ? QStringLiteral("a Mneme memory store")
-                                                                          : QStringLiteral("not a flow-state store");
+                                                                         : QStringLiteral("not a flow-state store");
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is %2, not a flow-state store; Mneme did not change it. Give the "
                                                        "flow persistence a file of its own, such as %3")
                                             .arg(m_location, what, defaultPath()));

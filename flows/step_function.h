@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/flows/export.h>
 #include <mneme/core/error.h>
 #include <mneme/core/json.h>
+#include <mneme/flows/export.h>
 
 #include <QException>
 #include <QFuture>

@@ -32,9 +32,9 @@ inline constexpr const char *Summary = "conversation_summary";
 // Which analysis produced a result, as reported by Memory::analysisCompleted.
 namespace AnalysisPath {
 inline constexpr const char *Llm = "llm";
-inline constexpr const char *Offline = "offline";     // the offline analyzer (no LLM, or the LLM failed)
-inline constexpr const char *Defaults = "defaults";   // the documented defaults (the LLM failed)
-inline constexpr const char *Skipped = "skipped";     // nothing to analyse (all fields given, short query)
+inline constexpr const char *Offline = "offline";   // the offline analyzer (no LLM, or the LLM failed)
+inline constexpr const char *Defaults = "defaults"; // the documented defaults (the LLM failed)
+inline constexpr const char *Skipped = "skipped";   // nothing to analyse (all fields given, short query)
 } // namespace AnalysisPath
 
 // Usage: start() then wait(). Never throws: a missing LLM, a provider that cannot be built, a provider
@@ -104,7 +104,7 @@ public:
 private:
     Memory *m_memory;
     int m_limit;
-    size_t m_next = 0;  // the first call not started
+    size_t m_next = 0; // the first call not started
     std::vector<std::unique_ptr<AnalysisCall>> m_calls;
     std::vector<ChatRequest> m_requests;
 };

@@ -2,12 +2,12 @@
 
 #include "memory/conversation_ingest_p.h"
 
-#include <mneme/core/error.h>
-#include <mneme/core/json_reply.h>
-#include <mneme/core/scope_path.h>
 #include "memory/analysis_call_p.h"
 #include "memory/memory_p.h"
 #include "memory/statement_splitter_p.h"
+#include <mneme/core/error.h>
+#include <mneme/core/json_reply.h>
+#include <mneme/core/scope_path.h>
 
 #include <QCryptographicHash>
 #include <QElapsedTimer>
@@ -157,7 +157,7 @@ QString stateKey(const Job &job)
                                  .join(QLatin1Char('\n'))
                                  .toUtf8();
     return QStringLiteral("conversation:")
-        + QString::fromLatin1(QCryptographicHash::hash(owner, QCryptographicHash::Sha256).toHex().left(40));
+         + QString::fromLatin1(QCryptographicHash::hash(owner, QCryptographicHash::Sha256).toHex().left(40));
 }
 
 int removeStates(StorageBackend &storage, const QString &scope)
@@ -230,20 +230,20 @@ ChatRequest factsRequest(const QString &summary, const QList<ConversationMessage
                          const QList<ConversationMessage> &fresh, const QDate &today)
 {
     const QString system = QStringLiteral(
-        "You read a conversation between a user and an assistant and note the facts about the user that are "
-        "worth remembering in later conversations: likes, dislikes and preferences; personal details such as "
-        "names, relationships and important dates; plans and intentions; habits and routines; health; work and "
-        "studies; and the books, films, food, places and brands they mention caring about.\n"
-        "Rules:\n"
-        "- Facts come only from what the user says. Assistant and system messages help you understand the "
-        "user; they are never a source of facts.\n"
-        "- Take facts from the new messages only. The summary and the earlier messages are there to resolve "
-        "references such as \"it\" or \"that place\".\n"
-        "- Write each fact as one short sentence that makes sense on its own, naming what it is about.\n"
-        "- Write the facts in the language the user writes in.\n"
-        "- Today is %1; turn relative dates (\"tomorrow\", \"last week\") into dates.\n"
-        "- Greetings, small talk and general knowledge that says nothing about the user give an empty list.\n"
-        "Answer with JSON only, in the form {\"facts\": [\"...\"]}.")
+                               "You read a conversation between a user and an assistant and note the facts about the user that are "
+                               "worth remembering in later conversations: likes, dislikes and preferences; personal details such as "
+                               "names, relationships and important dates; plans and intentions; habits and routines; health; work and "
+                               "studies; and the books, films, food, places and brands they mention caring about.\n"
+                               "Rules:\n"
+                               "- Facts come only from what the user says. Assistant and system messages help you understand the "
+                               "user; they are never a source of facts.\n"
+                               "- Take facts from the new messages only. The summary and the earlier messages are there to resolve "
+                               "references such as \"it\" or \"that place\".\n"
+                               "- Write each fact as one short sentence that makes sense on its own, naming what it is about.\n"
+                               "- Write the facts in the language the user writes in.\n"
+                               "- Today is %1; turn relative dates (\"tomorrow\", \"last week\") into dates.\n"
+                               "- Greetings, small talk and general knowledge that says nothing about the user give an empty list.\n"
+                               "Answer with JSON only, in the form {\"facts\": [\"...\"]}.")
                                .arg(today.toString(Qt::ISODate));
     QString context = summary.trimmed();
     if (context.isEmpty())
@@ -521,7 +521,7 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
         // later change of the same record from another fact still applies; an update pre-empted by an
         // earlier one is stored as a new memory instead of being lost.
         QSet<QString> claimed;
-        QSet<QString> noted;   // records already reported as NOOP
+        QSet<QString> noted; // records already reported as NOOP
         QSet<QString> addedTexts;
         std::vector<MemoryRecord> adds, updates;
         QStringList deletes;

@@ -35,14 +35,14 @@ inline constexpr const char *UpdateTool = "record_memory_changes";
 //  "message_count", "summarized_through"}.
 struct State
 {
-    QString conversationId;                 // whose state it is: the id and where its records go
+    QString conversationId; // whose state it is: the id and where its records go
     QString scope;
     QString source;
     bool isPrivate = false;
     QString summary;
-    QList<ConversationMessage> messages;    // the last m messages, oldest first
-    qint64 messageCount = 0;                // messages ever added to the conversation
-    qint64 summarizedThrough = 0;           // how many of them the summary covers
+    QList<ConversationMessage> messages; // the last m messages, oldest first
+    qint64 messageCount = 0;             // messages ever added to the conversation
+    qint64 summarizedThrough = 0;        // how many of them the summary covers
 };
 
 struct Job;
@@ -59,7 +59,7 @@ Json stateToJson(const State &state);
 // A stored memory as the LLM sees it.
 struct Candidate
 {
-    QString id;                             // the small id shown ("0", "1", ...)
+    QString id; // the small id shown ("0", "1", ...)
     QString text;
 };
 
@@ -71,7 +71,7 @@ std::optional<QStringList> readFacts(const Json &reply);
 // One change the LLM asked for, as it wrote it.
 struct Decision
 {
-    QString event;                          // upper-cased; Mem0's "NONE" reads as "NOOP"
+    QString event; // upper-cased; Mem0's "NONE" reads as "NOOP"
     QString id;
     QString text;
     QString oldText;
@@ -92,17 +92,17 @@ std::optional<QString> readSummary(const Json &reply);
 struct Job
 {
     QString conversationId;
-    QList<ConversationMessage> messages;    // checked and trimmed, roles lower-cased
-    MemoryRecord base;                      // the defaults' fields (scope, source, ...) resolved
-    int recent = 10;                        // m
-    int similar = 10;                       // s
+    QList<ConversationMessage> messages; // checked and trimmed, roles lower-cased
+    MemoryRecord base;                   // the defaults' fields (scope, source, ...) resolved
+    int recent = 10;                     // m
+    int similar = 10;                    // s
 };
 
 // Passes what the ingestion wrote to the summary task that follows it.
 struct Ticket
 {
     bool ingested = false;
-    qint64 firstIndex = 0;                  // index of the job's first message in the conversation
+    qint64 firstIndex = 0; // index of the job's first message in the conversation
 };
 
 // The ingestion itself; runs on the writer thread. Throws only for storage and embedder failures.

@@ -1,7 +1,7 @@
 #include "memory/llm_analysis_p.h"
 
-#include <mneme/core/scope_path.h>
 #include "memory/analysis_call_p.h"
+#include <mneme/core/scope_path.h>
 
 #include <QSet>
 #include <cmath>
@@ -278,16 +278,16 @@ ChatRequest queryRequest(const QString &query, const QStringList &availableScope
                          const QDateTime &now)
 {
     const QString system = QStringLiteral(
-        "You prepare a search of a long-term memory organised in scopes. For the request you are given, answer:\n"
-        "- keywords: the distinctive words and names to look for.\n"
-        "- scopes: which of the available scopes are worth searching; an empty list to search them all.\n"
-        "- complexity: \"simple\" when one lookup answers it, \"complex\" when it combines several facts or needs "
-        "reasoning across them.\n"
-        "- queries: one to three short search phrases suited to semantic search. For a short question, the "
-        "question itself; for a long request, one phrase per distinct thing worth looking up.\n"
-        "- time_filter: when the request limits itself to a period (\"last week\", \"since March\"), the earliest "
-        "date of that period in ISO 8601 (YYYY-MM-DD); otherwise null.\n"
-        "Today is %1. Answer with JSON only.")
+                               "You prepare a search of a long-term memory organised in scopes. For the request you are given, answer:\n"
+                               "- keywords: the distinctive words and names to look for.\n"
+                               "- scopes: which of the available scopes are worth searching; an empty list to search them all.\n"
+                               "- complexity: \"simple\" when one lookup answers it, \"complex\" when it combines several facts or needs "
+                               "reasoning across them.\n"
+                               "- queries: one to three short search phrases suited to semantic search. For a short question, the "
+                               "question itself; for a long request, one phrase per distinct thing worth looking up.\n"
+                               "- time_filter: when the request limits itself to a period (\"last week\", \"since March\"), the earliest "
+                               "date of that period in ISO 8601 (YYYY-MM-DD); otherwise null.\n"
+                               "Today is %1. Answer with JSON only.")
                                .arg((now.isValid() ? now : QDateTime::currentDateTimeUtc()).toUTC().date().toString(Qt::ISODate));
     QString user = QStringLiteral("Request:\n%1\n\nAvailable scopes: %2").arg(query, listText(availableScopes));
     if (info)

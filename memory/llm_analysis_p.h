@@ -21,7 +21,7 @@ namespace mneme {
 // Fields proposed for a record that was saved without them.
 struct SaveAnalysis
 {
-    QString suggestedScope = QStringLiteral("/");   // relative to the root; clamped by the caller
+    QString suggestedScope = QStringLiteral("/"); // relative to the root; clamped by the caller
     QStringList categories;
     double importance = 0.5;
     Json metadata = Json{{"entities", Json::array()}, {"dates", Json::array()}, {"topics", Json::array()}};
@@ -29,10 +29,14 @@ struct SaveAnalysis
 
 struct ConsolidationAction
 {
-    enum class Kind { Keep, Update, Delete };
+    enum class Kind {
+        Keep,
+        Update,
+        Delete
+    };
     Kind kind = Kind::Keep;
     QString recordId;
-    QString newContent;     // Update only
+    QString newContent; // Update only
     QString reason;
 };
 
@@ -47,10 +51,10 @@ struct ConsolidationPlan
 struct QueryAnalysis
 {
     QStringList keywords;
-    QStringList suggestedScopes;        // relative to the searched prefix; clamped by the caller
-    QString complexity = QStringLiteral("simple");   // "simple" or "complex"
-    QStringList recallQueries;          // at most 3
-    QString timeFilter;                 // ISO 8601 earliest date, or empty
+    QStringList suggestedScopes;                   // relative to the searched prefix; clamped by the caller
+    QString complexity = QStringLiteral("simple"); // "simple" or "complex"
+    QStringList recallQueries;                     // at most 3
+    QString timeFilter;                            // ISO 8601 earliest date, or empty
 };
 
 namespace LlmAnalysis {
@@ -88,8 +92,8 @@ std::optional<QueryAnalysis> readQuery(const Json &reply);
 struct Exploration
 {
     QString findings;
-    QString missing;                    // empty when nothing is missing
-    QStringList refinedQueries;         // at most 3
+    QString missing;            // empty when nothing is missing
+    QStringList refinedQueries; // at most 3
 };
 ChatRequest explorationRequest(const QString &query, const QStringList &excerpts);
 std::optional<Exploration> readExploration(const Json &reply);

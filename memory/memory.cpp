@@ -1,20 +1,20 @@
 #include <mneme/memory/memory.h>
 
-#include <mneme/core/error.h>
-#include <mneme/core/plugin_registry.h>
-#include <mneme/core/provider_settings.h>
-#include <mneme/core/scope_path.h>
-#include <mneme/core/vector_math.h>
 #include "memory/analysis_call_p.h"
 #include "memory/batch_dedup_p.h"
 #include "memory/conversation_ingest_p.h"
 #include "memory/llm_analysis_p.h"
 #include "memory/memory_p.h"
-#include <mneme/memory/memory_scope.h>
-#include <mneme/memory/memory_slice.h>
 #include "memory/recall_flow_p.h"
 #include "memory/scoring_p.h"
 #include "memory/statement_splitter_p.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/provider_settings.h>
+#include <mneme/core/scope_path.h>
+#include <mneme/core/vector_math.h>
+#include <mneme/memory/memory_scope.h>
+#include <mneme/memory/memory_slice.h>
 
 #include <QElapsedTimer>
 #include <QMutexLocker>
@@ -1284,8 +1284,8 @@ void MemoryPrivate::drainSaves()
     }
     QMutexLocker p(&pendingLock);
     pending.erase(std::remove_if(pending.begin(), pending.end(),
-                                    [](const QFuture<void> &f) { return f.isFinished(); }),
-                     pending.end());
+                                 [](const QFuture<void> &f) { return f.isFinished(); }),
+                  pending.end());
 }
 
 void Memory::close()

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <mneme/memory/export.h>
 #include <mneme/core/embedder.h>
 #include <mneme/core/error.h>
 #include <mneme/core/history_entry.h>
@@ -8,6 +7,7 @@
 #include <mneme/core/memory_record.h>
 #include <mneme/core/scope_info.h>
 #include <mneme/core/storage_backend.h>
+#include <mneme/memory/export.h>
 #include <mneme/memory/memory_config.h>
 #include <mneme/memory/memory_match.h>
 #include <mneme/memory/memory_options.h>

@@ -83,8 +83,8 @@ Json redacted(const Json &v)
         for (auto it = v.begin(); it != v.end(); ++it) {
             const QString key = QString::fromStdString(it.key()).toLower();
             const bool secret = key.contains(QLatin1String("key")) || key.contains(QLatin1String("token"))
-                || key.contains(QLatin1String("secret")) || key.contains(QLatin1String("password"))
-                || key.contains(QLatin1String("authorization")) || key.contains(QLatin1String("cookie"));
+                             || key.contains(QLatin1String("secret")) || key.contains(QLatin1String("password"))
+                             || key.contains(QLatin1String("authorization")) || key.contains(QLatin1String("cookie"));
             if (secret) {
                 out[it.key()] = "***";
             } else if (key == QLatin1String("proxy") && it.value().is_string()) {

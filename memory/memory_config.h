@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/memory/export.h>
 #include <mneme/core/json.h>
+#include <mneme/memory/export.h>
 
 #include <QString>
 
@@ -11,9 +11,9 @@ namespace mneme {
 struct MNEME_MEMORY_EXPORT MemoryConfig
 {
     // Parts, each null for the embedded default.
-    Json llm;        // null: no LLM (offline analysis). A model string ("gpt-4o-mini") or {"provider","config"}.
-    Json embedder;   // null: {"provider": "builtin"}. A key string or {"provider","config"}.
-    Json storage;    // null: SQLite at defaultStoragePath(). A path string, or {"provider","config":{"path"}}.
+    Json llm;      // null: no LLM (offline analysis). A model string ("gpt-4o-mini") or {"provider","config"}.
+    Json embedder; // null: {"provider": "builtin"}. A key string or {"provider","config"}.
+    Json storage;  // null: SQLite at defaultStoragePath(). A path string, or {"provider","config":{"path"}}.
 
     // Composite score weights (Mneme adds the keyword signal).
     double semanticWeight = 0.5;
@@ -24,15 +24,15 @@ struct MNEME_MEMORY_EXPORT MemoryConfig
     // turn's neighbours) counts this much of one found in its content (0: the content alone).
     double keywordContextWeight = 0.3;
     double recencyHalfLifeDays = 30;
-    QString decayFunction = QStringLiteral("exponential");  // or "linear"
-    double accessBoost = 0.0;                                // importance bonus per log2(1+access_count)
+    QString decayFunction = QStringLiteral("exponential"); // or "linear"
+    double accessBoost = 0.0;                              // importance bonus per log2(1+access_count)
 
     // Save pipeline.
     double consolidationThreshold = 0.85;
     int consolidationLimit = 5;
     double defaultImportance = 0.5;
     double batchDedupThreshold = 0.98;
-    int maxContentChars = 65536;    // longer content is refused with a clear error
+    int maxContentChars = 65536; // longer content is refused with a clear error
 
     // Conversation ingestion (rememberConversation): each turn's vector blends in the turns this many
     // places before and after it, each at this weight, and its keyword context holds their text.
@@ -53,7 +53,7 @@ struct MNEME_MEMORY_EXPORT MemoryConfig
 
     // Views.
     bool readOnly = false;
-    QString rootScope;          // empty: none
+    QString rootScope; // empty: none
 
     // Reads a JSON object of the keys above. A named weight profile ("profile": "conversation",
     // "research" or "support") sets the three reference weights first; explicit keys win. Throws

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/memory/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
+#include <mneme/memory/export.h>
 
 #include <QList>
 #include <QMetaType>
@@ -13,18 +13,18 @@ namespace mneme {
 // The raw signals behind a score, each in 0..1 before weighting.
 struct MNEME_MEMORY_EXPORT MatchSignals
 {
-    double semantic = 0;    // cosine similarity of the embeddings, clipped to 0..1 (decision 7)
-    double recency = 0;     // decay of the record's age
-    double importance = 0;  // the record's importance (plus the access boost, when configured)
-    double keyword = 0;     // normalised BM25 of the query's words
+    double semantic = 0;   // cosine similarity of the embeddings, clipped to 0..1 (decision 7)
+    double recency = 0;    // decay of the record's age
+    double importance = 0; // the record's importance (plus the access boost, when configured)
+    double keyword = 0;    // normalised BM25 of the query's words
 };
 
 // One recall result.
 struct MNEME_MEMORY_EXPORT MemoryMatch
 {
     MemoryRecord record;
-    double score = 0;           // the composite, with recency and importance weighed by relative relevance (Scoring::weighByRelevance)
-    MatchSignals signalValues;  // "signals" in JSON (the C++ name avoids Qt's `signals` keyword macro)
+    double score = 0;          // the composite, with recency and importance weighed by relative relevance (Scoring::weighByRelevance)
+    MatchSignals signalValues; // "signals" in JSON (the C++ name avoids Qt's `signals` keyword macro)
     // "semantic", "keyword", "recency", "importance"; deep recall adds "time_filter" (the record passed
     // the period the query names) and "offline_analysis" (the offline analyzer read that period).
     QStringList matchReasons;

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/memory/export.h>
 #include <mneme/core/json.h>
+#include <mneme/memory/export.h>
 
 #include <QDateTime>
 #include <QList>
@@ -17,13 +17,13 @@ struct MNEME_MEMORY_EXPORT RememberOptions
 {
     std::optional<QString> scope;
     std::optional<QStringList> categories;
-    std::optional<double> importance;       // 0..1
+    std::optional<double> importance; // 0..1
     Json metadata = Json::object();
-    QString source;                         // empty: none
-    bool isPrivate = false;                 // requires a source (decision 5)
-    QDateTime createdAt;                    // invalid: now
-    QString agentRole;                      // reported in events
-    std::optional<QString> rootScope;       // overrides the Memory's root_scope for this call
+    QString source;                   // empty: none
+    bool isPrivate = false;           // requires a source (decision 5)
+    QDateTime createdAt;              // invalid: now
+    QString agentRole;                // reported in events
+    std::optional<QString> rootScope; // overrides the Memory's root_scope for this call
 };
 
 // One item of a batch whose items carry their own fields.
@@ -36,10 +36,10 @@ struct MNEME_MEMORY_EXPORT MemoryInput
 // One turn of a conversation: "<speaker>: <text>" is what is stored.
 struct MNEME_MEMORY_EXPORT ConversationTurn
 {
-    QString speaker;                        // empty: the text alone
+    QString speaker; // empty: the text alone
     QString text;
-    QDateTime at;                           // invalid: now
-    Json metadata = Json::object();         // merged over the defaults' metadata
+    QDateTime at;                   // invalid: now
+    Json metadata = Json::object(); // merged over the defaults' metadata
 };
 
 // How rememberConversation() stores turns. Each turn is its own record, even when its words repeat
@@ -50,69 +50,72 @@ struct MNEME_MEMORY_EXPORT ConversationTurn
 // keyword_context_weight.
 struct MNEME_MEMORY_EXPORT ConversationOptions
 {
-    RememberOptions defaults;               // scope, categories, importance, source, ... of every turn
-    std::optional<int> contextWindow;       // unset: conversation_context_window; 0: each turn alone
-    std::optional<double> contextWeight;    // unset: conversation_context_weight; 0..1
+    RememberOptions defaults;            // scope, categories, importance, source, ... of every turn
+    std::optional<int> contextWindow;    // unset: conversation_context_window; 0: each turn alone
+    std::optional<double> contextWeight; // unset: conversation_context_weight; 0..1
 };
 
 // One message of a conversation given to Memory::addConversation().
 struct MNEME_MEMORY_EXPORT ConversationMessage
 {
-    QString role;                           // "user", "assistant" or "system"
+    QString role; // "user", "assistant" or "system"
     QString content;
-    QString name;                           // optional speaker name, shown to the LLM
-    QDateTime at;                           // invalid: unknown (records then take the time of the call)
+    QString name; // optional speaker name, shown to the LLM
+    QDateTime at; // invalid: unknown (records then take the time of the call)
 };
 
 // How Memory::addConversation() ingests messages (Mem0-style: facts are extracted, then each is
 // added, merged into a similar memory, or used to delete one).
 struct MNEME_MEMORY_EXPORT AddConversationOptions
 {
-    QString conversationId;                 // required: keys the rolling summary and the recent messages
-    RememberOptions defaults;               // scope, categories, importance, source, privacy, metadata and
-                                            // root scope of the records it creates; also where it looks
-                                            // for similar memories (same source and privacy only)
-    std::optional<int> recentMessages;      // m, earlier messages shown for context; unset: conversation_recent_messages
-    std::optional<int> similarMemories;     // s, similar memories compared per fact; unset: conversation_similar_memories
+    QString conversationId;             // required: keys the rolling summary and the recent messages
+    RememberOptions defaults;           // scope, categories, importance, source, privacy, metadata and
+                                        // root scope of the records it creates; also where it looks
+                                        // for similar memories (same source and privacy only)
+    std::optional<int> recentMessages;  // m, earlier messages shown for context; unset: conversation_recent_messages
+    std::optional<int> similarMemories; // s, similar memories compared per fact; unset: conversation_similar_memories
 };
 
 // One change addConversation() made (or chose not to make).
 struct MNEME_MEMORY_EXPORT ConversationChange
 {
-    QString event;                          // "ADD", "UPDATE", "DELETE" or "NOOP"
-    QString recordId;                       // the record added, updated, deleted or left as it was
-    QString content;                        // its content now (DELETE: the content it had)
-    QString previousContent;                // UPDATE: the content it had
+    QString event;           // "ADD", "UPDATE", "DELETE" or "NOOP"
+    QString recordId;        // the record added, updated, deleted or left as it was
+    QString content;         // its content now (DELETE: the content it had)
+    QString previousContent; // UPDATE: the content it had
 };
 
 struct MNEME_MEMORY_EXPORT ConversationResult
 {
-    QStringList facts;                      // the candidate facts extracted from the new messages
+    QStringList facts; // the candidate facts extracted from the new messages
     QList<ConversationChange> changes;
-    QString path;                           // "llm", or "offline" when the LLM was missing or failed
+    QString path; // "llm", or "offline" when the LLM was missing or failed
 };
 
-enum class RecallDepth { Shallow, Deep };
+enum class RecallDepth {
+    Shallow,
+    Deep
+};
 
 struct MNEME_MEMORY_EXPORT RecallOptions
 {
-    QStringList scopes;                     // empty: the root scope (or everything); several: a slice
-    QStringList categories;                 // any-of
+    QStringList scopes;     // empty: the root scope (or everything); several: a slice
+    QStringList categories; // any-of
     int limit = 10;
     RecallDepth depth = RecallDepth::Deep;
-    QString source;                         // sees private records of this source
-    bool includePrivate = false;            // sees every private record
-    QString onlySource;                     // only records with this source
-    QDateTime now;                          // invalid: the current time (recency is measured to it)
+    QString source;              // sees private records of this source
+    bool includePrivate = false; // sees every private record
+    QString onlySource;          // only records with this source
+    QDateTime now;               // invalid: the current time (recency is measured to it)
 };
 
 struct MNEME_MEMORY_EXPORT ForgetOptions
 {
-    std::optional<QString> scope;           // unset: the root scope, or everything
+    std::optional<QString> scope; // unset: the root scope, or everything
     QStringList ids;
     QStringList categories;
-    QDateTime olderThan;                    // created before this
-    Json metadata = Json::object();         // key == value for every key
+    QDateTime olderThan;            // created before this
+    Json metadata = Json::object(); // key == value for every key
 };
 
 struct MNEME_MEMORY_EXPORT UpdateOptions
@@ -127,12 +130,12 @@ struct MNEME_MEMORY_EXPORT UpdateOptions
 // What a batch save did.
 struct MNEME_MEMORY_EXPORT SaveResult
 {
-    QList<QString> ids;                     // ids of the records stored (or found identical), in input order
-    int stored = 0;                         // new records written
-    int dropped = 0;                        // items dropped: near-duplicates within the batch, blank texts
-    int existing = 0;                       // items identical to (or merged by consolidation into) a stored record
-    int updated = 0;                        // stored records consolidation rewrote
-    int deleted = 0;                        // stored records consolidation deleted
+    QList<QString> ids; // ids of the records stored (or found identical), in input order
+    int stored = 0;     // new records written
+    int dropped = 0;    // items dropped: near-duplicates within the batch, blank texts
+    int existing = 0;   // items identical to (or merged by consolidation into) a stored record
+    int updated = 0;    // stored records consolidation rewrote
+    int deleted = 0;    // stored records consolidation deleted
 };
 
 // One node of the scope tree.

@@ -3,8 +3,8 @@
 // Private implementation of Memory. Not installed; not part of the API.
 
 #include "memory/llm_analysis_p.h"
-#include <mneme/memory/memory.h>
 #include "memory/serial_executor_p.h"
+#include <mneme/memory/memory.h>
 
 #include <QFuture>
 #include <QHash>
@@ -28,14 +28,14 @@ public:
     struct Item
     {
         MemoryInput input;
-        MemoryRecord record;        // resolved fields; id empty until inserted
+        MemoryRecord record; // resolved fields; id empty until inserted
         bool dropped = false;
-        QString existingId;         // identical record already stored
+        QString existingId; // identical record already stored
         // Save analysis and consolidation (not for conversation turns).
-        std::vector<MemoryRecord> similar;      // stored records of the same source and privacy, best first
-        std::vector<double> similarity;         // their cosine similarities
-        std::optional<ConsolidationPlan> plan;  // set when consolidation ran (LLM or fallback)
-        QString mergedInto;                     // not inserted: the stored record that now holds it
+        std::vector<MemoryRecord> similar;     // stored records of the same source and privacy, best first
+        std::vector<double> similarity;        // their cosine similarities
+        std::optional<ConsolidationPlan> plan; // set when consolidation ran (LLM or fallback)
+        QString mergedInto;                    // not inserted: the stored record that now holds it
     };
 
     // How a conversation's turns borrow meaning from their neighbours (window 0: not at all).
@@ -43,7 +43,7 @@ public:
     {
         int window = 0;
         double weight = 0;
-        bool conversation = false;  // every item is stored: no exact-duplicate lookup, no intra-batch dedup
+        bool conversation = false; // every item is stored: no exact-duplicate lookup, no intra-batch dedup
     };
 
     void openParts(std::shared_ptr<StorageBackend> storage, std::shared_ptr<Embedder> embedder);
@@ -59,7 +59,7 @@ public:
     // The vectors of a queued batch's items, computed ahead of its turn (a local embedder only).
     struct EmbedAhead
     {
-        QStringList texts;                          // the contents of the batch's items not dropped
+        QStringList texts;                           // the contents of the batch's items not dropped
         std::future<std::vector<Embedding>> vectors; // valid once started
     };
     // Runs the save pipeline on a batch in the background, with the save signals.
@@ -118,24 +118,24 @@ public:
     std::shared_ptr<StorageBackend> storage;
     std::shared_ptr<Embedder> embedder;
     mutable QMutex llmMutex;
-    std::shared_ptr<LlmProvider> llm;   // built from config.llm on first use
+    std::shared_ptr<LlmProvider> llm; // built from config.llm on first use
     struct Touch
     {
-        QDateTime at;       // the latest access
-        int count = 0;      // accesses since the last flush
+        QDateTime at;  // the latest access
+        int count = 0; // accesses since the last flush
     };
     QMutex touchMutex;
-    QHash<QString, Touch> touches;     // noted, not yet written
+    QHash<QString, Touch> touches; // noted, not yet written
     bool touchScheduled = false;
     // Plain batches queued on the writer, oldest first, whose vectors may be computed ahead; before
     // `writer`, so that it outlives the writer's last job.
     std::mutex aheadLock;
     std::deque<std::shared_ptr<EmbedAhead>> ahead;
     SerialExecutor writer{"mneme-writer"};
-    QRecursiveMutex submitLock;     // held by reset while draining, so no save slips in between
+    QRecursiveMutex submitLock; // held by reset while draining, so no save slips in between
     QMutex pendingLock;
     QList<QFuture<void>> pending;
-    QList<QFuture<void>> reads;     // recallAsync() tasks, waited for by close()
+    QList<QFuture<void>> reads; // recallAsync() tasks, waited for by close()
     std::atomic<bool> closed{false};
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/memory/export.h>
 #include <mneme/core/scope_info.h>
+#include <mneme/memory/export.h>
 #include <mneme/memory/memory_match.h>
 #include <mneme/memory/memory_options.h>
 

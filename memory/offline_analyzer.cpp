@@ -28,7 +28,8 @@ const QString kUnit = QStringLiteral("(?:minute|hour|day|week|month|year)s?");
 
 // The word cues, each a whole-word, case-insensitive pattern over text with typographic apostrophes
 // made plain. Shared by importance() and categories() so both read a text the same way.
-struct Lexicon {
+struct Lexicon
+{
     QRegularExpression decision, commitment, constraint, rule, deadline, preference, plan, problem, lesson, warning,
         security, person, event, email, phone, handle, url, smallTalk, hedge;
 };
@@ -126,25 +127,25 @@ bool isStopWord(const QString &lower)
 {
     static const QSet<QString> words = [] {
         const QStringList list = QStringLiteral(
-            "a about above after again against all also am an and any are aren't as at be because been before being below "
-            "between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each "
-            "few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself "
-            "him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't "
-            "my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd "
-            "she'll she's should shouldn't so some such than that that's the their theirs them themselves then there "
-            "there's these they they'd they'll they're they've this those through to too under until up very was wasn't we "
-            "we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why "
-            "why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves "
-            "yes ok okay hi hello hey hmm lol haha sure dear thanks thank please sorry yeah also just still even really maybe perhaps "
-            "probably however though although already yet now soon later ever never always again every must might may "
-            "shall get gets got getting go goes going went gone make makes made making take takes took use used using "
-            "say says said tell told ask asked want wants wanted need needs needed think thought know knew like likes "
-            "see saw look let put keep come came give gave try tried decided agreed thing things stuff lot lots way "
-            "much many one two three four five six seven eight nine ten next last "
-            "today tonight tomorrow yesterday day days week weeks month months year years morning afternoon evening "
-            "night weekend time times ago since btw fyi note re fwd mr mrs ms dr prof sir "
-            "january february march april june july august september october november december jan feb mar apr jun "
-            "jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday")
+                                     "a about above after again against all also am an and any are aren't as at be because been before being below "
+                                     "between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each "
+                                     "few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself "
+                                     "him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't "
+                                     "my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she she'd "
+                                     "she'll she's should shouldn't so some such than that that's the their theirs them themselves then there "
+                                     "there's these they they'd they'll they're they've this those through to too under until up very was wasn't we "
+                                     "we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why "
+                                     "why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves "
+                                     "yes ok okay hi hello hey hmm lol haha sure dear thanks thank please sorry yeah also just still even really maybe perhaps "
+                                     "probably however though although already yet now soon later ever never always again every must might may "
+                                     "shall get gets got getting go goes going went gone make makes made making take takes took use used using "
+                                     "say says said tell told ask asked want wants wanted need needs needed think thought know knew like likes "
+                                     "see saw look let put keep come came give gave try tried decided agreed thing things stuff lot lots way "
+                                     "much many one two three four five six seven eight nine ten next last "
+                                     "today tonight tomorrow yesterday day days week weeks month months year years morning afternoon evening "
+                                     "night weekend time times ago since btw fyi note re fwd mr mrs ms dr prof sir "
+                                     "january february march april june july august september october november december jan feb mar apr jun "
+                                     "jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday")
                                      .split(QLatin1Char(' '), Qt::SkipEmptyParts);
         return QSet<QString>(list.begin(), list.end());
     }();
@@ -185,7 +186,8 @@ QStringList words(const QString &text)
 }
 
 // A crude stem, enough to match "plans" and "planning" to "plan" but not "planet".
-struct Stem {
+struct Stem
+{
     QString text;
     bool suffixRemoved = false; // "-ing" or "-ed" was cut, so a lost final 'e' may be missing ("saving")
 };
@@ -256,7 +258,8 @@ QString categoryKey(const QString &name)
     return parts.join(QLatin1Char(' '));
 }
 
-struct Found {
+struct Found
+{
     qsizetype position;
     QString text;
 };
@@ -370,7 +373,8 @@ QStringList entitiesIn(const QString &text)
 
 QStringList topicsIn(const QString &text)
 {
-    struct Topic {
+    struct Topic
+    {
         QString word;
         int count = 0;
         qsizetype firstSeen = 0;
@@ -432,7 +436,8 @@ double OfflineAnalyzer::importance(const QString &content, double base)
     // Cues that make a statement worth keeping; each counts once however often it appears. Only the
     // substantive ones keep a greeting from counting as small talk: "how are you today?" names a day
     // and is still small talk.
-    const struct {
+    const struct
+    {
         bool present;
         double weight;
         bool substantive;
@@ -479,7 +484,8 @@ QStringList OfflineAnalyzer::categories(const QString &content, const QStringLis
     const QString text = plain(content);
     const QList<Stem> contentWords = stems(text);
 
-    struct Match {
+    struct Match
+    {
         qsizetype position;
         qsizetype length;
         QString name;
@@ -565,7 +571,7 @@ QString OfflineAnalyzer::chooseScope(const QList<QPair<QString, double>> &neighb
     for (auto it = totals.cbegin(); it != totals.cend(); ++it) {
         // QMap iterates alphabetically, so at equal total and depth the first one seen stays.
         const bool better = best.isEmpty() || it.value() > bestTotal + kTie
-            || (std::abs(it.value() - bestTotal) <= kTie && depth(it.key()) > depth(best));
+                         || (std::abs(it.value() - bestTotal) <= kTie && depth(it.key()) > depth(best));
         if (better) {
             best = it.key();
             bestTotal = it.value();

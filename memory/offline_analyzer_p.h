@@ -9,10 +9,11 @@
 
 namespace mneme {
 
-struct OfflineAnalysis {
+struct OfflineAnalysis
+{
     double importance = 0.5;
     QStringList categories;
-    Json metadata = Json::object();   // {"entities":[...], "dates":[...], "topics":[...]} (always all three keys)
+    Json metadata = Json::object(); // {"entities":[...], "dates":[...], "topics":[...]} (always all three keys)
 };
 
 // The offline half of the save analysis: what an LLM would propose for a new record (importance,

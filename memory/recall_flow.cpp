@@ -1,12 +1,12 @@
 #include "memory/recall_flow_p.h"
 
-#include <mneme/core/error.h>
-#include <mneme/core/scope_path.h>
 #include "memory/analysis_call_p.h"
 #include "memory/llm_analysis_p.h"
 #include "memory/memory_p.h"
 #include "memory/scoring_p.h"
 #include "memory/time_expression_p.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
 
 #include <QHash>
 
@@ -139,7 +139,7 @@ QList<MemoryMatch> RecallFlow::run(const QString &query, const RecallOptions &o,
         budget = 0;
     while (budget > 0) {
         const bool explore = (plan.complex && confidence < c.complexQueryThreshold)
-            || (confidence < c.confidenceThresholdHigh && confidence < c.confidenceThresholdLow);
+                          || (confidence < c.confidenceThresholdHigh && confidence < c.confidenceThresholdLow);
         if (!explore)
             break;
         --budget;

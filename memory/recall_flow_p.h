@@ -57,7 +57,7 @@ private:
     struct Plan
     {
         QList<Phrase> phrases;
-        QStringList scopes;         // the scopes to search; a suggestion list when `suggested`
+        QStringList scopes; // the scopes to search; a suggestion list when `suggested`
         bool suggested = false;
         bool complex = false;
         QDateTime after;            // created_at >= after (invalid: open)
@@ -81,7 +81,7 @@ private:
     QStringList m_categories;
     QDateTime m_now;
     QStringList m_gaps;
-    QStringList m_searched;         // phrases already searched (lower case)
+    QStringList m_searched; // phrases already searched (lower case)
 };
 
 } // namespace mneme

@@ -1,11 +1,11 @@
 // The save pipeline's analysis stages: similar records, save analysis, consolidation.
 
-#include <mneme/core/error.h>
-#include <mneme/core/scope_path.h>
 #include "memory/analysis_call_p.h"
 #include "memory/llm_analysis_p.h"
 #include "memory/memory_p.h"
 #include "memory/offline_analyzer_p.h"
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
 
 #include <QHash>
 #include <QSet>

@@ -38,7 +38,7 @@ MatchSignals Scoring::signals(double cosine, double keyword, const QDateTime &cr
 double Scoring::composite(const MatchSignals &s, const MemoryConfig &c)
 {
     return c.semanticWeight * s.semantic + c.keywordWeight * s.keyword + c.recencyWeight * s.recency
-        + c.importanceWeight * s.importance;
+         + c.importanceWeight * s.importance;
 }
 
 QStringList Scoring::reasons(const MatchSignals &s)

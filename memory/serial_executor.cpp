@@ -63,7 +63,7 @@ void SerialExecutor::loop()
         const auto ready = [this] { return m_stop || !m_jobs.empty(); };
         if (m_deferred)
             m_wake.wait_until(lock, m_deferredAt, ready);
-        else    // a deferred job arriving wakes it too, to wait for its time
+        else // a deferred job arriving wakes it too, to wait for its time
             m_wake.wait(lock, [&] { return ready() || m_deferred; });
         if (m_deferred && !m_stop && std::chrono::steady_clock::now() >= m_deferredAt)
             m_jobs.push_back(std::exchange(m_deferred, nullptr));

@@ -11,13 +11,40 @@ namespace {
 bool isAbbreviation(const QString &word)
 {
     static const QSet<QString> known = {
-        QStringLiteral("mr"), QStringLiteral("mrs"), QStringLiteral("ms"), QStringLiteral("dr"), QStringLiteral("prof"),
-        QStringLiteral("sr"), QStringLiteral("jr"), QStringLiteral("st"), QStringLiteral("vs"), QStringLiteral("etc"),
-        QStringLiteral("e.g"), QStringLiteral("i.e"), QStringLiteral("approx"), QStringLiteral("inc"),
-        QStringLiteral("ltd"), QStringLiteral("co"), QStringLiteral("corp"), QStringLiteral("jan"), QStringLiteral("feb"),
-        QStringLiteral("mar"), QStringLiteral("apr"), QStringLiteral("jun"), QStringLiteral("jul"), QStringLiteral("aug"),
-        QStringLiteral("sep"), QStringLiteral("sept"), QStringLiteral("oct"), QStringLiteral("nov"), QStringLiteral("dec"),
-        QStringLiteral("fig"), QStringLiteral("dept"), QStringLiteral("est"), QStringLiteral("min"), QStringLiteral("max"),
+        QStringLiteral("mr"),
+        QStringLiteral("mrs"),
+        QStringLiteral("ms"),
+        QStringLiteral("dr"),
+        QStringLiteral("prof"),
+        QStringLiteral("sr"),
+        QStringLiteral("jr"),
+        QStringLiteral("st"),
+        QStringLiteral("vs"),
+        QStringLiteral("etc"),
+        QStringLiteral("e.g"),
+        QStringLiteral("i.e"),
+        QStringLiteral("approx"),
+        QStringLiteral("inc"),
+        QStringLiteral("ltd"),
+        QStringLiteral("co"),
+        QStringLiteral("corp"),
+        QStringLiteral("jan"),
+        QStringLiteral("feb"),
+        QStringLiteral("mar"),
+        QStringLiteral("apr"),
+        QStringLiteral("jun"),
+        QStringLiteral("jul"),
+        QStringLiteral("aug"),
+        QStringLiteral("sep"),
+        QStringLiteral("sept"),
+        QStringLiteral("oct"),
+        QStringLiteral("nov"),
+        QStringLiteral("dec"),
+        QStringLiteral("fig"),
+        QStringLiteral("dept"),
+        QStringLiteral("est"),
+        QStringLiteral("min"),
+        QStringLiteral("max"),
     };
     QString w = word.toLower();
     while (!w.isEmpty() && !w.front().isLetterOrNumber())
@@ -62,8 +89,7 @@ QStringList sentences(const QString &block)
             while (end < s.size() && (s.at(end) == QLatin1Char('.') || s.at(end) == QLatin1Char('!') || s.at(end) == QLatin1Char('?')))
                 ++end;
             const bool ellipsis = end - i >= 3 && c == QLatin1Char('.');
-            while (end < s.size() && (s.at(end) == QLatin1Char('"') || s.at(end) == QLatin1Char('\'') || s.at(end) == QChar(0x201D)
-                                      || s.at(end) == QChar(0x2019) || s.at(end) == QLatin1Char(')')))
+            while (end < s.size() && (s.at(end) == QLatin1Char('"') || s.at(end) == QLatin1Char('\'') || s.at(end) == QChar(0x201D) || s.at(end) == QChar(0x2019) || s.at(end) == QLatin1Char(')')))
                 ++end;
             const bool followedBySentence = end + 1 < s.size() && s.at(end) == QLatin1Char(' ') && opensSentence(s.at(end + 1));
             if (followedBySentence && !ellipsis && !(c == QLatin1Char('.') && end == i + 1 && isAbbreviation(wordBefore(s, i)))) {

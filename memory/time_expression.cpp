@@ -8,20 +8,28 @@ namespace mneme {
 
 namespace {
 
-struct Period {
+struct Period
+{
     QDateTime from;
     QDateTime to;
 };
 
 // One reading of a stretch of text, before the words around it (since, before, in...) are applied.
-struct Candidate {
+struct Candidate
+{
     qsizetype start = 0;
     qsizetype end = 0;
     Period period;
     bool needsPrefix = false; // a month name alone or a bare year: only after "in", "since"...
 };
 
-enum class Unit { Hour, Day, Week, Month, Year };
+enum class Unit {
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year
+};
 
 constexpr auto kOptions = QRegularExpression::CaseInsensitiveOption | QRegularExpression::UseUnicodePropertiesOption;
 
@@ -68,9 +76,18 @@ Period yearOf(int year)
 int monthNumber(const QString &name)
 {
     static const QStringList abbreviations = {
-        QStringLiteral("jan"), QStringLiteral("feb"), QStringLiteral("mar"), QStringLiteral("apr"),
-        QStringLiteral("may"), QStringLiteral("jun"), QStringLiteral("jul"), QStringLiteral("aug"),
-        QStringLiteral("sep"), QStringLiteral("oct"), QStringLiteral("nov"), QStringLiteral("dec"),
+        QStringLiteral("jan"),
+        QStringLiteral("feb"),
+        QStringLiteral("mar"),
+        QStringLiteral("apr"),
+        QStringLiteral("may"),
+        QStringLiteral("jun"),
+        QStringLiteral("jul"),
+        QStringLiteral("aug"),
+        QStringLiteral("sep"),
+        QStringLiteral("oct"),
+        QStringLiteral("nov"),
+        QStringLiteral("dec"),
     };
     return int(abbreviations.indexOf(name.left(3).toLower())) + 1;
 }
@@ -78,8 +95,13 @@ int monthNumber(const QString &name)
 int weekdayNumber(const QString &name)
 {
     static const QStringList abbreviations = {
-        QStringLiteral("mon"), QStringLiteral("tue"), QStringLiteral("wed"), QStringLiteral("thu"),
-        QStringLiteral("fri"), QStringLiteral("sat"), QStringLiteral("sun"),
+        QStringLiteral("mon"),
+        QStringLiteral("tue"),
+        QStringLiteral("wed"),
+        QStringLiteral("thu"),
+        QStringLiteral("fri"),
+        QStringLiteral("sat"),
+        QStringLiteral("sun"),
     };
     return int(abbreviations.indexOf(name.left(3).toLower())) + 1;
 }
@@ -102,10 +124,22 @@ Unit unitOf(const QString &word)
 int countOf(const QString &words)
 {
     static const QHash<QString, int> numbers = {
-        {QStringLiteral("a"), 1}, {QStringLiteral("an"), 1}, {QStringLiteral("one"), 1}, {QStringLiteral("two"), 2},
-        {QStringLiteral("three"), 3}, {QStringLiteral("four"), 4}, {QStringLiteral("five"), 5}, {QStringLiteral("six"), 6},
-        {QStringLiteral("seven"), 7}, {QStringLiteral("eight"), 8}, {QStringLiteral("nine"), 9}, {QStringLiteral("ten"), 10},
-        {QStringLiteral("eleven"), 11}, {QStringLiteral("twelve"), 12}, {QStringLiteral("few"), 3}, {QStringLiteral("couple"), 2},
+        {QStringLiteral("a"), 1},
+        {QStringLiteral("an"), 1},
+        {QStringLiteral("one"), 1},
+        {QStringLiteral("two"), 2},
+        {QStringLiteral("three"), 3},
+        {QStringLiteral("four"), 4},
+        {QStringLiteral("five"), 5},
+        {QStringLiteral("six"), 6},
+        {QStringLiteral("seven"), 7},
+        {QStringLiteral("eight"), 8},
+        {QStringLiteral("nine"), 9},
+        {QStringLiteral("ten"), 10},
+        {QStringLiteral("eleven"), 11},
+        {QStringLiteral("twelve"), 12},
+        {QStringLiteral("few"), 3},
+        {QStringLiteral("couple"), 2},
     };
     const QStringList parts = words.toLower().simplified().split(QLatin1Char(' '), Qt::SkipEmptyParts);
     const QString w = parts.value(parts.size() > 1 && (parts.first() == QLatin1String("a")) ? 1 : 0);
@@ -176,7 +210,8 @@ std::optional<Candidate> namedDay(const QString &month, const QString &day, cons
 
 using Reader = std::optional<Candidate> (*)(const QRegularExpressionMatch &, const QDateTime &);
 
-struct Rule {
+struct Rule
+{
     QRegularExpression pattern;
     Reader read;
 };
@@ -276,8 +311,7 @@ const std::vector<Rule> &rules()
              const bool rolling = modifier.endsWith(QLatin1String("past")) || (!m.captured(1).isEmpty() && modifier == QLatin1String("last"));
              if (unit == QLatin1String("weekend")) {
                  const QDate monday = mondayOf(today);
-                 return Candidate{0, 0, current ? Period{at(monday.addDays(5)), at(monday.addDays(7))}
-                                                : Period{at(monday.addDays(-2)), at(monday)}, false};
+                 return Candidate{0, 0, current ? Period{at(monday.addDays(5)), at(monday.addDays(7))} : Period{at(monday.addDays(-2)), at(monday)}, false};
              }
              const Unit u = unitOf(unit);
              if (rolling)
@@ -337,9 +371,19 @@ std::optional<TimeRange> TimeExpression::parse(const QString &text, const QDateT
         kOptions);
     // Only these make a month name alone or a bare year a date: "in May", but not "over 2000 people".
     static const QStringList qualifying = {
-        QStringLiteral("since"), QStringLiteral("from"), QStringLiteral("as of"), QStringLiteral("after"), QStringLiteral("before"),
-        QStringLiteral("prior to"), QStringLiteral("until"), QStringLiteral("till"), QStringLiteral("up to"), QStringLiteral("in"),
-        QStringLiteral("during"), QStringLiteral("between"), QStringLiteral("of"),
+        QStringLiteral("since"),
+        QStringLiteral("from"),
+        QStringLiteral("as of"),
+        QStringLiteral("after"),
+        QStringLiteral("before"),
+        QStringLiteral("prior to"),
+        QStringLiteral("until"),
+        QStringLiteral("till"),
+        QStringLiteral("up to"),
+        QStringLiteral("in"),
+        QStringLiteral("during"),
+        QStringLiteral("between"),
+        QStringLiteral("of"),
     };
     static const QRegularExpression connector(QStringLiteral("^\\s*(?:and|to|until|till|through|-|\\x{2013})\\s*"), kOptions);
 

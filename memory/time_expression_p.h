@@ -7,10 +7,11 @@
 namespace mneme {
 
 // A period named in a text: records created in [from, to) match. An invalid bound is open.
-struct TimeRange {
-    QDateTime from;   // UTC
-    QDateTime to;     // UTC, exclusive
-    QString phrase;   // the words that named it, as written ("last week")
+struct TimeRange
+{
+    QDateTime from; // UTC
+    QDateTime to;   // UTC, exclusive
+    QString phrase; // the words that named it, as written ("last week")
     // True when the phrase can only mean a past period: it carries a year ("in May 2023",
     // "2023-05-07"), or is relative to now with yesterday / last / past / previous / ago
     // ("last Friday", "3 days ago", "the past week"). A bare weekday ("on Friday"), "today", "this

@@ -30,14 +30,17 @@ Agent::Agent(AgentConfig config) : m_config(std::move(config)), m_id(QUuid::crea
     if (!m_config.llm.isSet())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("Agent \"%1\" needs an LLM: set AgentConfig::llm to a provider or a model string such "
-                                   "as \"gpt-4o-mini\" or \"ollama/llama3.2\".").arg(role));
+                                   "as \"gpt-4o-mini\" or \"ollama/llama3.2\".")
+                        .arg(role));
     if (m_config.maxIter < 1)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("Agent \"%1\": maxIter must be at least 1 (got %2).").arg(role).arg(m_config.maxIter));
     if (m_config.maxExecutionTime < 0)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("Agent \"%1\": maxExecutionTime is in seconds and must not be negative (got %2); 0 means no "
-                                   "limit.").arg(role).arg(m_config.maxExecutionTime));
+                                   "limit.")
+                        .arg(role)
+                        .arg(m_config.maxExecutionTime));
     if (m_config.maxRetryLimit < 0)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("Agent \"%1\": maxRetryLimit must not be negative (got %2).").arg(role).arg(m_config.maxRetryLimit));

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/tool.h>
 #include <mneme/runtime/agent_executor.h>
+#include <mneme/runtime/export.h>
 #include <mneme/runtime/llm_ref.h>
 #include <mneme/runtime/memory_ref.h>
 
@@ -19,19 +19,19 @@ class Memory;
 // use, and how its turns are bounded. Field names follow CrewAI's Agent.
 struct MNEME_RUNTIME_EXPORT AgentConfig
 {
-    QString role;                               // required; also names the agent's memory subtree
-    QString goal;                               // required
-    QString backstory;                          // required
-    LlmRef llm;                                 // required: a provider, or a model string / spec
-    std::vector<std::shared_ptr<Tool>> tools;   // a task's own tools replace these
-    MemoryRef memory;                           // not set: the crew's memory; see MemoryRef
-    int maxIter = 25;                           // LLM calls with tools before the final answer is forced
-    int maxExecutionTime = 0;                   // seconds one execution may take; 0: no limit
-    int maxRetryLimit = 2;                      // re-executions after a transient failure (see docs/crews.md)
-    bool allowDelegation = false;               // gets the delegate / ask coworker tools in a crew
-    bool verbose = false;                       // prints the crew's event trace to stderr while it runs
-    bool stream = false;                        // streams replies as llm_stream_chunk events
-    std::function<void(const AgentStep &)> stepCallback;  // after each tool step and the final answer
+    QString role;                                        // required; also names the agent's memory subtree
+    QString goal;                                        // required
+    QString backstory;                                   // required
+    LlmRef llm;                                          // required: a provider, or a model string / spec
+    std::vector<std::shared_ptr<Tool>> tools;            // a task's own tools replace these
+    MemoryRef memory;                                    // not set: the crew's memory; see MemoryRef
+    int maxIter = 25;                                    // LLM calls with tools before the final answer is forced
+    int maxExecutionTime = 0;                            // seconds one execution may take; 0: no limit
+    int maxRetryLimit = 2;                               // re-executions after a transient failure (see docs/crews.md)
+    bool allowDelegation = false;                        // gets the delegate / ask coworker tools in a crew
+    bool verbose = false;                                // prints the crew's event trace to stderr while it runs
+    bool stream = false;                                 // streams replies as llm_stream_chunk events
+    std::function<void(const AgentStep &)> stepCallback; // after each tool step and the final answer
 };
 
 // An agent. Built once and shared (std::shared_ptr) by the tasks and crews that use it; it holds no

@@ -1,13 +1,13 @@
 #include <mneme/runtime/agent_executor.h>
 
+#include "runtime/future_util_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/json_reply.h>
-#include "runtime/future_util_p.h"
 
 #include <QDebug>
 #include <QElapsedTimer>
-#include <QMutex>
 #include <QFutureWatcher>
+#include <QMutex>
 #include <QPointer>
 #include <QPromise>
 #include <QRegularExpression>
@@ -66,7 +66,7 @@ struct AgentExecutor::Run
     bool react = false;
     bool done = false;
     bool forcedRequest = false;
-    QString stepText;                           // what the model wrote with the tool calls being run
+    QString stepText; // what the model wrote with the tool calls being run
     AgentResult result;
     QFuture<ChatResponse> pendingChat;
     bool chatInFlight = false;
@@ -80,7 +80,7 @@ struct AgentExecutor::Run
         QFuture<QString> future;
     };
     std::vector<RunningTool> runningTools;
-    std::map<std::string, int> callCounts;      // tool name + arguments -> times run
+    std::map<std::string, int> callCounts; // tool name + arguments -> times run
     QPointer<QFutureWatcher<AgentResult>> cancelWatch;
 
     std::shared_ptr<Tool> tool(const QString &name) const
@@ -296,8 +296,9 @@ void AgentExecutor::step(const std::shared_ptr<Run> &run)
         request.onTextDelta = [relay = m_relay, iteration](const QString &text) {
             QMutexLocker lock(&relay->mutex);
             if (AgentExecutor *target = relay->target)
-                QMetaObject::invokeMethod(target, [target, iteration, text] { Q_EMIT target->textChunk(iteration, text); },
-                                          Qt::QueuedConnection);
+                QMetaObject::invokeMethod(
+                    target, [target, iteration, text] { Q_EMIT target->textChunk(iteration, text); },
+                    Qt::QueuedConnection);
         };
     }
     Q_EMIT iterationStarted(iteration);
@@ -403,7 +404,7 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
     auto batch = std::make_shared<Batch>();
     batch->calls = std::move(calls);
     batch->outcomes.resize(batch->calls.size());
-    batch->remaining = int(batch->calls.size()) + 1;   // +1 until every call has been started
+    batch->remaining = int(batch->calls.size()) + 1; // +1 until every call has been started
 
     auto complete = [this, run, batch] {
         if (--batch->remaining > 0 || run->done)
@@ -417,7 +418,7 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
                 run->messages.push_back(ChatMessage::toolResult(batch->calls[i].id, outcome.name, outcome.output));
         }
         reportStep(run, AgentStep{run->result.iterations, run->stepText, batch->outcomes, false});
-        if (run->done)  // the step callback may have cancelled the run
+        if (run->done) // the step callback may have cancelled the run
             return;
         step(run);
     };
@@ -482,7 +483,7 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
         }
         auto clock = std::make_shared<QElapsedTimer>();
         clock->start();
-        auto settled = std::make_shared<bool>(false);   // the answer or the timeout, whichever comes first
+        auto settled = std::make_shared<bool>(false); // the answer or the timeout, whichever comes first
         run->runningTools.push_back(Run::RunningTool{call.name, call.id, settled, clock, running});
         auto *watcher = new QFutureWatcher<QString>(this);
         const QString callId = call.id;
@@ -495,8 +496,7 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
             if (f.resultCount() > 0) {
                 done.output = f.result();
             } else {
-                done.output = QStringLiteral("Error: ") +
-                              failureOf(f, QStringLiteral("The tool %1 was cancelled before it returned a result.").arg(done.name)).message();
+                done.output = QStringLiteral("Error: ") + failureOf(f, QStringLiteral("The tool %1 was cancelled before it returned a result.").arg(done.name)).message();
                 done.isError = true;
             }
             Q_EMIT toolFinished(done.name, done.output, done.isError, clock->elapsed(), callId);

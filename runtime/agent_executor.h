@@ -1,9 +1,9 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/llm_provider.h>
 #include <mneme/core/tool.h>
+#include <mneme/runtime/export.h>
 
 #include <QFuture>
 #include <QObject>
@@ -42,26 +42,26 @@ struct MNEME_RUNTIME_EXPORT AgentToolCall
 {
     QString name;
     Json arguments;
-    QString output;             // what the model was given back
-    bool isError = false;       // unknown tool, invalid arguments, a failing tool, a refused repeat
+    QString output;       // what the model was given back
+    bool isError = false; // unknown tool, invalid arguments, a failing tool, a refused repeat
 };
 
 // One step of a run, as given to AgentOptions::stepCallback.
 struct MNEME_RUNTIME_EXPORT AgentStep
 {
-    int iteration = 0;                  // the LLM call this step followed
-    QString text;                       // what the model wrote (its thought, or the final answer)
-    std::vector<AgentToolCall> toolCalls;   // the calls it made, with their outputs; empty for the final step
+    int iteration = 0;                    // the LLM call this step followed
+    QString text;                         // what the model wrote (its thought, or the final answer)
+    std::vector<AgentToolCall> toolCalls; // the calls it made, with their outputs; empty for the final step
     bool isFinal = false;
 };
 
 struct MNEME_RUNTIME_EXPORT AgentResult
 {
     QString finalAnswer;
-    int iterations = 0;         // LLM calls made, the forced final one included
+    int iterations = 0; // LLM calls made, the forced final one included
     std::vector<AgentToolCall> toolCalls;
-    TokenUsage usage;           // summed over every LLM call
-    bool forcedFinal = false;   // maxIterations was reached and the answer was asked for without tools
+    TokenUsage usage;         // summed over every LLM call
+    bool forcedFinal = false; // maxIterations was reached and the answer was asked for without tools
 };
 
 // Runs one agent turn to a final answer: sends the messages with the tools, runs the tools the model
@@ -95,10 +95,10 @@ public:
     struct ReactStep
     {
         bool isFinal = true;
-        QString finalAnswer;    // isFinal
-        QString tool;           // !isFinal
-        Json arguments;         // !isFinal; null when the input was not JSON
-        QString inputProblem;   // !isFinal and arguments null: what was wrong with the input
+        QString finalAnswer;  // isFinal
+        QString tool;         // !isFinal
+        Json arguments;       // !isFinal; null when the input was not JSON
+        QString inputProblem; // !isFinal and arguments null: what was wrong with the input
     };
     static ReactStep parseReact(const QString &text);
 
@@ -127,7 +127,7 @@ private:
     // Lets stream pieces arriving on the network thread reach this executor only while it exists.
     struct Relay;
     std::shared_ptr<Relay> m_relay;
-    std::vector<std::weak_ptr<Run>> m_runs;     // to abort their requests when the executor goes
+    std::vector<std::weak_ptr<Run>> m_runs; // to abort their requests when the executor goes
 };
 
 } // namespace mneme

@@ -1,16 +1,16 @@
 #include "runtime/agent_run_p.h"
 
+#include "runtime/future_util_p.h"
 #include <mneme/core/error.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/event_bus.h>
-#include "runtime/future_util_p.h"
 
 #include <QElapsedTimer>
-#include <algorithm>
 #include <QFutureWatcher>
 #include <QThreadPool>
 #include <QTimer>
 #include <QtConcurrent>
+#include <algorithm>
 
 namespace mneme {
 
@@ -109,8 +109,8 @@ void AgentRun::begin()
     for (const auto &t : m_a.tools)
         toolNames << t->name();
     m_eventId = m_a.bus->open(agentEvent(events::kAgentExecutionStarted,
-                                    {{"agent_role", m_a.persona.role}, {"task_name", m_a.taskName}, {"tools", toolNames}},
-                                    m_a.taskId, m_a.agent->id(), m_a.parentEventId));
+                                         {{"agent_role", m_a.persona.role}, {"task_name", m_a.taskName}, {"tools", toolNames}},
+                                         m_a.taskId, m_a.agent->id(), m_a.parentEventId));
     if (m_a.execution) {
         m_a.execution->eventId = m_eventId;
         m_a.execution->run = this;
@@ -138,7 +138,7 @@ void AgentRun::retrieve()
         clock.start();
         for (QFuture<void> save : savesBefore)
             save.waitForFinished();
-        if (*stopped)       // the run was cancelled or failed meanwhile: no recall, no events
+        if (*stopped) // the run was cancelled or failed meanwhile: no recall, no events
             return {};
         bus->begin(agentEvent(events::kMemoryRetrievalStarted, {{"task_id", taskId}}, taskId, agentId, parent));
         try {
@@ -229,11 +229,11 @@ void AgentRun::onExecuted(QFuture<AgentResult> f)
     if (f.resultCount() > 0) {
         const AgentResult result = f.result();
         m_a.bus->close(m_eventId, agentEvent(events::kAgentExecutionCompleted,
-                                        {{"agent_role", m_a.persona.role},
-                                         {"output", result.finalAnswer},
-                                         {"iterations", result.iterations},
-                                         {"attempts", m_attempt}},
-                                        {}, {}));
+                                             {{"agent_role", m_a.persona.role},
+                                              {"output", result.finalAnswer},
+                                              {"iterations", result.iterations},
+                                              {"attempts", m_attempt}},
+                                             {}, {}));
         m_done = true;
         *m_stopped = true;
         m_promise.addResult(result);
@@ -268,8 +268,8 @@ void AgentRun::fail(const Error &error)
     *m_stopped = true;
     abortCoworkers();
     m_a.bus->close(m_eventId, agentEvent(events::kAgentExecutionError,
-                                    {{"agent_role", m_a.persona.role}, {"error", error.message()}, {"attempts", m_attempt}},
-                                    {}, {}));
+                                         {{"agent_role", m_a.persona.role}, {"error", error.message()}, {"attempts", m_attempt}},
+                                         {}, {}));
     if (!m_promise.isCanceled())
         m_promise.setException(error);
     finish();

@@ -8,10 +8,10 @@
 #include <mneme/runtime/memory_ref.h>
 
 #include <QFuture>
+#include <QMutex>
 #include <QObject>
 #include <QPointer>
 #include <QPromise>
-#include <QMutex>
 #include <QString>
 #include <atomic>
 #include <functional>
@@ -61,16 +61,16 @@ struct Assignment
 {
     std::shared_ptr<Agent> agent;
     Persona persona;
-    QString recallQuery;                        // what memory is recalled with: the task's description
-    QString prompt;                             // the user message, without the memories
+    QString recallQuery; // what memory is recalled with: the task's description
+    QString prompt;      // the user message, without the memories
     std::vector<std::shared_ptr<Tool>> tools;
-    MemoryRef memory;                           // usable, or none
+    MemoryRef memory; // usable, or none
     QString taskId;
     QString taskName;
-    QString parentEventId;                      // the task's start event
+    QString parentEventId; // the task's start event
     EventBus *bus = nullptr;
     std::function<void(const AgentStep &)> stepCallback;
-    std::function<void(QFuture<void>)> track;   // background work the crew waits for before it is destroyed
+    std::function<void(QFuture<void>)> track; // background work the crew waits for before it is destroyed
     // Saves of earlier work in the kickoff (fact extraction jobs): the recall waits for them, so a task
     // finds what the tasks before it stored.
     QList<QFuture<void>> savesBefore;

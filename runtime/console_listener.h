@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/runtime/event_bus.h>
+#include <mneme/runtime/export.h>
 
 #include <QHash>
 #include <QMutex>
@@ -32,7 +32,7 @@ public:
 
 private:
     void onEvent(const Event &event);
-    void write(const QString &line);   // m_mutex held
+    void write(const QString &line); // m_mutex held
 
     FILE *m_file = nullptr;
     QString *m_string = nullptr;
@@ -42,8 +42,8 @@ private:
         int depth;
         QDateTime started;
     };
-    QHash<QString, Open> m_open;    // start events not yet closed, by id
-    QHash<QString, int> m_depths;   // depth of recent events, for children of non-scope events
+    QHash<QString, Open> m_open;  // start events not yet closed, by id
+    QHash<QString, int> m_depths; // depth of recent events, for children of non-scope events
 };
 
 } // namespace mneme

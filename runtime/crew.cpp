@@ -1,10 +1,10 @@
 #include <mneme/runtime/crew.h>
 
+#include "runtime/crew_run_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/console_listener.h>
-#include "runtime/crew_run_p.h"
 #include <mneme/runtime/event_bus.h>
 
 #include <QCoreApplication>
@@ -125,12 +125,14 @@ void Crew::validate() const
             if (!t->config().agent)
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("%1 runs sequentially, so every task needs an agent, and %2 has none: set "
-                                           "TaskConfig::agent.").arg(crew, taskLabel(t)));
+                                           "TaskConfig::agent.")
+                                .arg(crew, taskLabel(t)));
     } else {
         if (!c.managerLlm.isSet() && !c.managerAgent)
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("%1 is hierarchical and needs a manager: set CrewConfig::managerLlm (the crew builds "
-                                       "the manager) or CrewConfig::managerAgent.").arg(crew));
+                                       "the manager) or CrewConfig::managerAgent.")
+                            .arg(crew));
         if (c.managerAgent) {
             if (std::find(c.agents.begin(), c.agents.end(), c.managerAgent) != c.agents.end())
                 throw Error(ErrorKind::InvalidArgument,
@@ -139,7 +141,8 @@ void Crew::validate() const
             if (!c.managerAgent->config().tools.empty())
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("%1: the manager agent \"%2\" must have no tools of its own; it works by delegating "
-                                           "to the crew's agents.").arg(crew, c.managerAgent->role()));
+                                           "to the crew's agents.")
+                                .arg(crew, c.managerAgent->role()));
         }
         if (c.agents.empty())
             throw Error(ErrorKind::InvalidArgument,
@@ -149,7 +152,8 @@ void Crew::validate() const
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("%1: %2 names the manager as its agent; in a hierarchical crew a task's agent "
                                            "is the coworker the manager delegates to. Name one of CrewConfig::agents, "
-                                           "or none.").arg(crew, taskLabel(t)));
+                                           "or none.")
+                                .arg(crew, taskLabel(t)));
     }
 
     size_t trailingAsync = 0;
@@ -158,7 +162,9 @@ void Crew::validate() const
     if (trailingAsync > 1)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("%1 ends with %2 asynchronous tasks in a row; at most one may end a crew. Make the "
-                                   "others synchronous or add a synchronous task after them.").arg(crew).arg(trailingAsync));
+                                   "others synchronous or add a synchronous task after them.")
+                        .arg(crew)
+                        .arg(trailingAsync));
 
     for (size_t i = 0; i < c.tasks.size(); ++i) {
         const auto &t = c.tasks[i];
@@ -173,7 +179,8 @@ void Crew::validate() const
             if (j > i)
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("%1: %2 has %3 in its context, but that task comes later; a task can only use "
-                                           "the output of tasks before it.").arg(crew, taskLabel(t), taskLabel(ref)));
+                                           "the output of tasks before it.")
+                                .arg(crew, taskLabel(t), taskLabel(ref)));
         }
         if (t->config().asyncExecution) {
             // The asynchronous tasks right before this one run at the same time: their output does not exist yet.
@@ -183,7 +190,8 @@ void Crew::validate() const
                     throw Error(ErrorKind::InvalidArgument,
                                 QStringLiteral("%1: asynchronous %2 has %3 in its context, but that asynchronous task runs "
                                                "at the same time; put a synchronous task between them or drop it from "
-                                               "the context.").arg(crew, taskLabel(t), taskLabel(c.tasks[j])));
+                                               "the context.")
+                                    .arg(crew, taskLabel(t), taskLabel(c.tasks[j])));
             }
         }
     }
@@ -208,33 +216,35 @@ QFuture<CrewOutput> Crew::kickoff(const Json &inputs)
         auto promise = std::make_shared<QPromise<CrewOutput>>();
         promise->start();
         QFuture<CrewOutput> out = promise->future();
-        QMetaObject::invokeMethod(this, [this, inputs, promise] {
-            if (promise->isCanceled()) {
-                promise->finish();
-                return;
-            }
-            QFuture<CrewOutput> inner = kickoff(inputs);
-            auto *follow = new QFutureWatcher<CrewOutput>(this);
-            connect(follow, &QFutureWatcherBase::finished, this, [follow, promise] {
-                follow->deleteLater();
-                QFuture<CrewOutput> f = follow->future();
-                try {
-                    f.waitForFinished();
-                    if (f.resultCount() > 0)
-                        promise->addResult(f.result());
-                    else
-                        promise->future().cancel();
-                } catch (...) {
-                    promise->setException(std::current_exception());
+        QMetaObject::invokeMethod(
+            this, [this, inputs, promise] {
+                if (promise->isCanceled()) {
+                    promise->finish();
+                    return;
                 }
-                promise->finish();
-            });
-            follow->setFuture(inner);
-            auto *cancelWatch = new QFutureWatcher<CrewOutput>(this);
-            connect(cancelWatch, &QFutureWatcherBase::canceled, this, [inner]() mutable { inner.cancel(); });
-            connect(cancelWatch, &QFutureWatcherBase::finished, cancelWatch, &QObject::deleteLater);
-            cancelWatch->setFuture(promise->future());
-        }, Qt::QueuedConnection);
+                QFuture<CrewOutput> inner = kickoff(inputs);
+                auto *follow = new QFutureWatcher<CrewOutput>(this);
+                connect(follow, &QFutureWatcherBase::finished, this, [follow, promise] {
+                    follow->deleteLater();
+                    QFuture<CrewOutput> f = follow->future();
+                    try {
+                        f.waitForFinished();
+                        if (f.resultCount() > 0)
+                            promise->addResult(f.result());
+                        else
+                            promise->future().cancel();
+                    } catch (...) {
+                        promise->setException(std::current_exception());
+                    }
+                    promise->finish();
+                });
+                follow->setFuture(inner);
+                auto *cancelWatch = new QFutureWatcher<CrewOutput>(this);
+                connect(cancelWatch, &QFutureWatcherBase::canceled, this, [inner]() mutable { inner.cancel(); });
+                connect(cancelWatch, &QFutureWatcherBase::finished, cancelWatch, &QObject::deleteLater);
+                cancelWatch->setFuture(promise->future());
+            },
+            Qt::QueuedConnection);
         return out;
     }
     if (!inputs.is_null() && !inputs.is_object())
@@ -261,7 +271,7 @@ CrewOutput Crew::kickoffAndWait(const Json &inputs)
         if (!future.isFinished())
             loop.exec();
     }
-    future.waitForFinished();   // rethrows the kickoff's Error
+    future.waitForFinished(); // rethrows the kickoff's Error
     if (future.isCanceled() || future.resultCount() == 0)
         throw Error(ErrorKind::Cancelled, QStringLiteral("Crew \"%1\": the kickoff was cancelled.").arg(m_config.name));
     return future.result();

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/json.h>
 #include <mneme/memory/memory_config.h>
 #include <mneme/runtime/agent.h>
+#include <mneme/runtime/export.h>
 #include <mneme/runtime/llm_ref.h>
 #include <mneme/runtime/memory_ref.h>
 #include <mneme/runtime/task.h>
@@ -23,37 +23,37 @@ class Memory;
 class CrewRun;
 
 enum class Process {
-    Sequential,     // each task by its own agent, in order
-    Hierarchical,   // a manager agent does every task by delegating to the crew's agents
+    Sequential,   // each task by its own agent, in order
+    Hierarchical, // a manager agent does every task by delegating to the crew's agents
 };
 
 // A crew: agents working through tasks. Field names follow CrewAI's Crew.
 struct MNEME_RUNTIME_EXPORT CrewConfig
 {
-    QString name = QStringLiteral("crew");      // names the memory root /crew/<sanitised name>
+    QString name = QStringLiteral("crew"); // names the memory root /crew/<sanitised name>
     std::vector<std::shared_ptr<Agent>> agents;
-    std::vector<std::shared_ptr<Task>> tasks;   // at least one
+    std::vector<std::shared_ptr<Task>> tasks; // at least one
     Process process = Process::Sequential;
-    LlmRef managerLlm;                          // hierarchical: the LLM of the manager the crew builds
-    std::shared_ptr<Agent> managerAgent;        // hierarchical: your own manager (no tools, not in `agents`)
+    LlmRef managerLlm;                   // hierarchical: the LLM of the manager the crew builds
+    std::shared_ptr<Agent> managerAgent; // hierarchical: your own manager (no tools, not in `agents`)
 
     // Memory: off by default. `true` builds a Memory rooted at /crew/<sanitised name> from
     // `memoryConfig`, with `embedder` as its embedder (when not null) and `chatLlm` (else the first
     // agent's LLM) for memory analysis. A given Memory, scope or slice is used as it is.
     MemoryRef memory;
-    MemoryConfig memoryConfig;                  // base of the built Memory (storage path, weights, ...)
-    Json embedder;                              // the built Memory's embedder (null: memoryConfig's)
+    MemoryConfig memoryConfig; // base of the built Memory (storage path, weights, ...)
+    Json embedder;             // the built Memory's embedder (null: memoryConfig's)
     LlmRef chatLlm;
 
-    bool verbose = false;                       // print the event trace to stderr while a kickoff runs
-    std::function<void(const TaskOutput &)> taskCallback;   // after every task (after the task's own callback)
-    std::function<void(const AgentStep &)> stepCallback;    // after every agent step
+    bool verbose = false;                                 // print the event trace to stderr while a kickoff runs
+    std::function<void(const TaskOutput &)> taskCallback; // after every task (after the task's own callback)
+    std::function<void(const AgentStep &)> stepCallback;  // after every agent step
     // Before a kickoff: each gets the inputs and returns the inputs to use. After: each gets the output
     // and returns the output to report. Called on the crew's thread; an exception fails the kickoff.
     std::vector<std::function<Json(const Json &inputs)>> beforeKickoff;
     std::vector<std::function<CrewOutput(const CrewOutput &output)>> afterKickoff;
 
-    EventBus *eventBus = nullptr;               // null: EventBus::instance(); must outlive the crew
+    EventBus *eventBus = nullptr; // null: EventBus::instance(); must outlive the crew
 };
 
 // Runs its tasks on the Qt event loop of the thread it lives on: kickoff() returns at once and the
@@ -122,7 +122,7 @@ private:
     MemoryRef m_memory;
     std::shared_ptr<Agent> m_manager;
     std::vector<CrewRun *> m_runs;
-    std::vector<QFuture<void>> m_background;    // memory work on worker threads, waited for on destruction
+    std::vector<QFuture<void>> m_background; // memory work on worker threads, waited for on destruction
     void track(QFuture<void> work);
 };
 

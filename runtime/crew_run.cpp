@@ -1,12 +1,12 @@
 #include "runtime/crew_run_p.h"
 
+#include "runtime/future_util_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/json_reply.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/event_bus.h>
 #include <mneme/runtime/function_tool.h>
-#include "runtime/future_util_p.h"
 #include <mneme/runtime/memory_tools.h>
 
 #include <QDebug>
@@ -118,12 +118,11 @@ void CrewRun::begin()
         inputKeys << QString::fromStdString(it.key());
     // Inputs may hold anything, secrets included: the event names them without their values.
     m_eventId = bus()->open(makeEvent(events::kCrewKickoffStarted,
-                                      {{"crew_name", cfg.name}, {"crew_id", m_crew->id()}, {"input_keys", inputKeys},
-                                       {"process", cfg.process == Process::Hierarchical ? "hierarchical" : "sequential"}},
+                                      {{"crew_name", cfg.name}, {"crew_id", m_crew->id()}, {"input_keys", inputKeys}, {"process", cfg.process == Process::Hierarchical ? "hierarchical" : "sequential"}},
                                       QStringLiteral("crew")));
     QPointer<CrewRun> self(this);
     Q_EMIT m_crew->kickoffStarted(m_eventId);
-    if (!self || m_closed)     // a slot deleted the crew or cancelled the kickoff
+    if (!self || m_closed) // a slot deleted the crew or cancelled the kickoff
         return;
 
     try {
@@ -132,7 +131,8 @@ void CrewRun::begin()
             if (!m_inputs.is_object())
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("A beforeKickoff callback of crew \"%1\" returned %2 instead of a JSON object of "
-                                           "inputs.").arg(cfg.name, QString::fromStdString(m_inputs.type_name())));
+                                           "inputs.")
+                                .arg(cfg.name, QString::fromStdString(m_inputs.type_name())));
         }
         const bool fill = !m_inputs.empty();
         const auto text = [&](const QString &value, const QString &where) {
@@ -194,7 +194,7 @@ void CrewRun::advance()
             continue;
         }
         if (m_asyncRunning > 0)
-            return;     // a synchronous task waits for the asynchronous ones before it
+            return; // a synchronous task waits for the asynchronous ones before it
         m_syncRunning = true;
         startTask(m_next++);
         return;
@@ -302,12 +302,14 @@ std::vector<std::shared_ptr<Tool>> CrewRun::toolsFor(const std::shared_ptr<Agent
         add(std::make_shared<FunctionTool>(
             QStringLiteral("delegate_work_to_coworker"),
             QStringLiteral("Give a piece of work to one of your coworkers: %1. Describe the work completely and share "
-                           "every piece of context they need: they know nothing else about it.").arg(roles.join(QStringLiteral(", "))),
+                           "every piece of context they need: they know nothing else about it.")
+                .arg(roles.join(QStringLiteral(", "))),
             schema("task"), delegate(false)));
         add(std::make_shared<FunctionTool>(
             QStringLiteral("ask_question_to_coworker"),
             QStringLiteral("Ask one of your coworkers a question: %1. Share every piece of context they need to answer "
-                           "it: they know nothing else about it.").arg(roles.join(QStringLiteral(", "))),
+                           "it: they know nothing else about it.")
+                .arg(roles.join(QStringLiteral(", "))),
             schema("question"), delegate(true)));
     }
 
@@ -608,7 +610,7 @@ void TaskRun::begin()
                                              QStringLiteral("task"), m_job.task->id(), m_agent->id(), m_run->kickoffEventId()));
     QPointer<TaskRun> self(this);
     Q_EMIT m_run->crew()->taskStarted(m_job.task->id(), m_job.task->displayName());
-    if (self)   // a slot may have cancelled the kickoff (and so this task) or deleted the crew
+    if (self) // a slot may have cancelled the kickoff (and so this task) or deleted the crew
         attempt();
 }
 
@@ -627,7 +629,7 @@ void TaskRun::attempt()
     auto execution = std::make_shared<ExecutionRef>();
     auto base = cfg.tools.empty() ? m_agent->config().tools : cfg.tools;
     if (m_run->crew()->config().process == Process::Hierarchical)
-        base = m_agent->config().tools;     // the manager works through its coworkers
+        base = m_agent->config().tools; // the manager works through its coworkers
     auto tools = m_run->toolsFor(m_agent, std::move(base), m_coworkers, this, m_job.task->id(), m_job.task->displayName(),
                                  m_tally, execution);
     Assignment a = m_run->assignmentFor(m_agent, m_job.description, prompt, std::move(tools), m_job.task->id(),
@@ -645,7 +647,7 @@ void TaskRun::onAgentDone(QFuture<AgentResult> f)
         fail(failureOf(f));
         return;
     }
-    const AgentResult result = f.result();     // its tokens are in the tally already, call by call
+    const AgentResult result = f.result(); // its tokens are in the tally already, call by call
     m_output.raw = result.finalAnswer;
     m_output.json = Json();
     m_output.outputFormat = TaskOutput::Format::Raw;
@@ -686,8 +688,8 @@ void TaskRun::checkGuardrail(size_t index)
     const int retry = m_guardrailRetries[index];
     m_callEndType = events::kLlmGuardrailFailed;
     m_callEventId = m_run->bus()->open(makeEvent(events::kLlmGuardrailStarted,
-                                                         {{"criterion", g.criterion()}, {"retry_count", retry}},
-                                                         QStringLiteral("task"), m_job.task->id(), m_agent->id(), m_eventId));
+                                                 {{"criterion", g.criterion()}, {"retry_count", retry}},
+                                                 QStringLiteral("task"), m_job.task->id(), m_agent->id(), m_eventId));
     ChatRequest request;
     request.messages = {
         ChatMessage::system(QStringLiteral("You review the result of a task against one criterion. Judge only that "
@@ -719,13 +721,12 @@ void TaskRun::checkGuardrail(size_t index)
         const Json v = reply.structured;
         const bool valid = v.is_object() && v.value("valid", false) == true;
         QString feedback = v.is_object() && v.contains("feedback") && v["feedback"].is_string()
-                               ? QString::fromStdString(v["feedback"].get<std::string>()).trimmed()
-                               : QString();
+                             ? QString::fromStdString(v["feedback"].get<std::string>()).trimmed()
+                             : QString();
         if (!valid && feedback.isEmpty())
             feedback = QStringLiteral("The result does not meet the criterion: %1").arg(m_job.task->config().guardrails[index].criterion());
         m_run->bus()->close(startId, makeEvent(events::kLlmGuardrailCompleted,
-                                               {{"success", valid}, {"result", valid ? Json(m_output.raw.left(500)) : Json(feedback)},
-                                                {"retry_count", retry}},
+                                               {{"success", valid}, {"result", valid ? Json(m_output.raw.left(500)) : Json(feedback)}, {"retry_count", retry}},
                                                {}));
         verdict(index, valid ? GuardrailResult::pass() : GuardrailResult::fail(feedback));
     });
@@ -773,7 +774,7 @@ void TaskRun::convert()
     // (natively structured where the provider can; otherwise instructed, parsed and repaired once).
     m_callEndType = events::kLlmCallFailed;
     m_callEventId = m_run->bus()->open(makeEvent(events::kLlmCallStarted, {{"step", "output_conversion"}},
-                                                         QStringLiteral("task"), m_job.task->id(), m_agent->id(), m_eventId));
+                                                 QStringLiteral("task"), m_job.task->id(), m_agent->id(), m_eventId));
     ChatRequest request;
     request.messages = {ChatMessage::system(QStringLiteral("You turn a task's result into JSON that follows the given "
                                                            "schema. Keep the content and wording of the result; do not "
@@ -860,7 +861,7 @@ void TaskRun::complete()
             fail(currentError(QStringLiteral("Task \"%1\": its callback failed").arg(m_job.task->displayName())));
         return;
     }
-    if (!self || m_done)    // a callback cancelled the kickoff (which aborted this task) or deleted the crew
+    if (!self || m_done) // a callback cancelled the kickoff (which aborted this task) or deleted the crew
         return;
     if (!m_job.outputFile.isEmpty()) {
         const QString path = m_job.outputFile.trimmed();
@@ -871,8 +872,8 @@ void TaskRun::complete()
         if (problem.isEmpty()) {
             QSaveFile file(path);
             const QByteArray bytes = m_output.outputFormat == TaskOutput::Format::Json
-                                         ? QByteArray::fromStdString(m_output.json.dump(2)) + '\n'
-                                         : m_output.raw.toUtf8();
+                                       ? QByteArray::fromStdString(m_output.json.dump(2)) + '\n'
+                                       : m_output.raw.toUtf8();
             if (!file.open(QIODevice::WriteOnly) || file.write(bytes) != bytes.size() || !file.commit())
                 problem = file.errorString();
         }
@@ -914,13 +915,11 @@ void TaskRun::fail(const Error &error)
     // The kickoff's error says which task failed.
     const QString name = m_job.task->displayName();
     const Error reported = error.message().startsWith(QStringLiteral("Task \"%1\"").arg(name))
-                               ? error
-                               : Error(error.kind(), QStringLiteral("Task \"%1\" (agent \"%2\") failed: %3")
-                                                         .arg(name, m_output.agent, error.message()),
-                                       error.httpStatus());
+                             ? error
+                             : Error(error.kind(), QStringLiteral("Task \"%1\" (agent \"%2\") failed: %3").arg(name, m_output.agent, error.message()),
+                                     error.httpStatus());
     m_run->bus()->close(m_eventId, makeEvent(events::kTaskFailed,
-                                             {{"task_name", name}, {"agent_role", m_output.agent},
-                                              {"error", reported.message()}, {"attempts", m_output.attempts}},
+                                             {{"task_name", name}, {"agent_role", m_output.agent}, {"error", reported.message()}, {"attempts", m_output.attempts}},
                                              {}));
     if (!m_promise.isCanceled())
         m_promise.setException(reported);

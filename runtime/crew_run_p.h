@@ -97,8 +97,8 @@ private:
     size_t m_next = 0;
     int m_asyncRunning = 0;
     bool m_syncRunning = false;
-    bool m_done = false;        // no task starts any more
-    bool m_closed = false;      // the kickoff's end event is published: nothing more happens
+    bool m_done = false;   // no task starts any more
+    bool m_closed = false; // the kickoff's end event is published: nothing more happens
     QList<QFuture<void>> m_saves;
     QSet<mneme::Memory *> m_memories;
     std::unique_ptr<ConsoleListener> m_console;
@@ -141,7 +141,7 @@ private:
 
     QPointer<CrewRun> m_run;
     Job m_job;
-    std::shared_ptr<Agent> m_agent;             // the task's agent, or the manager
+    std::shared_ptr<Agent> m_agent; // the task's agent, or the manager
     std::vector<std::shared_ptr<Agent>> m_coworkers;
     QPromise<TaskOutput> m_promise;
     TaskOutput m_output;

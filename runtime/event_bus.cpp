@@ -11,9 +11,9 @@
 #include <QUuid>
 #include <atomic>
 #include <deque>
-#include <unordered_map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 namespace mneme {
@@ -320,43 +320,57 @@ void EventBus::attachMemory(Memory *memory)
             return;
         m_memories.insert(memory);
     }
-    connect(memory, &QObject::destroyed, this, [this, memory] {
-        QMutexLocker lock(&m_openMutex);
-        m_memories.remove(memory);
-    }, Qt::DirectConnection);
+    connect(
+        memory, &QObject::destroyed, this, [this, memory] {
+            QMutexLocker lock(&m_openMutex);
+            m_memories.remove(memory);
+        },
+        Qt::DirectConnection);
     const QString src = QStringLiteral("unified_memory");
     const auto direct = Qt::DirectConnection;
-    connect(memory, &Memory::queryStarted, this, [this, src](const QString &query, int limit) {
-        begin(QLatin1String(events::kMemoryQueryStarted), {{"query", query}, {"limit", limit}}, src);
-    }, direct);
-    connect(memory, &Memory::queryCompleted, this,
-            [this, src](const QString &query, const QList<MemoryMatch> &results, double ms) {
-                Json list = Json::array();
-                for (const MemoryMatch &m : results)
-                    list.push_back({{"id", m.record.id}, {"scope", m.record.scope}, {"score", m.score}});
-                Json props = {{"query", query}, {"results_count", results.size()}, {"results", list}, {"query_time_ms", ms}};
-                if (const Frame *f = openFrame(QLatin1String(events::kMemoryQueryStarted)); f && f->properties.contains("limit"))
-                    props["limit"] = f->properties["limit"];
-                end(QLatin1String(events::kMemoryQueryCompleted), props, src);
-            }, direct);
-    connect(memory, &Memory::queryFailed, this, [this, src](const QString &query, const QString &error) {
-        Json props = {{"query", query}, {"error", error}};
-        if (const Frame *f = openFrame(QLatin1String(events::kMemoryQueryStarted)); f && f->properties.contains("limit"))
-            props["limit"] = f->properties["limit"];
-        endOrPublish(QLatin1String(events::kMemoryQueryFailed), props, src);
-    }, direct);
-    connect(memory, &Memory::saveStarted, this, [this, src](const QString &value, const QJsonObject &metadata) {
-        begin(QLatin1String(events::kMemorySaveStarted), {{"value", value}, {"metadata", fromQJson(metadata)}}, src);
-    }, direct);
-    connect(memory, &Memory::saveCompleted, this,
-            [this, src](const QString &value, const QJsonObject &metadata, double ms) {
-                end(QLatin1String(events::kMemorySaveCompleted),
-                    {{"value", value}, {"metadata", fromQJson(metadata)}, {"save_time_ms", ms}}, src);
-            }, direct);
+    connect(
+        memory, &Memory::queryStarted, this, [this, src](const QString &query, int limit) {
+            begin(QLatin1String(events::kMemoryQueryStarted), {{"query", query}, {"limit", limit}}, src);
+        },
+        direct);
+    connect(
+        memory, &Memory::queryCompleted, this,
+        [this, src](const QString &query, const QList<MemoryMatch> &results, double ms) {
+            Json list = Json::array();
+            for (const MemoryMatch &m : results)
+                list.push_back({{"id", m.record.id}, {"scope", m.record.scope}, {"score", m.score}});
+            Json props = {{"query", query}, {"results_count", results.size()}, {"results", list}, {"query_time_ms", ms}};
+            if (const Frame *f = openFrame(QLatin1String(events::kMemoryQueryStarted)); f && f->properties.contains("limit"))
+                props["limit"] = f->properties["limit"];
+            end(QLatin1String(events::kMemoryQueryCompleted), props, src);
+        },
+        direct);
+    connect(
+        memory, &Memory::queryFailed, this, [this, src](const QString &query, const QString &error) {
+            Json props = {{"query", query}, {"error", error}};
+            if (const Frame *f = openFrame(QLatin1String(events::kMemoryQueryStarted)); f && f->properties.contains("limit"))
+                props["limit"] = f->properties["limit"];
+            endOrPublish(QLatin1String(events::kMemoryQueryFailed), props, src);
+        },
+        direct);
+    connect(
+        memory, &Memory::saveStarted, this, [this, src](const QString &value, const QJsonObject &metadata) {
+            begin(QLatin1String(events::kMemorySaveStarted), {{"value", value}, {"metadata", fromQJson(metadata)}}, src);
+        },
+        direct);
+    connect(
+        memory, &Memory::saveCompleted, this,
+        [this, src](const QString &value, const QJsonObject &metadata, double ms) {
+            end(QLatin1String(events::kMemorySaveCompleted),
+                {{"value", value}, {"metadata", fromQJson(metadata)}, {"save_time_ms", ms}}, src);
+        },
+        direct);
     // Background batch saves report failures without a start.
-    connect(memory, &Memory::saveFailed, this, [this, src](const QString &value, const QString &error) {
-        endOrPublish(QLatin1String(events::kMemorySaveFailed), {{"value", value}, {"error", error}}, src);
-    }, direct);
+    connect(
+        memory, &Memory::saveFailed, this, [this, src](const QString &value, const QString &error) {
+            endOrPublish(QLatin1String(events::kMemorySaveFailed), {{"value", value}, {"error", error}}, src);
+        },
+        direct);
     // Analysis calls of one batch run concurrently on one thread: each end pairs with the oldest open
     // start of its step on its thread, by id, so none closes another's start.
     struct Calls
@@ -377,29 +391,34 @@ void EventBus::attachMemory(Memory *memory)
         }
     };
     auto calls = std::make_shared<Calls>();
-    connect(memory, &Memory::llmCallStarted, this, [this, src, calls](const QString &step, const QString &model) {
-        const QString id = open(Event::make(QLatin1String(events::kLlmCallStarted), {{"step", step}, {"model", model}}, src));
-        QMutexLocker lock(&calls->mutex);
-        calls->open[qMakePair(QThread::currentThreadId(), step)].push_back(id);
-    }, direct);
-    connect(memory, &Memory::llmCallCompleted, this,
-            [this, src, calls](const QString &step, const QString &model, double ms, int prompt, int completion) {
-                const Event e = Event::make(QLatin1String(events::kLlmCallCompleted),
-                                            {{"step", step}, {"model", model}, {"duration_ms", ms}, {"prompt_tokens", prompt},
-                                             {"completion_tokens", completion}},
-                                            src);
-                close(calls->take(step), e);
-            }, direct);
+    connect(
+        memory, &Memory::llmCallStarted, this, [this, src, calls](const QString &step, const QString &model) {
+            const QString id = open(Event::make(QLatin1String(events::kLlmCallStarted), {{"step", step}, {"model", model}}, src));
+            QMutexLocker lock(&calls->mutex);
+            calls->open[qMakePair(QThread::currentThreadId(), step)].push_back(id);
+        },
+        direct);
+    connect(
+        memory, &Memory::llmCallCompleted, this,
+        [this, src, calls](const QString &step, const QString &model, double ms, int prompt, int completion) {
+            const Event e = Event::make(QLatin1String(events::kLlmCallCompleted),
+                                        {{"step", step}, {"model", model}, {"duration_ms", ms}, {"prompt_tokens", prompt}, {"completion_tokens", completion}},
+                                        src);
+            close(calls->take(step), e);
+        },
+        direct);
     // A call that could not even start (no LLM configured) fails without a start.
-    connect(memory, &Memory::llmCallFailed, this,
-            [this, src, calls](const QString &step, const QString &model, const QString &error, double ms) {
-                const Event e = Event::make(QLatin1String(events::kLlmCallFailed),
-                                            {{"step", step}, {"model", model}, {"error", error}, {"duration_ms", ms}}, src);
-                if (const QString id = calls->take(step); !id.isEmpty())
-                    close(id, e);
-                else
-                    publishAs(e, false);
-            }, direct);
+    connect(
+        memory, &Memory::llmCallFailed, this,
+        [this, src, calls](const QString &step, const QString &model, const QString &error, double ms) {
+            const Event e = Event::make(QLatin1String(events::kLlmCallFailed),
+                                        {{"step", step}, {"model", model}, {"error", error}, {"duration_ms", ms}}, src);
+            if (const QString id = calls->take(step); !id.isEmpty())
+                close(id, e);
+            else
+                publishAs(e, false);
+        },
+        direct);
 }
 
 void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, const QString &taskId,
@@ -413,7 +432,7 @@ void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, c
     {
         QMutex mutex;
         QString llmCall;
-        QHash<QString, QString> tools;      // call id -> start event id
+        QHash<QString, QString> tools; // call id -> start event id
     };
     auto open = std::make_shared<Open>();
     const auto start = [this, src, agentId, taskId, parentId](const char *type, const Json &props) {
@@ -421,11 +440,13 @@ void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, c
         e.parentId = parentId;
         return this->open(std::move(e));
     };
-    connect(executor, &AgentExecutor::llmCallStarted, this, [open, start](int iteration) {
-        const QString id = start(events::kLlmCallStarted, {{"iteration", iteration}});
-        QMutexLocker lock(&open->mutex);
-        open->llmCall = id;
-    }, direct);
+    connect(
+        executor, &AgentExecutor::llmCallStarted, this, [open, start](int iteration) {
+            const QString id = start(events::kLlmCallStarted, {{"iteration", iteration}});
+            QMutexLocker lock(&open->mutex);
+            open->llmCall = id;
+        },
+        direct);
     const auto endLlm = [this, open](const char *type, const Json &props) {
         QString id;
         {
@@ -434,40 +455,50 @@ void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, c
         }
         close(id, Event::make(QLatin1String(type), props, {}, {}, {}));
     };
-    connect(executor, &AgentExecutor::llmCallCompleted, this, [endLlm](int iteration, int prompt, int completion) {
-        endLlm(events::kLlmCallCompleted, {{"iteration", iteration}, {"prompt_tokens", prompt}, {"completion_tokens", completion}});
-    }, direct);
-    connect(executor, &AgentExecutor::llmCallFailed, this, [endLlm](int iteration, const QString &error) {
-        endLlm(events::kLlmCallFailed, {{"iteration", iteration}, {"error", error}});
-    }, direct);
-    connect(executor, &AgentExecutor::textChunk, this, [this, open, src, agentId, taskId](int iteration, const QString &chunk) {
-        Event e = Event::make(QLatin1String(events::kLlmStreamChunk), {{"iteration", iteration}, {"chunk", chunk}}, src,
-                            taskId, agentId);
-        {
-            QMutexLocker lock(&open->mutex);
-            e.parentId = open->llmCall;
-        }
-        // A piece queued before its call was cancelled arrives after the call's end: it is dropped.
-        if (!e.parentId.isEmpty())
-            publishAs(std::move(e), false);
-    }, direct);
-    connect(executor, &AgentExecutor::toolStarted, this,
-            [open, start](const QString &name, const QString &argumentsJson, const QString &callId) {
-                const QString id = start(events::kToolUsageStarted, {{"tool_name", name}, {"tool_args", argumentsJson}});
+    connect(
+        executor, &AgentExecutor::llmCallCompleted, this, [endLlm](int iteration, int prompt, int completion) {
+            endLlm(events::kLlmCallCompleted, {{"iteration", iteration}, {"prompt_tokens", prompt}, {"completion_tokens", completion}});
+        },
+        direct);
+    connect(
+        executor, &AgentExecutor::llmCallFailed, this, [endLlm](int iteration, const QString &error) {
+            endLlm(events::kLlmCallFailed, {{"iteration", iteration}, {"error", error}});
+        },
+        direct);
+    connect(
+        executor, &AgentExecutor::textChunk, this, [this, open, src, agentId, taskId](int iteration, const QString &chunk) {
+            Event e = Event::make(QLatin1String(events::kLlmStreamChunk), {{"iteration", iteration}, {"chunk", chunk}}, src,
+                                  taskId, agentId);
+            {
                 QMutexLocker lock(&open->mutex);
-                open->tools.insert(callId, id);
-            }, direct);
-    connect(executor, &AgentExecutor::toolFinished, this,
-            [this, open](const QString &name, const QString &output, bool isError, qint64 ms, const QString &callId) {
-                QString startId;
-                {
-                    QMutexLocker lock(&open->mutex);
-                    startId = open->tools.take(callId);
-                }
-                Json props = {{"tool_name", name}, {"duration_ms", ms}};
-                props[isError ? "error" : "output"] = output;
-                close(startId, Event::make(QLatin1String(isError ? events::kToolUsageError : events::kToolUsageFinished), props));
-            }, direct);
+                e.parentId = open->llmCall;
+            }
+            // A piece queued before its call was cancelled arrives after the call's end: it is dropped.
+            if (!e.parentId.isEmpty())
+                publishAs(std::move(e), false);
+        },
+        direct);
+    connect(
+        executor, &AgentExecutor::toolStarted, this,
+        [open, start](const QString &name, const QString &argumentsJson, const QString &callId) {
+            const QString id = start(events::kToolUsageStarted, {{"tool_name", name}, {"tool_args", argumentsJson}});
+            QMutexLocker lock(&open->mutex);
+            open->tools.insert(callId, id);
+        },
+        direct);
+    connect(
+        executor, &AgentExecutor::toolFinished, this,
+        [this, open](const QString &name, const QString &output, bool isError, qint64 ms, const QString &callId) {
+            QString startId;
+            {
+                QMutexLocker lock(&open->mutex);
+                startId = open->tools.take(callId);
+            }
+            Json props = {{"tool_name", name}, {"duration_ms", ms}};
+            props[isError ? "error" : "output"] = output;
+            close(startId, Event::make(QLatin1String(isError ? events::kToolUsageError : events::kToolUsageFinished), props));
+        },
+        direct);
 }
 
 } // namespace mneme

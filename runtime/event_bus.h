@@ -1,14 +1,14 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/json.h>
+#include <mneme/runtime/export.h>
 
 #include <QDateTime>
 #include <QHash>
 #include <QMetaType>
 #include <QMutex>
-#include <QSet>
 #include <QObject>
+#include <QSet>
 #include <QString>
 #include <vector>
 
@@ -65,10 +65,10 @@ MNEME_RUNTIME_EXPORT bool isStartType(const QString &type);
 struct MNEME_RUNTIME_EXPORT Event
 {
     QString type;
-    QString id;             // a uuid, set by the bus when empty
-    QString parentId;       // the start event an end event closes, else the innermost open scope
-    QDateTime timestamp;    // UTC, set by the bus when invalid
-    QString sourceType;     // "unified_memory", "agent", "crew", ...
+    QString id;          // a uuid, set by the bus when empty
+    QString parentId;    // the start event an end event closes, else the innermost open scope
+    QDateTime timestamp; // UTC, set by the bus when invalid
+    QString sourceType;  // "unified_memory", "agent", "crew", ...
     QString taskId;
     QString agentId;
     Json properties = Json::object();
@@ -196,8 +196,8 @@ private:
     QString endOrPublish(const QString &type, const Json &properties, const QString &sourceType);
 
     mutable QMutex m_openMutex;
-    QHash<QString, Frame> m_open;               // open() starts not yet closed, by id
-    QSet<Memory *> m_memories;                  // attached, until destroyed
+    QHash<QString, Frame> m_open; // open() starts not yet closed, by id
+    QSet<Memory *> m_memories;    // attached, until destroyed
 
     // Stacks live in a thread_local map keyed by a per-bus serial (never reused, unlike an address):
     // unlike QThreadStorage it tolerates a bus dying before the threads that published on it.

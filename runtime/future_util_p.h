@@ -33,7 +33,7 @@ template<typename T>
 Error failureOf(QFuture<T> future, const QString &cancelled = QStringLiteral("cancelled"))
 {
     try {
-        future.waitForFinished();   // finished already: rethrows the stored exception without waiting
+        future.waitForFinished(); // finished already: rethrows the stored exception without waiting
     } catch (...) {
         return errorFrom(std::current_exception());
     }

@@ -15,8 +15,8 @@ namespace mneme {
 struct MNEME_RUNTIME_EXPORT GuardrailResult
 {
     bool success = true;
-    QString error;                      // on failure: what is wrong, told to the agent on its next attempt
-    std::optional<QString> output;      // on success: replaces the output's text (then re-checked by the schema)
+    QString error;                 // on failure: what is wrong, told to the agent on its next attempt
+    std::optional<QString> output; // on success: replaces the output's text (then re-checked by the schema)
 
     static GuardrailResult pass(std::optional<QString> replacement = std::nullopt) { return {true, {}, std::move(replacement)}; }
     static GuardrailResult fail(const QString &error) { return {false, error, std::nullopt}; }
@@ -38,7 +38,8 @@ public:
     using Function = std::function<GuardrailResult(const TaskOutput &)>;
 
     template<typename F, std::enable_if_t<std::is_invocable_r_v<GuardrailResult, F, const TaskOutput &>, int> = 0>
-    Guardrail(F check) : m_function(std::move(check)) {}
+    Guardrail(F check) : m_function(std::move(check))
+    {}
     Guardrail(const QString &criterion, LlmRef llm = {}) : m_criterion(criterion), m_llm(std::move(llm)) {}
     Guardrail(const char *criterion) : Guardrail(QString::fromUtf8(criterion)) {}
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/llm_provider.h>
+#include <mneme/runtime/export.h>
 
 #include <QString>
 #include <memory>

@@ -69,8 +69,7 @@ QString MemoryRef::describe() const
     case Kind::Scope:
         return QStringLiteral("scope %1").arg(m_scope->path());
     case Kind::Slice:
-        return QStringLiteral("slice %1%2").arg(m_slice->scopes().join(QStringLiteral(", ")),
-                                                m_slice->isReadOnly() ? QStringLiteral(" (read-only)") : QString());
+        return QStringLiteral("slice %1%2").arg(m_slice->scopes().join(QStringLiteral(", ")), m_slice->isReadOnly() ? QStringLiteral(" (read-only)") : QString());
     }
     return {};
 }

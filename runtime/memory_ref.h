@@ -1,12 +1,12 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/memory/memory.h>
 #include <mneme/memory/memory_config.h>
 #include <mneme/memory/memory_match.h>
 #include <mneme/memory/memory_options.h>
 #include <mneme/memory/memory_scope.h>
 #include <mneme/memory/memory_slice.h>
+#include <mneme/runtime/export.h>
 
 #include <QFuture>
 #include <QString>
@@ -29,7 +29,14 @@ namespace mneme {
 class MNEME_RUNTIME_EXPORT MemoryRef
 {
 public:
-    enum class Kind { Default, Off, Own, Memory, Scope, Slice };
+    enum class Kind {
+        Default,
+        Off,
+        Own,
+        Memory,
+        Scope,
+        Slice
+    };
 
     MemoryRef() = default;
     MemoryRef(bool on);

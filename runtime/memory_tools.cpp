@@ -46,7 +46,7 @@ std::shared_ptr<Tool> search(const MemoryRef &memory, QThreadPool *pool, Track t
 {
     const Json schema = {{"type", "object"},
                          {"properties", {{"queries", listOfStrings("One or more search phrases; use several different "
-                                                                  "phrasings to find everything relevant.")}}},
+                                                                   "phrasings to find everything relevant.")}}},
                          {"required", Json::array({"queries"})}};
     return std::make_shared<FunctionTool>(
         QLatin1String(kSearchName),
@@ -82,7 +82,7 @@ std::shared_ptr<Tool> save(const MemoryRef &memory, const QString &role, QThread
                     QStringLiteral("The %1 is read-only, so there is no save_to_memory tool for it.").arg(memory.describe()));
     const Json schema = {{"type", "object"},
                          {"properties", {{"contents", listOfStrings("The facts to remember, each one self-contained "
-                                                                   "statement.")}}},
+                                                                    "statement.")}}},
                          {"required", Json::array({"contents"})}};
     return std::make_shared<FunctionTool>(
         QLatin1String(kSaveName),

@@ -1,7 +1,7 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/tool.h>
+#include <mneme/runtime/export.h>
 #include <mneme/runtime/memory_ref.h>
 
 #include <QFuture>

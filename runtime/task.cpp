@@ -29,11 +29,13 @@ Task::Task(TaskConfig config) : m_config(std::move(config)), m_id(QUuid::createU
     if (m_config.expectedOutput.trimmed().isEmpty())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("%1 needs an expected output: set TaskConfig::expectedOutput to what a good answer "
-                                   "looks like.").arg(label));
+                                   "looks like.")
+                        .arg(label));
     if (!m_config.outputJson.is_null() && !m_config.outputJson.is_object())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("%1: outputJson must be a JSON schema object such as {\"type\": \"object\", "
-                                   "\"properties\": {...}}.").arg(label));
+                                   "\"properties\": {...}}.")
+                        .arg(label));
     if (m_config.guardrailMaxRetries < 0)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("%1: guardrailMaxRetries must not be negative (got %2).").arg(label).arg(m_config.guardrailMaxRetries));
@@ -67,7 +69,8 @@ void Task::checkOutputFile(const QString &path, const QString &label)
     if (file.split(QRegularExpression(QStringLiteral("[/\\\\]"))).contains(QStringLiteral("..")))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("%1: outputFile \"%2\" climbs out of its directory with \"..\"; give a path without "
-                                   "\"..\" segments.").arg(label, file));
+                                   "\"..\" segments.")
+                        .arg(label, file));
 }
 
 QString Task::displayName() const
@@ -118,7 +121,8 @@ QString Task::interpolate(const QString &text, const Json &inputs, const QString
         if (!inputs.is_object() || !inputs.contains(name))
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("%1 uses {%2}, but the kickoff inputs have no \"%2\"; pass it in kickoff's inputs "
-                                       "(or write the text without braces).").arg(where, m.captured(1)));
+                                       "(or write the text without braces).")
+                            .arg(where, m.captured(1)));
         const Json &value = inputs[name];
         out += text.mid(last, m.capturedStart() - last);
         out += value.is_string() ? QString::fromStdString(value.get<std::string>()) : QString::fromStdString(value.dump());

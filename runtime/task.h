@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/tool.h>
+#include <mneme/runtime/export.h>
 #include <mneme/runtime/guardrail.h>
 #include <mneme/runtime/task_output.h>
 
@@ -21,21 +21,21 @@ class Task;
 // A piece of work for an agent. Field names follow CrewAI's Task.
 struct MNEME_RUNTIME_EXPORT TaskConfig
 {
-    QString name;                               // optional; shown in events and outputs
-    QString description;                        // required; may hold {placeholders} filled from kickoff inputs
-    QString expectedOutput;                     // required; may hold {placeholders}
-    std::shared_ptr<Agent> agent;               // required in a sequential crew
+    QString name;                 // optional; shown in events and outputs
+    QString description;          // required; may hold {placeholders} filled from kickoff inputs
+    QString expectedOutput;       // required; may hold {placeholders}
+    std::shared_ptr<Agent> agent; // required in a sequential crew
     // Unset: the outputs of every earlier task. A list: those tasks' outputs. An empty list: none.
     std::optional<std::vector<std::shared_ptr<Task>>> context;
-    bool asyncExecution = false;                // runs while the following tasks run (see docs/crews.md)
-    Json outputJson;                            // a JSON schema: the final answer must be a value that follows it
-    QString outputFile;                         // where the final text (or JSON) is written; may hold {placeholders}
-    bool createDirectory = true;                // create the output file's directory when missing
-    std::vector<std::shared_ptr<Tool>> tools;   // replace the agent's tools for this task when not empty
-    std::vector<Guardrail> guardrails;          // checked in order on every output
-    int guardrailMaxRetries = 3;                // re-executions allowed per guardrail (and for the schema)
-    std::function<void(const TaskOutput &)> callback;  // on the crew's thread, after the guardrails passed
-    bool markdown = false;                      // ask for Markdown
+    bool asyncExecution = false;                      // runs while the following tasks run (see docs/crews.md)
+    Json outputJson;                                  // a JSON schema: the final answer must be a value that follows it
+    QString outputFile;                               // where the final text (or JSON) is written; may hold {placeholders}
+    bool createDirectory = true;                      // create the output file's directory when missing
+    std::vector<std::shared_ptr<Tool>> tools;         // replace the agent's tools for this task when not empty
+    std::vector<Guardrail> guardrails;                // checked in order on every output
+    int guardrailMaxRetries = 3;                      // re-executions allowed per guardrail (and for the schema)
+    std::function<void(const TaskOutput &)> callback; // on the crew's thread, after the guardrails passed
+    bool markdown = false;                            // ask for Markdown
 };
 
 // A task, built once and shared by crews (std::shared_ptr). The constructor checks the configuration

@@ -1,9 +1,9 @@
 #pragma once
 
-#include <mneme/runtime/export.h>
 #include <mneme/core/json.h>
 #include <mneme/core/llm_provider.h>
 #include <mneme/runtime/agent_executor.h>
+#include <mneme/runtime/export.h>
 
 #include <QMetaType>
 #include <QString>
@@ -14,21 +14,24 @@ namespace mneme {
 // What one task produced.
 struct MNEME_RUNTIME_EXPORT TaskOutput
 {
-    enum class Format { Raw, Json };
+    enum class Format {
+        Raw,
+        Json
+    };
 
     QString taskId;
     QString name;
-    QString description;        // as run (placeholders filled in)
+    QString description; // as run (placeholders filled in)
     QString expectedOutput;
-    QString summary;            // the description's first words
-    QString raw;                // the final answer (or a guardrail's replacement)
-    Json json;                  // with TaskConfig::outputJson: the value, checked against the schema; else null
+    QString summary; // the description's first words
+    QString raw;     // the final answer (or a guardrail's replacement)
+    Json json;       // with TaskConfig::outputJson: the value, checked against the schema; else null
     Format outputFormat = Format::Raw;
-    QString agent;              // the role of the agent that produced it
+    QString agent; // the role of the agent that produced it
     std::vector<AgentToolCall> toolCalls;
-    TokenUsage usage;           // every LLM call of the task: the agent's, delegated coworkers', guardrails', conversion
-    int llmRequests = 0;        // how many of those calls succeeded
-    int attempts = 1;           // executions of the agent (retries after a guardrail or schema failure included)
+    TokenUsage usage;    // every LLM call of the task: the agent's, delegated coworkers', guardrails', conversion
+    int llmRequests = 0; // how many of those calls succeeded
+    int attempts = 1;    // executions of the agent (retries after a guardrail or schema failure included)
 
     // {"task_id","name","description","expected_output","summary","raw","json","output_format","agent",
     //  "tool_calls": [{"name","arguments","output","is_error"}], "usage": {...}, "attempts"}
@@ -43,7 +46,7 @@ struct MNEME_RUNTIME_EXPORT CrewOutput
     Json json;
     std::vector<TaskOutput> tasksOutput;
     TokenUsage tokenUsage;
-    int llmRequests = 0;        // successful LLM calls
+    int llmRequests = 0; // successful LLM calls
 
     Json toJson() const;
 };

@@ -111,53 +111,60 @@ void CommandContext::connectEvents()
     Memory *memory = m_memory.get();
     // Direct connections: the signals come from Memory's worker threads while this thread waits;
     // Console serialises the writes.
-    QObject::connect(memory, &Memory::queryCompleted, memory,
-                     [console](const QString &query, const QList<MemoryMatch> &results, double timeMs) {
-                         console->event(QStringLiteral("query completed: \"%1\", %2 results in %3")
-                                            .arg(TablePrinter::preview(query, 60), QString::number(results.size()),
-                                                 ms(timeMs)));
-                     },
-                     Qt::DirectConnection);
-    QObject::connect(memory, &Memory::queryFailed, memory,
-                     [console](const QString &query, const QString &error) {
-                         console->event(QStringLiteral("query failed: \"%1\": %2")
-                                            .arg(TablePrinter::preview(query, 60), error));
-                     },
-                     Qt::DirectConnection);
-    QObject::connect(memory, &Memory::saveCompleted, memory,
-                     [console](const QString &value, const QJsonObject &, double timeMs) {
-                         console->event(QStringLiteral("save completed: \"%1\" in %2")
-                                            .arg(TablePrinter::preview(value, 60), ms(timeMs)));
-                     },
-                     Qt::DirectConnection);
-    QObject::connect(memory, &Memory::saveFailed, memory,
-                     [console](const QString &value, const QString &error) {
-                         console->event(QStringLiteral("save failed: \"%1\": %2")
-                                            .arg(TablePrinter::preview(value, 60), error));
-                     },
-                     Qt::DirectConnection);
-    QObject::connect(memory, &Memory::llmCallCompleted, memory,
-                     [console](const QString &step, const QString &model, double timeMs, int promptTokens,
-                               int completionTokens) {
-                         console->event(QStringLiteral("llm %1 (%2): %3 + %4 tokens in %5")
-                                            .arg(step, model)
-                                            .arg(promptTokens)
-                                            .arg(completionTokens)
-                                            .arg(ms(timeMs)));
-                     },
-                     Qt::DirectConnection);
-    QObject::connect(memory, &Memory::llmCallFailed, memory,
-                     [console](const QString &step, const QString &model, const QString &error, double timeMs) {
-                         console->event(QStringLiteral("llm %1 (%2) failed in %3: %4")
-                                            .arg(step, model.isEmpty() ? QStringLiteral("no model") : model, ms(timeMs), error));
-                     },
-                     Qt::DirectConnection);
-    QObject::connect(memory, &Memory::analysisCompleted, memory,
-                     [console](const QString &step, const QString &path, const QString &reason) {
-                         console->event(reason.isEmpty() ? QStringLiteral("%1: %2").arg(step, path)
-                                                         : QStringLiteral("%1: %2 (%3)").arg(step, path, reason));
-                     },
-                     Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::queryCompleted, memory,
+        [console](const QString &query, const QList<MemoryMatch> &results, double timeMs) {
+            console->event(QStringLiteral("query completed: \"%1\", %2 results in %3")
+                               .arg(TablePrinter::preview(query, 60), QString::number(results.size()),
+                                    ms(timeMs)));
+        },
+        Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::queryFailed, memory,
+        [console](const QString &query, const QString &error) {
+            console->event(QStringLiteral("query failed: \"%1\": %2")
+                               .arg(TablePrinter::preview(query, 60), error));
+        },
+        Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::saveCompleted, memory,
+        [console](const QString &value, const QJsonObject &, double timeMs) {
+            console->event(QStringLiteral("save completed: \"%1\" in %2")
+                               .arg(TablePrinter::preview(value, 60), ms(timeMs)));
+        },
+        Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::saveFailed, memory,
+        [console](const QString &value, const QString &error) {
+            console->event(QStringLiteral("save failed: \"%1\": %2")
+                               .arg(TablePrinter::preview(value, 60), error));
+        },
+        Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::llmCallCompleted, memory,
+        [console](const QString &step, const QString &model, double timeMs, int promptTokens,
+                  int completionTokens) {
+            console->event(QStringLiteral("llm %1 (%2): %3 + %4 tokens in %5")
+                               .arg(step, model)
+                               .arg(promptTokens)
+                               .arg(completionTokens)
+                               .arg(ms(timeMs)));
+        },
+        Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::llmCallFailed, memory,
+        [console](const QString &step, const QString &model, const QString &error, double timeMs) {
+            console->event(QStringLiteral("llm %1 (%2) failed in %3: %4")
+                               .arg(step, model.isEmpty() ? QStringLiteral("no model") : model, ms(timeMs), error));
+        },
+        Qt::DirectConnection);
+    QObject::connect(
+        memory, &Memory::analysisCompleted, memory,
+        [console](const QString &step, const QString &path, const QString &reason) {
+            console->event(reason.isEmpty() ? QStringLiteral("%1: %2").arg(step, path)
+                                            : QStringLiteral("%1: %2 (%3)").arg(step, path, reason));
+        },
+        Qt::DirectConnection);
 }
 
 } // namespace mneme::cli

@@ -12,8 +12,8 @@ class CommandSpec
 public:
     struct Option
     {
-        QString name;           // without the leading "--"
-        QString valueName;      // empty: a flag that takes no value
+        QString name;      // without the leading "--"
+        QString valueName; // empty: a flag that takes no value
         QString help;
         bool repeatable = false;
 
@@ -21,7 +21,7 @@ public:
     };
 
     QString name;
-    QString arguments;          // positional synopsis ("QUERY", "[FILE|-]")
+    QString arguments; // positional synopsis ("QUERY", "[FILE|-]")
     QString summary;
     int minPositionals = 0;
     int maxPositionals = 0;

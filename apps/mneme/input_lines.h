@@ -13,8 +13,8 @@ class InputLines
 public:
     struct Line
     {
-        int number = 0;         // 1-based
-        QString text;           // without the line break
+        int number = 0; // 1-based
+        QString text;   // without the line break
     };
 
     // Reads FILE, or standard input when `file` is "-". Throws Error(InvalidArgument) when the file

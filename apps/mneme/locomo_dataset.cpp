@@ -48,10 +48,18 @@ QString canonicalId(const QString &piece)
 int monthNumber(const QString &name)
 {
     static const QStringList months = {
-        QStringLiteral("january"), QStringLiteral("february"), QStringLiteral("march"),
-        QStringLiteral("april"),   QStringLiteral("may"),      QStringLiteral("june"),
-        QStringLiteral("july"),    QStringLiteral("august"),   QStringLiteral("september"),
-        QStringLiteral("october"), QStringLiteral("november"), QStringLiteral("december"),
+        QStringLiteral("january"),
+        QStringLiteral("february"),
+        QStringLiteral("march"),
+        QStringLiteral("april"),
+        QStringLiteral("may"),
+        QStringLiteral("june"),
+        QStringLiteral("july"),
+        QStringLiteral("august"),
+        QStringLiteral("september"),
+        QStringLiteral("october"),
+        QStringLiteral("november"),
+        QStringLiteral("december"),
     };
     const QString lower = name.toLower();
     for (int i = 0; i < months.size(); ++i) {

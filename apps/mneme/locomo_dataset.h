@@ -13,30 +13,30 @@ namespace mneme::cli {
 // One dialogue turn of a LOCOMO conversation.
 struct LocomoTurn
 {
-    QString diaId;          // "D3:12": session 3, turn 12
+    QString diaId; // "D3:12": session 3, turn 12
     QString speaker;
     QString text;
-    QString caption;        // blip_caption of the shared image; empty when the turn has none
-    int session = 0;        // N of session_N
-    QDateTime at;           // the session's date and time, UTC
+    QString caption; // blip_caption of the shared image; empty when the turn has none
+    int session = 0; // N of session_N
+    QDateTime at;    // the session's date and time, UTC
 };
 
 // One question with its evidence, repaired (see LocomoDataset::repairEvidence).
 struct LocomoQuestion
 {
     QString question;
-    int category = 0;       // 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial
-    QStringList evidence;   // distinct turn ids of this conversation, in file order; empty: unusable
-    int repairedIds = 0;    // ids obtained by repairing a malformed entry
-    int droppedIds = 0;     // pieces that could not be repaired, or that name no turn
+    int category = 0;     // 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial
+    QStringList evidence; // distinct turn ids of this conversation, in file order; empty: unusable
+    int repairedIds = 0;  // ids obtained by repairing a malformed entry
+    int droppedIds = 0;   // pieces that could not be repaired, or that name no turn
 };
 
 struct LocomoConversation
 {
-    QString sampleId;       // "conv-26", or "conversation N" when the file has none
-    QList<LocomoTurn> turns;            // sessions in numeric order, turns in file order
+    QString sampleId;        // "conv-26", or "conversation N" when the file has none
+    QList<LocomoTurn> turns; // sessions in numeric order, turns in file order
     QList<LocomoQuestion> questions;
-    QDateTime lastSessionAt;            // the latest date of a session that has turns
+    QDateTime lastSessionAt; // the latest date of a session that has turns
 };
 
 // A file in the format of the LOCOMO benchmark (snap-research/locomo, locomo10.json): an array of

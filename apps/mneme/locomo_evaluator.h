@@ -15,7 +15,7 @@ namespace mneme::cli {
 struct LocomoScore
 {
     int questions = 0;
-    QMap<int, double> recallSum;    // k -> sum over questions of (evidence found in the top k) / evidence
+    QMap<int, double> recallSum; // k -> sum over questions of (evidence found in the top k) / evidence
 
     // The mean recall@k; NaN when there is no question.
     double recallAt(int k) const;
@@ -25,19 +25,19 @@ struct LocomoScore
 struct LocomoEvalResult
 {
     LocomoScore overall;
-    QMap<int, LocomoScore> byCategory;      // every selected category, even without questions
-    QStringList conversationIds;            // sample ids of the conversations evaluated
+    QMap<int, LocomoScore> byCategory; // every selected category, even without questions
+    QStringList conversationIds;       // sample ids of the conversations evaluated
     QString embedderId;
-    Json memoryConfig;                      // MemoryConfig::toJson() of the stores (secrets masked)
+    Json memoryConfig; // MemoryConfig::toJson() of the stores (secrets masked)
 
-    int turns = 0;                  // turns in the conversations evaluated
-    int turnsStored = 0;            // records written
-    int turnsDropped = 0;           // turns not stored (blank text)
-    int evidenceIdsRepaired = 0;    // over the questions of the selected categories
+    int turns = 0;               // turns in the conversations evaluated
+    int turnsStored = 0;         // records written
+    int turnsDropped = 0;        // turns not stored (blank text)
+    int evidenceIdsRepaired = 0; // over the questions of the selected categories
     int evidenceIdsDropped = 0;
-    int questionsSkipped = 0;       // selected questions without any usable evidence id
+    int questionsSkipped = 0; // selected questions without any usable evidence id
     int recalls = 0;
-    double recallMs = 0;            // total wall time of the recall calls
+    double recallMs = 0; // total wall time of the recall calls
 
     double msPerQuery() const { return recalls > 0 ? recallMs / recalls : 0.0; }
 };

@@ -14,9 +14,14 @@ namespace {
 const QStringList &knownFields()
 {
     static const QStringList fields = {
-        QStringLiteral("content"),  QStringLiteral("scope"),      QStringLiteral("categories"),
-        QStringLiteral("importance"), QStringLiteral("source"),   QStringLiteral("private"),
-        QStringLiteral("created_at"), QStringLiteral("metadata"),
+        QStringLiteral("content"),
+        QStringLiteral("scope"),
+        QStringLiteral("categories"),
+        QStringLiteral("importance"),
+        QStringLiteral("source"),
+        QStringLiteral("private"),
+        QStringLiteral("created_at"),
+        QStringLiteral("metadata"),
     };
     return fields;
 }

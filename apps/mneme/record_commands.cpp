@@ -93,7 +93,7 @@ void RecordCommands::remember()
     const CliArguments &a = m_ctx.args();
     // "-" reads the text from standard input (for texts too long for a command line).
     const QString content = a.positional(0) == QLatin1String("-") ? InputLines::readText(QStringLiteral("-"))
-                                                                   : requiredText(a, QStringLiteral("TEXT"));
+                                                                  : requiredText(a, QStringLiteral("TEXT"));
     const RememberOptions options = rememberOptions(a);
     const MemoryRecord record = m_ctx.memory().remember(content, options);
     if (m_ctx.json()) {

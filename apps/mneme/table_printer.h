@@ -12,7 +12,10 @@ namespace mneme::cli {
 class TablePrinter
 {
 public:
-    enum class Align { Left, Right };
+    enum class Align {
+        Left,
+        Right
+    };
 
     // maxWidth 0: no limit.
     void addColumn(const QString &header, Align align = Align::Left, int maxWidth = 0);

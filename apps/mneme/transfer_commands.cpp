@@ -101,8 +101,8 @@ void TransferCommands::exportRecords()
     Console &console = m_ctx.console();
     // No FILE, or "-": standard output.
     const std::optional<QString> file = a.positionals().isEmpty() || a.positional(0) == QLatin1String("-")
-                                            ? std::nullopt
-                                            : std::optional(a.positional(0));
+                                          ? std::nullopt
+                                          : std::optional(a.positional(0));
     if (!file && m_ctx.json())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("export without FILE writes the records to standard output, so --json cannot be "

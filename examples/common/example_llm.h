@@ -15,7 +15,7 @@ namespace example {
 struct ExampleLlm
 {
     mneme::LlmRef llm;
-    QString line;   // "LLM: ..." for the example's first line
+    QString line; // "LLM: ..." for the example's first line
 };
 
 inline QString env(const char *name)
@@ -44,7 +44,8 @@ inline ExampleLlm chooseLlm(const QString &cassette)
     const mneme::Json replay = {{"provider", "replay"}, {"config", {{"cassette", cassette.toStdString()}}}};
     return {mneme::LlmRef(replay),
             QStringLiteral("LLM: replay cassette %1 (no provider configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY, "
-                           "GEMINI_API_KEY or OLLAMA_HOST to run against a real model)").arg(cassette)};
+                           "GEMINI_API_KEY or OLLAMA_HOST to run against a real model)")
+                .arg(cassette)};
 }
 
 } // namespace example

@@ -68,7 +68,7 @@ int main(int argc, char **argv)
             .description = QStringLiteral("What should a new hire know about the team's rules?"),
             .expectedOutput = QStringLiteral("Two or three sentences."),
             .agent = reader,
-            .context = std::vector<std::shared_ptr<Task>>{},    // the assistant's answer is not the guide's business
+            .context = std::vector<std::shared_ptr<Task>>{}, // the assistant's answer is not the guide's business
         });
         Crew crew(CrewConfig{
             .name = QStringLiteral("Office"),

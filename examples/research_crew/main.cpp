@@ -80,13 +80,15 @@ int main(int argc, char **argv)
             trace = std::make_unique<ConsoleListener>(crew.eventBus(), stderr);
 
         // Show what each task recalled from memory before it started.
-        QObject::connect(crew.eventBus(), &EventBus::memoryEvent, &app, [](const Event &e) {
-            if (e.type != QLatin1String(events::kMemoryRetrievalCompleted))
-                return;
-            const QString recalled = QString::fromStdString(e.properties.value("memory_content", std::string()));
-            std::printf("  recalled before the task: %s\n",
-                        recalled.isEmpty() ? "nothing" : qPrintable(QStringLiteral("\n    ") + recalled.split(QLatin1Char('\n')).join(QStringLiteral("\n    "))));
-        }, Qt::QueuedConnection);
+        QObject::connect(
+            crew.eventBus(), &EventBus::memoryEvent, &app, [](const Event &e) {
+                if (e.type != QLatin1String(events::kMemoryRetrievalCompleted))
+                    return;
+                const QString recalled = QString::fromStdString(e.properties.value("memory_content", std::string()));
+                std::printf("  recalled before the task: %s\n",
+                            recalled.isEmpty() ? "nothing" : qPrintable(QStringLiteral("\n    ") + recalled.split(QLatin1Char('\n')).join(QStringLiteral("\n    "))));
+            },
+            Qt::QueuedConnection);
 
         const QStringList topics = {QStringLiteral("residential heat pumps"), QStringLiteral("heat pump running costs")};
         for (int run = 0; run < topics.size(); ++run) {

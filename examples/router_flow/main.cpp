@@ -94,7 +94,7 @@ int main(int argc, char **argv)
         bool graphOnly = false;
         for (const QString &a : args)
             graphOnly = graphOnly || a.startsWith(QLatin1String("--flow-graph"));
-        if (!graphOnly) // printing the graph creates no file
+        if (!graphOnly)                                                             // printing the graph creates no file
             options.persistence = std::make_shared<mneme::SqliteFlowPersistence>(); // ./.mneme/flows.db
         ReviewFlow flow(options);
         if (flow.printGraphIfAsked(args))

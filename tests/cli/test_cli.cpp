@@ -42,10 +42,18 @@ QSet<QString> set(const QStringList &list)
 }
 
 const QStringList kRecordKeys = {
-    QStringLiteral("id"),         QStringLiteral("content"),    QStringLiteral("scope"),
-    QStringLiteral("categories"), QStringLiteral("importance"), QStringLiteral("source"),
-    QStringLiteral("private"),    QStringLiteral("metadata"),   QStringLiteral("created_at"),
-    QStringLiteral("updated_at"), QStringLiteral("last_accessed"), QStringLiteral("access_count"),
+    QStringLiteral("id"),
+    QStringLiteral("content"),
+    QStringLiteral("scope"),
+    QStringLiteral("categories"),
+    QStringLiteral("importance"),
+    QStringLiteral("source"),
+    QStringLiteral("private"),
+    QStringLiteral("metadata"),
+    QStringLiteral("created_at"),
+    QStringLiteral("updated_at"),
+    QStringLiteral("last_accessed"),
+    QStringLiteral("access_count"),
 };
 
 bool writeFile(const QString &path, const QByteArray &bytes)
@@ -87,28 +95,28 @@ QStringList idsOf(const Json &array)
 } // namespace
 
 // Compares two JSON values (QCOMPARE cannot take nlohmann::json) and shows both on failure.
-#define COMPARE_JSON(actual, expected)                                                                          \
-    do {                                                                                                        \
-        const Json actual_ = (actual);                                                                          \
-        const Json expected_ = (expected);                                                                      \
-        QVERIFY2(actual_ == expected_, ("got " + actual_.dump() + ", expected " + expected_.dump()).c_str());    \
+#define COMPARE_JSON(actual, expected)                                                                        \
+    do {                                                                                                      \
+        const Json actual_ = (actual);                                                                        \
+        const Json expected_ = (expected);                                                                    \
+        QVERIFY2(actual_ == expected_, ("got " + actual_.dump() + ", expected " + expected_.dump()).c_str()); \
     } while (false)
 // Fails the current test (returning from it) unless the run exited with `code`.
 #define EXPECT_EXIT(run, code) QVERIFY2((run).exitCode == (code), (run).describe().constData())
 // Runs the CLI and fails unless it succeeded with one JSON document on stdout and nothing on stderr.
-#define EXPECT_JSON_OK(run)                                                                                     \
-    do {                                                                                                        \
-        EXPECT_EXIT(run, 0);                                                                                    \
-        QVERIFY2((run).isJson(), (run).describe().constData());                                                 \
-        QVERIFY2((run).err.isEmpty(), (run).describe().constData());                                            \
+#define EXPECT_JSON_OK(run)                                          \
+    do {                                                             \
+        EXPECT_EXIT(run, 0);                                         \
+        QVERIFY2((run).isJson(), (run).describe().constData());      \
+        QVERIFY2((run).err.isEmpty(), (run).describe().constData()); \
     } while (false)
 // Fails unless the run failed with `code`, an empty stdout and one line "mneme: ..." on stderr.
-#define EXPECT_FAILURE(run, code)                                                                               \
-    do {                                                                                                        \
-        EXPECT_EXIT(run, code);                                                                                 \
-        QVERIFY2((run).out.isEmpty(), (run).describe().constData());                                            \
-        QVERIFY2((run).err.startsWith("mneme: "), (run).describe().constData());                                \
-        QVERIFY2((run).err.count('\n') == 1 && (run).err.endsWith('\n'), (run).describe().constData());         \
+#define EXPECT_FAILURE(run, code)                                                                       \
+    do {                                                                                                \
+        EXPECT_EXIT(run, code);                                                                         \
+        QVERIFY2((run).out.isEmpty(), (run).describe().constData());                                    \
+        QVERIFY2((run).err.startsWith("mneme: "), (run).describe().constData());                        \
+        QVERIFY2((run).err.count('\n') == 1 && (run).err.endsWith('\n'), (run).describe().constData()); \
     } while (false)
 
 class TestCli : public QObject
@@ -373,14 +381,17 @@ void TestCli::recallSliceAndOptions()
 {
     QVERIFY(!remember(QStringLiteral("Alice drinks green tea every morning"),
                       {QStringLiteral("--scope"), QStringLiteral("/team/a"), QStringLiteral("--category"),
-                       QStringLiteral("drinks")}).is_null());
+                       QStringLiteral("drinks")})
+                 .is_null());
     // Explicit categories: without them the offline analyzer would reuse "drinks", which they name.
     QVERIFY(!remember(QStringLiteral("Bob drinks black coffee every morning"),
                       {QStringLiteral("--scope"), QStringLiteral("/team/b"), QStringLiteral("--category"),
-                       QStringLiteral("coffee")}).is_null());
+                       QStringLiteral("coffee")})
+                 .is_null());
     QVERIFY(!remember(QStringLiteral("Carol drinks orange juice every morning"),
                       {QStringLiteral("--scope"), QStringLiteral("/team/c"), QStringLiteral("--category"),
-                       QStringLiteral("juice")}).is_null());
+                       QStringLiteral("juice")})
+                 .is_null());
     QVERIFY(!remember(QStringLiteral("The morning standup starts at nine"), {}).is_null());
 
     const QString query = QStringLiteral("who drinks what every morning");
@@ -984,7 +995,7 @@ void TestCli::forgetFilters()
     add(QStringLiteral("Stale fact in y"), {QStringLiteral("--scope"), QStringLiteral("/y"), QStringLiteral("--category"),
                                             QStringLiteral("stale"), QStringLiteral("--at"), QStringLiteral("2024-06-01")});
     const QString keep = add(QStringLiteral("Fresh fact in y"), {QStringLiteral("--scope"), QStringLiteral("/y"),
-                                                                  QStringLiteral("--at"), QStringLiteral("2024-06-01")});
+                                                                 QStringLiteral("--at"), QStringLiteral("2024-06-01")});
     QVERIFY(!keep.isEmpty());
     QCOMPARE(count(), 4);
 

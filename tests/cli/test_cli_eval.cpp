@@ -85,22 +85,22 @@ const QString kFixture = QStringLiteral(MNEME_LOCOMO_MINI);
 
 #define EXPECT_EXIT(run, code) QVERIFY2((run).exitCode == (code), (run).describe().constData())
 // Success, one JSON document on stdout, nothing on stderr (which is not a terminal here).
-#define EXPECT_JSON_OK(run)                                                                                     \
-    do {                                                                                                        \
-        EXPECT_EXIT(run, 0);                                                                                    \
-        QVERIFY2((run).isJson(), (run).describe().constData());                                                 \
-        QVERIFY2((run).err.isEmpty(), (run).describe().constData());                                            \
+#define EXPECT_JSON_OK(run)                                          \
+    do {                                                             \
+        EXPECT_EXIT(run, 0);                                         \
+        QVERIFY2((run).isJson(), (run).describe().constData());      \
+        QVERIFY2((run).err.isEmpty(), (run).describe().constData()); \
     } while (false)
-#define EXPECT_FAILURE(run, code)                                                                               \
-    do {                                                                                                        \
-        EXPECT_EXIT(run, code);                                                                                 \
-        QVERIFY2((run).out.isEmpty(), (run).describe().constData());                                            \
-        QVERIFY2((run).err.startsWith("mneme: "), (run).describe().constData());                                \
-        QVERIFY2((run).err.count('\n') == 1 && (run).err.endsWith('\n'), (run).describe().constData());         \
+#define EXPECT_FAILURE(run, code)                                                                       \
+    do {                                                                                                \
+        EXPECT_EXIT(run, code);                                                                         \
+        QVERIFY2((run).out.isEmpty(), (run).describe().constData());                                    \
+        QVERIFY2((run).err.startsWith("mneme: "), (run).describe().constData());                        \
+        QVERIFY2((run).err.count('\n') == 1 && (run).err.endsWith('\n'), (run).describe().constData()); \
     } while (false)
-#define EXPECT_NEAR(actual, expected, run)                                                                      \
-    QVERIFY2(near((actual), (expected)),                                                                        \
-             (QByteArray::number(actual) + " != " + QByteArray::number(expected) + "\n" + (run).describe())     \
+#define EXPECT_NEAR(actual, expected, run)                                                                  \
+    QVERIFY2(near((actual), (expected)),                                                                    \
+             (QByteArray::number(actual) + " != " + QByteArray::number(expected) + "\n" + (run).describe()) \
                  .constData())
 
 class TestCliEval : public QObject
@@ -250,13 +250,7 @@ void TestCliEval::jsonShapeAndCounts()
     QVERIFY(options["record"]["keyword_context_weight"] == config["keyword_context_weight"]);
     QVERIFY(near(num(config["keyword_context_weight"]), 0.3));
 
-    QVERIFY(options["counts"] == (Json{{"conversations", 2},
-                                       {"turns", 14},
-                                       {"turns_stored", 14},
-                                       {"turns_not_stored", 0},
-                                       {"evidence_ids_repaired", 6},
-                                       {"evidence_ids_dropped", 2},
-                                       {"questions_skipped", 2}}));
+    QVERIFY(options["counts"] == (Json{{"conversations", 2}, {"turns", 14}, {"turns_stored", 14}, {"turns_not_stored", 0}, {"evidence_ids_repaired", 6}, {"evidence_ids_dropped", 2}, {"questions_skipped", 2}}));
 }
 
 void TestCliEval::recallByConstruction()
@@ -346,13 +340,7 @@ void TestCliEval::conversationsAndConfig()
     QVERIFY(near(num(doc["options"]["memory_config"]["semantic_weight"]), 0.0));
     EXPECT_NEAR(num(doc["recall_at"]["1"]), 1.0, second);
     EXPECT_NEAR(num(doc["by_category"]["2"]["recall_at"]["1"]), 1.0, second);
-    QVERIFY(doc["options"]["counts"] == (Json{{"conversations", 1},
-                                              {"turns", 4},
-                                              {"turns_stored", 4},
-                                              {"turns_not_stored", 0},
-                                              {"evidence_ids_repaired", 0},
-                                              {"evidence_ids_dropped", 0},
-                                              {"questions_skipped", 0}}));
+    QVERIFY(doc["options"]["counts"] == (Json{{"conversations", 1}, {"turns", 4}, {"turns_stored", 4}, {"turns_not_stored", 0}, {"evidence_ids_repaired", 0}, {"evidence_ids_dropped", 0}, {"questions_skipped", 0}}));
     QVERIFY(!QFileInfo::exists(m_dir->path(QStringLiteral("unused.db"))));
     QVERIFY(!QFileInfo::exists(m_dir->dir() + QStringLiteral("/default")));
 }
@@ -440,8 +428,8 @@ void TestCliEval::usageErrors()
 void TestCliEval::badArguments_data()
 {
     QTest::addColumn<QStringList>("args");
-    QTest::addColumn<QByteArray>("file");      // content of FILE; empty: FILE does not exist
-    QTest::addColumn<QByteArray>("message");   // what stderr must mention
+    QTest::addColumn<QByteArray>("file");    // content of FILE; empty: FILE does not exist
+    QTest::addColumn<QByteArray>("message"); // what stderr must mention
 
     const QByteArray fixture = readFile(kFixture);
     QVERIFY(!fixture.isEmpty());

@@ -2,8 +2,8 @@
 // or standard input), --json, and the errors for input that is not a valid flow description.
 
 #include "cli_runner.h"
-#include <mneme/flows/flow.h>
 #include "temp_store.h"
+#include <mneme/flows/flow.h>
 
 #include <QFile>
 #include <QtTest>
@@ -82,7 +82,7 @@ void TestCliFlowGraph::jsonOutput()
     TempStore dir;
     const auto flow = reviewFlow();
     const CliRun run = cli({QStringLiteral("--json"), QStringLiteral("flow-graph"), QStringLiteral("-")}, dir.dir(),
-                             QByteArray::fromStdString(flow->toJson().dump()));
+                           QByteArray::fromStdString(flow->toJson().dump()));
     QVERIFY2(run.exitCode == 0 && run.isJson(), run.describe().constData());
     const Json j = run.json();
     QCOMPARE(j["name"], Json("Review"));
@@ -110,7 +110,8 @@ void TestCliFlowGraph::badInput_data()
         for (int i = 0; i < depth; ++i)
             trigger = "{\"or\": [" + trigger + "]}";
         return R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
-                   {"name": "b", "kind": "listen", "trigger": )" + trigger + "}]}";
+                   {"name": "b", "kind": "listen", "trigger": )"
+             + trigger + "}]}";
     };
     const QString tooDeep = "mneme: standard input: the trigger of step \"b\": it is nested more than 64 deep (and / or inside "
                             "one another); a trigger is a step name or label (a string), {\"and\": [...]} or {\"or\": [...]}";
@@ -122,7 +123,8 @@ void TestCliFlowGraph::badInput_data()
         deepValue = "[" + deepValue + "]";
     QTest::newRow("deep value that is not a trigger")
         << QByteArray(R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
-                         {"name": "b", "kind": "listen", "trigger": {"x": )" + deepValue + R"(, "y": 1}}]})")
+                         {"name": "b", "kind": "listen", "trigger": {"x": )"
+                      + deepValue + R"(, "y": 1}}]})")
         << "mneme: standard input: the trigger of step \"b\": {\"x\":[[[...]]],\"y\":1} is not a trigger; a trigger is a step "
            "name or label (a string), {\"and\": [...]} or {\"or\": [...]}";
 }
@@ -151,7 +153,8 @@ void TestCliFlowGraph::deepTriggerWithinTheLimit()
     TempStore dir;
     const CliRun run = cli({QStringLiteral("flow-graph"), QStringLiteral("-")}, dir.dir(),
                            R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
-                               {"name": "b", "kind": "listen", "trigger": )" + trigger + "}]}");
+                               {"name": "b", "kind": "listen", "trigger": )"
+                               + trigger + "}]}");
     QCOMPARE(run.exitCode, 0);
     QVERIFY2(run.out.startsWith("digraph"), run.describe().constData());
 }

@@ -43,8 +43,7 @@ ScriptedReply embeddings(const RecordedRequest &request)
     for (const Json &text : body["input"])
         data.push_back({{"object", "embedding"}, {"index", index++}, {"embedding", vectorFor(text.get<std::string>())}});
     return ScriptedReply::json(QByteArray::fromStdString(
-        Json{{"object", "list"}, {"data", data}, {"model", "text-embedding-3-small"},
-             {"usage", {{"prompt_tokens", 4}, {"total_tokens", 4}}}}.dump()));
+        Json{{"object", "list"}, {"data", data}, {"model", "text-embedding-3-small"}, {"usage", {{"prompt_tokens", 4}, {"total_tokens", 4}}}}.dump()));
 }
 
 } // namespace
@@ -180,11 +179,7 @@ private:
     Json embedder() const
     {
         return Json{{"provider", "openai"},
-                    {"config", {{"base_url", (m_server->baseUrl().toString() + QStringLiteral("/v1")).toStdString()},
-                                {"api_key", kSecret},
-                                {"model_name", "text-embedding-3-small"},
-                                {"dimensions", kDimension},
-                                {"max_retries", 0}}}};
+                    {"config", {{"base_url", (m_server->baseUrl().toString() + QStringLiteral("/v1")).toStdString()}, {"api_key", kSecret}, {"model_name", "text-embedding-3-small"}, {"dimensions", kDimension}, {"max_retries", 0}}}};
     }
 
     QString configPath() const { return m_dir->path(QStringLiteral("config.json")); }

@@ -2,10 +2,10 @@
 // retries and Retry-After, timeouts, streaming, malformed and oversized replies, cancellation,
 // requests-per-minute limits and secret redaction.
 
+#include "scripted_http_server.h"
 #include <mneme/core/error.h>
 #include <mneme/core/http_client.h>
 #include <mneme/core/json.h>
-#include "scripted_http_server.h"
 
 #include <QDateTime>
 #include <QElapsedTimer>
@@ -65,7 +65,9 @@ struct Outcome
             return QStringLiteral("succeeded with HTTP %1 after %2 attempt(s)").arg(response->status).arg(response->attempts);
         if (error)
             return QStringLiteral("failed with %1 (HTTP %2): %3")
-                .arg(Error::kindName(error->kind())).arg(error->httpStatus()).arg(error->message());
+                .arg(Error::kindName(error->kind()))
+                .arg(error->httpStatus())
+                .arg(error->message());
         if (cancelled)
             return QStringLiteral("was cancelled without an error");
         return QStringLiteral("threw something else: ") + other;
@@ -298,7 +300,7 @@ private Q_SLOTS:
                                     << badRequest << "field 'input' required" << false;
         QTest::newRow("400 maximum context length")
             << 400 << QByteArray("{\"error\":{\"message\":\"This model's maximum context length is 8192 tokens. However, your "
-                          "messages resulted in 9000 tokens.\",\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}")
+                                 "messages resulted in 9000 tokens.\",\"type\":\"invalid_request_error\",\"code\":\"context_length_exceeded\"}}")
             << context << "maximum context length is 8192 tokens" << false;
         QTest::newRow("400 context_length_exceeded code")
             << 400 << QByteArray("{\"error\":{\"message\":\"Input too large for this model.\",\"code\":\"context_length_exceeded\"}}")
@@ -778,7 +780,7 @@ private Q_SLOTS:
         QByteArray body = "{\"data\":\"";
         body += QByteArray(20 << 20, 'x');
         for (qsizetype i = 9; i < body.size(); i += 4093)
-            body[i] = char('a' + i % 26);   // not all the same byte: a reordering would show
+            body[i] = char('a' + i % 26); // not all the same byte: a reordering would show
         body += "\"}";
         ScriptedHttpServer server;
         server.enqueue(ScriptedReply::json(body));
@@ -874,7 +876,7 @@ private Q_SLOTS:
             client.postJson(endpoint(server, "/limited"), "{}", {}, QStringLiteral("three"), collectInto(std::make_shared<Pieces>())),
         };
         QTRY_COMPARE_WITH_TIMEOUT(server.requestCount(), 3, 5000);
-        QTest::qWait(100);  // the 429 has arrived; the third request waits out its Retry-After
+        QTest::qWait(100); // the 429 has arrived; the third request waits out its Retry-After
         for (const auto &f : futures)
             QVERIFY(!f.isFinished());
 

@@ -55,7 +55,8 @@ void TestJsonReply::extract_data()
         << "```python\nprint({'a': 1})\n```\n```json\n{\"a\":1}\n```" << QByteArray(R"({"a":1})");
     QTest::newRow("unparsable fence, then an object")
         << "```json\n{broken: yes\n```\nSorry, here it is properly: {\"a\":1}" << QByteArray(R"({"a":1})");
-    QTest::newRow("unterminated fence") << "```json\n{\"a\":1}\n" << QByteArray(R"({"a":1})");
+    QTest::newRow("unterminated fence") << "```json\n{\"a\":1}\n"
+                                        << QByteArray(R"({"a":1})");
     QTest::newRow("think block") << "<think>The user wants {\"wrong\":true}, maybe [1,2].</think>\n{\"right\":true}"
                                  << QByteArray(R"({"right":true})");
     QTest::newRow("think block then fence")
@@ -87,7 +88,8 @@ void TestJsonReply::extract_data()
                              << QByteArray(R"({"name":"café ✓ 日本"})");
     QTest::newRow("bare number") << "42" << QByteArray("42");
     QTest::newRow("bare string") << " \"x\" " << QByteArray(R"("x")");
-    QTest::newRow("bare true") << "true\n" << QByteArray("true");
+    QTest::newRow("bare true") << "true\n"
+                               << QByteArray("true");
     QTest::newRow("bare null") << "null" << QByteArray("null");
     QTest::newRow("empty object") << "Nothing to report: {}" << QByteArray("{}");
 }
@@ -107,14 +109,22 @@ void TestJsonReply::extract_fails_data()
 {
     QTest::addColumn<QString>("reply");
     QTest::addColumn<QString>("mentions");
-    QTest::newRow("garbage") << "I cannot help with that." << "I cannot help with that.";
-    QTest::newRow("empty") << "" << "empty";
-    QTest::newRow("white space") << " \n\t " << "empty";
-    QTest::newRow("scalar in chatter") << "The answer is 42." << "The answer is 42.";
-    QTest::newRow("unbalanced") << "{\"a\": 1" << "{\"a\": 1";
-    QTest::newRow("not json in braces") << "{a: b} [c d]" << "{a: b} [c d]";
-    QTest::newRow("only thinking") << "<think>{\"a\":1}</think>" << "<think>";
-    QTest::newRow("fence of prose") << "```\nno json here\n```" << "no json here";
+    QTest::newRow("garbage") << "I cannot help with that."
+                             << "I cannot help with that.";
+    QTest::newRow("empty") << ""
+                           << "empty";
+    QTest::newRow("white space") << " \n\t "
+                                 << "empty";
+    QTest::newRow("scalar in chatter") << "The answer is 42."
+                                       << "The answer is 42.";
+    QTest::newRow("unbalanced") << "{\"a\": 1"
+                                << "{\"a\": 1";
+    QTest::newRow("not json in braces") << "{a: b} [c d]"
+                                        << "{a: b} [c d]";
+    QTest::newRow("only thinking") << "<think>{\"a\":1}</think>"
+                                   << "<think>";
+    QTest::newRow("fence of prose") << "```\nno json here\n```"
+                                    << "no json here";
     QTest::newRow("long garbage") << "Lorem ipsum dolor sit amet " + QString(500, QLatin1Char('z'))
                                   << "Lorem ipsum dolor sit amet zzz";
 }

@@ -86,13 +86,20 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("field");
-        QTest::newRow("not object") << "[1]" << "object";
-        QTest::newRow("content number") << R"({"content": 5})" << "content";
-        QTest::newRow("categories string") << R"({"content": "a", "categories": "x"})" << "categories";
-        QTest::newRow("importance string") << R"({"content": "a", "importance": "high"})" << "importance";
-        QTest::newRow("private string") << R"({"content": "a", "private": "yes"})" << "private";
-        QTest::newRow("metadata array") << R"({"content": "a", "metadata": [1]})" << "metadata";
-        QTest::newRow("bad date") << R"({"content": "a", "created_at": "yesterday"})" << "created_at";
+        QTest::newRow("not object") << "[1]"
+                                    << "object";
+        QTest::newRow("content number") << R"({"content": 5})"
+                                        << "content";
+        QTest::newRow("categories string") << R"({"content": "a", "categories": "x"})"
+                                           << "categories";
+        QTest::newRow("importance string") << R"({"content": "a", "importance": "high"})"
+                                           << "importance";
+        QTest::newRow("private string") << R"({"content": "a", "private": "yes"})"
+                                        << "private";
+        QTest::newRow("metadata array") << R"({"content": "a", "metadata": [1]})"
+                                        << "metadata";
+        QTest::newRow("bad date") << R"({"content": "a", "created_at": "yesterday"})"
+                                  << "created_at";
     }
     void badJson()
     {
@@ -111,11 +118,16 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("utc ms") << "2024-05-01T12:00:00.250Z" << "2024-05-01T12:00:00.250Z";
-        QTest::newRow("offset") << "2024-05-01T14:00:00+02:00" << "2024-05-01T12:00:00.000Z";
-        QTest::newRow("no zone is utc") << "2024-05-01T12:00:00" << "2024-05-01T12:00:00.000Z";
-        QTest::newRow("date only") << "2023-05-08" << "2023-05-08T00:00:00.000Z";
-        QTest::newRow("garbage") << "not a date" << "";
+        QTest::newRow("utc ms") << "2024-05-01T12:00:00.250Z"
+                                << "2024-05-01T12:00:00.250Z";
+        QTest::newRow("offset") << "2024-05-01T14:00:00+02:00"
+                                << "2024-05-01T12:00:00.000Z";
+        QTest::newRow("no zone is utc") << "2024-05-01T12:00:00"
+                                        << "2024-05-01T12:00:00.000Z";
+        QTest::newRow("date only") << "2023-05-08"
+                                   << "2023-05-08T00:00:00.000Z";
+        QTest::newRow("garbage") << "not a date"
+                                 << "";
     }
     void isoTimes()
     {

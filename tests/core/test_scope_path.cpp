@@ -13,13 +13,20 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("input");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("empty") << "" << "/";
-        QTest::newRow("root") << "/" << "/";
-        QTest::newRow("spaces") << "  /a/b  " << "/a/b";
-        QTest::newRow("no leading slash") << "crew/test" << "/crew/test";
-        QTest::newRow("trailing slash") << "/crew/test/" << "/crew/test";
-        QTest::newRow("unicode") << "/café/ünï" << "/café/ünï";
-        QTest::newRow("inner spaces") << "/my project/alpha" << "/my project/alpha";
+        QTest::newRow("empty") << ""
+                               << "/";
+        QTest::newRow("root") << "/"
+                              << "/";
+        QTest::newRow("spaces") << "  /a/b  "
+                                << "/a/b";
+        QTest::newRow("no leading slash") << "crew/test"
+                                          << "/crew/test";
+        QTest::newRow("trailing slash") << "/crew/test/"
+                                        << "/crew/test";
+        QTest::newRow("unicode") << "/café/ünï"
+                                 << "/café/ünï";
+        QTest::newRow("inner spaces") << "/my project/alpha"
+                                      << "/my project/alpha";
     }
     void normalize()
     {
@@ -33,16 +40,24 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("input");
         QTest::addColumn<QString>("mentions");
-        QTest::newRow("dotdot") << "/a/../b" << "..";
-        QTest::newRow("leading dotdot") << "/../../etc" << "..";
-        QTest::newRow("dot") << "/a/./b" << "'.'";
-        QTest::newRow("empty segment") << "/a//b" << "empty segment";
-        QTest::newRow("double root") << "//" << "empty segment";
-        QTest::newRow("newline") << "/a\nb" << "control character";
-        QTest::newRow("tab") << "/a\tb" << "control character";
+        QTest::newRow("dotdot") << "/a/../b"
+                                << "..";
+        QTest::newRow("leading dotdot") << "/../../etc"
+                                        << "..";
+        QTest::newRow("dot") << "/a/./b"
+                             << "'.'";
+        QTest::newRow("empty segment") << "/a//b"
+                                       << "empty segment";
+        QTest::newRow("double root") << "//"
+                                     << "empty segment";
+        QTest::newRow("newline") << "/a\nb"
+                                 << "control character";
+        QTest::newRow("tab") << "/a\tb"
+                             << "control character";
         QTest::newRow("nul") << QString::fromUtf16(u"/a\u0000b", 4) << "control character";
         QTest::newRow("del") << QString::fromUtf16(u"/a\u007fb") << "control character";
-        QTest::newRow("segment spaces") << "/a/ b" << "white space";
+        QTest::newRow("segment spaces") << "/a/ b"
+                                        << "white space";
         QTest::newRow("long segment") << "/" + QString(201, QLatin1Char('x')) << "200 characters";
     }
     void rejects()
@@ -68,13 +83,27 @@ private Q_SLOTS:
         QTest::addColumn<QString>("inner");
         QTest::addColumn<QString>("expected");
         // Acceptance case 37 and the reference's join examples.
-        QTest::newRow("root + explicit") << "/crew/research-crew" << "/market-trends" << "/crew/research-crew/market-trends";
-        QTest::newRow("trailing slashes") << "/crew/test/" << "/inner/" << "/crew/test/inner";
-        QTest::newRow("root + /") << "/crew/test" << "/" << "/crew/test";
-        QTest::newRow("root without slash") << "crew/test" << "inner" << "/crew/test/inner";
-        QTest::newRow("no root") << "" << "inner" << "/inner";
-        QTest::newRow("neither") << "" << "" << "/";
-        QTest::newRow("case 39") << "/override/path" << "/inner" << "/override/path/inner";
+        QTest::newRow("root + explicit") << "/crew/research-crew"
+                                         << "/market-trends"
+                                         << "/crew/research-crew/market-trends";
+        QTest::newRow("trailing slashes") << "/crew/test/"
+                                          << "/inner/"
+                                          << "/crew/test/inner";
+        QTest::newRow("root + /") << "/crew/test"
+                                  << "/"
+                                  << "/crew/test";
+        QTest::newRow("root without slash") << "crew/test"
+                                            << "inner"
+                                            << "/crew/test/inner";
+        QTest::newRow("no root") << ""
+                                 << "inner"
+                                 << "/inner";
+        QTest::newRow("neither") << ""
+                                 << ""
+                                 << "/";
+        QTest::newRow("case 39") << "/override/path"
+                                 << "/inner"
+                                 << "/override/path/inner";
     }
     void join()
     {
@@ -94,13 +123,20 @@ private Q_SLOTS:
         QTest::addColumn<QString>("prefix");
         QTest::addColumn<QString>("path");
         QTest::addColumn<bool>("expected");
-        QTest::newRow("same") << "/crew/a" << "/crew/a" << true;
-        QTest::newRow("child") << "/crew/a" << "/crew/a/x" << true;
-        QTest::newRow("sibling with prefix (decision 1)") << "/crew/a" << "/crew/ab" << false;
-        QTest::newRow("parent") << "/crew/a" << "/crew" << false;
-        QTest::newRow("root holds all") << "/" << "/x/y" << true;
-        QTest::newRow("root holds root") << "/" << "/" << true;
-        QTest::newRow("not root") << "/a" << "/" << false;
+        QTest::newRow("same") << "/crew/a"
+                              << "/crew/a" << true;
+        QTest::newRow("child") << "/crew/a"
+                               << "/crew/a/x" << true;
+        QTest::newRow("sibling with prefix (decision 1)") << "/crew/a"
+                                                          << "/crew/ab" << false;
+        QTest::newRow("parent") << "/crew/a"
+                                << "/crew" << false;
+        QTest::newRow("root holds all") << "/"
+                                        << "/x/y" << true;
+        QTest::newRow("root holds root") << "/"
+                                         << "/" << true;
+        QTest::newRow("not root") << "/a"
+                                  << "/" << false;
     }
     void contains()
     {
@@ -127,13 +163,20 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("name");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("spaces") << "Research Crew" << "research-crew";
-        QTest::newRow("punctuation") << "Agent #1 (Main)" << "agent-1-main";
-        QTest::newRow("accent") << "café_worker" << "caf-_worker";
-        QTest::newRow("nothing left") << "@#$%" << "unknown";
-        QTest::newRow("empty") << "" << "unknown";
-        QTest::newRow("awesome") << "My Awesome Crew #1!" << "my-awesome-crew-1";
-        QTest::newRow("role") << "Senior Research Analyst 1" << "senior-research-analyst-1";
+        QTest::newRow("spaces") << "Research Crew"
+                                << "research-crew";
+        QTest::newRow("punctuation") << "Agent #1 (Main)"
+                                     << "agent-1-main";
+        QTest::newRow("accent") << "café_worker"
+                                << "caf-_worker";
+        QTest::newRow("nothing left") << "@#$%"
+                                      << "unknown";
+        QTest::newRow("empty") << ""
+                               << "unknown";
+        QTest::newRow("awesome") << "My Awesome Crew #1!"
+                                 << "my-awesome-crew-1";
+        QTest::newRow("role") << "Senior Research Analyst 1"
+                              << "senior-research-analyst-1";
     }
     void sanitize()
     {

@@ -115,8 +115,8 @@ private Q_SLOTS:
         const QByteArray ping = R"({"type": "ping"})";
         const QByteArray stop = R"({"type":"message_stop"})";
         const QByteArray anthropic = "event: message_start\ndata: " + start + "\n\nevent: content_block_delta\ndata: "
-                                     + delta + "\n\nevent: ping\ndata: " + ping + "\n\nevent: message_stop\ndata: "
-                                     + stop + "\n\n";
+                                   + delta + "\n\nevent: ping\ndata: " + ping + "\n\nevent: message_stop\ndata: "
+                                   + stop + "\n\n";
         const QStringList anthropicEvents{show("message_start", start), show("content_block_delta", delta),
                                           show("ping", ping), show("message_stop", stop)};
         QTest::newRow("anthropic") << anthropic << anthropicEvents;

@@ -70,7 +70,7 @@ QString errorOf(const std::function<void()> &f)
 }
 
 // One data row per model ("hash-v2 <name>", "hash-v1 <name>"), the model in the first column.
-template <typename... T>
+template<typename... T>
 void addRowsForModels(const char *name, T... values)
 {
     for (const char *model : {"hash-v2", "hash-v1"})
@@ -265,9 +265,9 @@ private Q_SLOTS:
         QTest::addColumn<double>("checksum"); // sum of (i + 1) * v[i]
         // hash-v1: the figures pinned when it was the only model, unchanged.
         QTest::newRow("v1 fox 384") << "hash-v1" << 384 << "The quick brown fox jumps over the lazy dog"
-                                 << QStringList{"-341", "+80", "+86", "-163", "+165"} << 0.327119380 << 22.515172257;
+                                    << QStringList{"-341", "+80", "+86", "-163", "+165"} << 0.327119380 << 22.515172257;
         QTest::newRow("v1 accents 64") << "hash-v1" << 64 << "Crème brûlée à l'hôtel, s'il vous plaît!"
-                                    << QStringList{"+16", "+17", "+30", "+25", "-10"} << 0.348856479 << 29.765745699;
+                                       << QStringList{"+16", "+17", "+30", "+25", "-10"} << 0.348856479 << 29.765745699;
         // hash-v2, the default: the same pins for its own format.
         QTest::newRow("v2 fox 384") << "hash-v2" << 384 << "The quick brown fox jumps over the lazy dog"
                                     << QStringList{"-18", "+82", "-145", "+234", "-285"} << 0.324545354 << -323.344047382;
@@ -392,15 +392,24 @@ private Q_SLOTS:
         QTest::addColumn<QString>("a");
         QTest::addColumn<QString>("b");
         QTest::addColumn<double>("minimum"); // cosine under hash-v2
-        QTest::newRow("plural") << "meetings" << "meeting" << 0.8;
-        QTest::newRow("-ing and -s") << "running" << "runs" << 0.6;
-        QTest::newRow("in a sentence") << "The meetings ran late" << "the meeting runs late" << 0.8;
-        QTest::newRow("irregular past") << "We met up with friends" << "we meet up with our friends" << 0.8;
-        QTest::newRow("irregular plural") << "the children's books" << "a child's book" << 0.6;
-        QTest::newRow("went / go") << "Melanie went camping" << "Melanie will go camping" << 0.8;
-        QTest::newRow("number word") << "three kids" << "3 kids" << 0.8;
-        QTest::newRow("thousands separator") << "1,000 users" << "1000 users" << 0.99;
-        QTest::newRow("ordinal") << "on May 7th" << "7 May" << 0.8;
+        QTest::newRow("plural") << "meetings"
+                                << "meeting" << 0.8;
+        QTest::newRow("-ing and -s") << "running"
+                                     << "runs" << 0.6;
+        QTest::newRow("in a sentence") << "The meetings ran late"
+                                       << "the meeting runs late" << 0.8;
+        QTest::newRow("irregular past") << "We met up with friends"
+                                        << "we meet up with our friends" << 0.8;
+        QTest::newRow("irregular plural") << "the children's books"
+                                          << "a child's book" << 0.6;
+        QTest::newRow("went / go") << "Melanie went camping"
+                                   << "Melanie will go camping" << 0.8;
+        QTest::newRow("number word") << "three kids"
+                                     << "3 kids" << 0.8;
+        QTest::newRow("thousands separator") << "1,000 users"
+                                             << "1000 users" << 0.99;
+        QTest::newRow("ordinal") << "on May 7th"
+                                 << "7 May" << 0.8;
     }
 
     void v2JoinsWordForms()
@@ -419,10 +428,14 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("a");
         QTest::addColumn<QString>("b");
-        QTest::newRow("cat and stock") << "the cat is on the mat" << "the stock is on the rise";
-        QTest::newRow("have been") << "I have been to the store with him" << "they have been at the beach with her";
-        QTest::newRow("question") << "What did you do with the car?" << "What did you do with the garden?";
-        QTest::newRow("contractions") << "I'm sure it's the blue one, isn't it?" << "I'm sure it's a dog, isn't it?";
+        QTest::newRow("cat and stock") << "the cat is on the mat"
+                                       << "the stock is on the rise";
+        QTest::newRow("have been") << "I have been to the store with him"
+                                   << "they have been at the beach with her";
+        QTest::newRow("question") << "What did you do with the car?"
+                                  << "What did you do with the garden?";
+        QTest::newRow("contractions") << "I'm sure it's the blue one, isn't it?"
+                                      << "I'm sure it's a dog, isn't it?";
     }
 
     void v2IgnoresStopWords()
@@ -441,9 +454,12 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("a");
         QTest::addColumn<QString>("b");
-        QTest::newRow("article") << "the cat" << "a cat";
-        QTest::newRow("pronouns and auxiliaries") << "I have been painting" << "she was painting";
-        QTest::newRow("around a pair") << "support for the group" << "support group";
+        QTest::newRow("article") << "the cat"
+                                 << "a cat";
+        QTest::newRow("pronouns and auxiliaries") << "I have been painting"
+                                                  << "she was painting";
+        QTest::newRow("around a pair") << "support for the group"
+                                       << "support group";
     }
 
     void v2StopWordsAddNothing()
@@ -464,9 +480,15 @@ private Q_SLOTS:
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("same");  // embeds identically
         QTest::addColumn<QString>("other"); // other stop words: a different vector
-        QTest::newRow("question") << "Is it?" << "is IT" << "was it?";
-        QTest::newRow("one word") << "the" << "The!" << "a";
-        QTest::newRow("contraction") << "I don't." << "i dont" << "I do.";
+        QTest::newRow("question") << "Is it?"
+                                  << "is IT"
+                                  << "was it?";
+        QTest::newRow("one word") << "the"
+                                  << "The!"
+                                  << "a";
+        QTest::newRow("contraction") << "I don't."
+                                     << "i dont"
+                                     << "I do.";
     }
 
     void v2StopWordsOnly()
@@ -526,17 +548,26 @@ private Q_SLOTS:
         QTest::newRow("typo") << "We migrated the database to postgres last week"
                               << "We migrated the database to postgress last week"
                               << "We adopted a puppy from the shelter last week";
-        QTest::newRow("typo single word") << "postgres" << "postgress" << "kubernetes";
+        QTest::newRow("typo single word") << "postgres"
+                                          << "postgress"
+                                          << "kubernetes";
         QTest::newRow("plural") << "The meeting is scheduled for Monday"
                                 << "The meetings are scheduled for Mondays"
                                 << "Bananas are rich in potassium";
-        QTest::newRow("plural single word") << "invoice" << "invoices" << "holiday";
-        QTest::newRow("hyphen vs joined") << "send an e-mail to the team" << "send an email to the team"
+        QTest::newRow("plural single word") << "invoice"
+                                            << "invoices"
+                                            << "holiday";
+        QTest::newRow("hyphen vs joined") << "send an e-mail to the team"
+                                          << "send an email to the team"
                                           << "water the plants on the balcony";
-        QTest::newRow("accents and case") << "Rendez-vous au café à Genève" << "rendez vous au cafe a geneve"
+        QTest::newRow("accents and case") << "Rendez-vous au café à Genève"
+                                          << "rendez vous au cafe a geneve"
                                           << "Der Zug nach Berlin ist verspätet";
-        QTest::newRow("cjk") << "東京タワーに行きました" << "東京タワーへ行った" << "猫がソファで寝ている";
-        QTest::newRow("numbers") << "Upgrade Qt to 6.4.2 on the build server" << "the build server runs Qt 6.4.2"
+        QTest::newRow("cjk") << "東京タワーに行きました"
+                             << "東京タワーへ行った"
+                             << "猫がソファで寝ている";
+        QTest::newRow("numbers") << "Upgrade Qt to 6.4.2 on the build server"
+                                 << "the build server runs Qt 6.4.2"
                                  << "Lunch is at noon in the cafeteria";
     }
 
@@ -556,9 +587,12 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("a");
         QTest::addColumn<QString>("b");
-        QTest::newRow("swap subject and object") << "alice sent bob the report" << "bob sent alice the report";
-        QTest::newRow("reversed") << "recall memories before each task" << "task each before memories recall";
-        QTest::newRow("moved clause") << "yesterday the deploy failed on staging" << "the deploy failed on staging yesterday";
+        QTest::newRow("swap subject and object") << "alice sent bob the report"
+                                                 << "bob sent alice the report";
+        QTest::newRow("reversed") << "recall memories before each task"
+                                  << "task each before memories recall";
+        QTest::newRow("moved clause") << "yesterday the deploy failed on staging"
+                                      << "the deploy failed on staging yesterday";
     }
 
     void wordOrderMattersALittle()

@@ -6,15 +6,15 @@
 // AgentExecutor against a scripted LLM), typed step parameters, cancellation, reuse.
 
 #include "flow_test_util.h"
-#include <mneme/flows/flow.h>
 #include "memory_test_util.h"
-#include <mneme/runtime/agent_executor.h>
 #include "scripted_llm.h"
+#include <mneme/flows/flow.h>
+#include <mneme/runtime/agent_executor.h>
 
 #include <QElapsedTimer>
 #include <QSemaphore>
-#include <QThreadPool>
 #include <QSignalSpy>
+#include <QThreadPool>
 #include <QTimer>
 #include <QtTest>
 #include <atomic>
@@ -195,11 +195,16 @@ void TestFlow::routerLabels_data()
     QTest::addColumn<QString>("returned"); // JSON of the router's output
     QTest::addColumn<QString>("fired");    // the label listener that ran, or empty
 
-    QTest::newRow("zero") << "0" << "0";
-    QTest::newRow("empty string") << "\"\"" << "";
-    QTest::newRow("false") << "false" << "false";
-    QTest::newRow("string") << "\"yes\"" << "yes";
-    QTest::newRow("null emits nothing") << "null" << "none";
+    QTest::newRow("zero") << "0"
+                          << "0";
+    QTest::newRow("empty string") << "\"\""
+                                  << "";
+    QTest::newRow("false") << "false"
+                           << "false";
+    QTest::newRow("string") << "\"yes\""
+                            << "yes";
+    QTest::newRow("null emits nothing") << "null"
+                                        << "none";
 }
 
 void TestFlow::routerLabels()

@@ -4,12 +4,12 @@
 // step with the crew's typed error, and cancelling the flow cancels the crew. The LLM is the real
 // `openai` plugin against a scripted server.
 
-#include <mneme/core/error.h>
 #include "crew_test_util.h"
+#include "scripted_llm.h"
+#include <mneme/core/error.h>
 #include <mneme/flows/flow.h>
 #include <mneme/runtime/crew.h>
 #include <mneme/runtime/event_bus.h>
-#include "scripted_llm.h"
 
 #include <QTimer>
 #include <QtTest>

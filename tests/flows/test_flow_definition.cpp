@@ -2,9 +2,9 @@
 // which message), the JSON description `mneme flow-graph` reads, and the DOT drawing.
 
 #include "flow_test_util.h"
+#include "memory_test_util.h"
 #include <mneme/flows/flow.h>
 #include <mneme/flows/flow_definition.h>
-#include "memory_test_util.h"
 
 #include <QtTest>
 
@@ -203,7 +203,8 @@ void TestFlowDefinition::refusedThroughTheFlowApi()
 void TestFlowDefinition::persistNeedsPersistence()
 {
     Flow flow(QStringLiteral("Persist"), offline());
-    flow.start("begin", []() { return 1; }, StepOptions{true});
+    flow.start(
+        "begin", []() { return 1; }, StepOptions{true});
     QCOMPARE(errorOf([&] { flow.validate(); }).message(),
              QStringLiteral("Invalid flow definition for step \"begin\" (flow \"Persist\"): it asks for its state to be saved "
                             "(StepOptions::persist), but the flow has no persistence; set FlowOptions::persistence"));
@@ -227,8 +228,10 @@ void TestFlowDefinition::badJson_data()
     QTest::addColumn<QString>("document");
     QTest::addColumn<QString>("message");
     const QString hint = QStringLiteral(" (write one with Flow::toJson(), or run the flow's program with --flow-graph=json)");
-    QTest::newRow("not an object") << "[1]" << "not a flow description: the document is not a JSON object" + hint;
-    QTest::newRow("no format") << R"({"name": "f", "steps": []})" << "not a flow description: \"format\" must be \"mneme-flow/1\"" + hint;
+    QTest::newRow("not an object") << "[1]"
+                                   << "not a flow description: the document is not a JSON object" + hint;
+    QTest::newRow("no format") << R"({"name": "f", "steps": []})"
+                               << "not a flow description: \"format\" must be \"mneme-flow/1\"" + hint;
     QTest::newRow("unknown key") << R"({"format": "mneme-flow/1", "name": "f", "steps": [], "x": 1})"
                                  << "not a flow description: unknown key \"x\"" + hint;
     QTest::newRow("bad kind") << R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "begin"}]})"

@@ -4,11 +4,11 @@
 // cancellations closing their scopes, and the console trace reading them.
 
 #include "flow_test_util.h"
-#include <mneme/flows/flow.h>
 #include "memory_test_util.h"
+#include "temp_store.h"
+#include <mneme/flows/flow.h>
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/event_bus.h>
-#include "temp_store.h"
 
 #include <QJsonArray>
 #include <QJsonDocument>

@@ -4,20 +4,20 @@
 // background saves drained before the flow reports it finished, proven with a slow embedder.
 
 #include "fake_embedder.h"
-#include <mneme/flows/flow.h>
-#include <mneme/memory/memory.h>
 #include "memory_test_util.h"
 #include "temp_store.h"
+#include <mneme/flows/flow.h>
+#include <mneme/memory/memory.h>
 
 #include <QElapsedTimer>
 #include <QFile>
 #include <QMutex>
-#include <QSignalSpy>
 #include <QSemaphore>
+#include <QSignalSpy>
 #include <QThread>
-#include <thread>
 #include <QTimer>
 #include <QtTest>
+#include <thread>
 
 using namespace mneme;
 using mneme::test::errorOf;
@@ -89,9 +89,12 @@ void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName_data()
 {
     QTest::addColumn<QString>("name");
     QTest::addColumn<QString>("root");
-    QTest::newRow("class name") << "MyPipelineFlow" << "/flow/mypipelineflow";
-    QTest::newRow("spaces and signs") << "My Awesome Flow #1!" << "/flow/my-awesome-flow-1";
-    QTest::newRow("nothing usable") << "???" << "/flow/unknown";
+    QTest::newRow("class name") << "MyPipelineFlow"
+                                << "/flow/mypipelineflow";
+    QTest::newRow("spaces and signs") << "My Awesome Flow #1!"
+                                      << "/flow/my-awesome-flow-1";
+    QTest::newRow("nothing usable") << "???"
+                                    << "/flow/unknown";
 }
 
 void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName()
@@ -133,8 +136,7 @@ void TestFlowMemory::memoryOffIsAClearError()
     QVERIFY(errorOf([&] { flow.extractMemories(QStringLiteral("x")); }).message().contains(QLatin1String("extractMemories()")));
     // Inside a step, the step fails with that message.
     flow.start("save", [&flow]() { flow.remember(QStringLiteral("x")); });
-    QVERIFY(errorOf([&] { flow.kickoffAndWait(); }).message().startsWith(
-        QLatin1String("Flow \"NoMemory\" failed in step \"save\": No memory configured for this flow")));
+    QVERIFY(errorOf([&] { flow.kickoffAndWait(); }).message().startsWith(QLatin1String("Flow \"NoMemory\" failed in step \"save\": No memory configured for this flow")));
 }
 
 void TestFlowMemory::givenMemoryIsUsedAsItIs()
@@ -192,8 +194,9 @@ void TestFlowMemory::pendingSavesAreDrainedBeforeFinished()
         QMutexLocker lock(&mutex);
         order << what;
     };
-    QObject::connect(memory.get(), &Memory::saveCompleted, memory.get(), [&]() { note(QStringLiteral("save-done")); },
-                     Qt::DirectConnection);
+    QObject::connect(
+        memory.get(), &Memory::saveCompleted, memory.get(), [&]() { note(QStringLiteral("save-done")); },
+        Qt::DirectConnection);
     int recordsAtFinish = -1;
     QObject::connect(&flow, &Flow::flowFinished, [&]() {
         note(QStringLiteral("flow-finished"));

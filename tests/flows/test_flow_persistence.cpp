@@ -4,10 +4,10 @@
 // killed in the middle of a flow and a new process resumes (and forks) its saved state; two
 // processes save into one file at once.
 
-#include <mneme/flows/flow.h>
-#include <mneme/flows/sqlite_flow_persistence.h>
 #include "memory_test_util.h"
 #include "temp_store.h"
+#include <mneme/flows/flow.h>
+#include <mneme/flows/sqlite_flow_persistence.h>
 
 #include <QFile>
 #include <QProcess>
@@ -199,7 +199,7 @@ void TestFlowPersistence::fileConventions()
 
 void TestFlowPersistence::refusedFilesStayUntouched_data()
 {
-    QTest::addColumn<QString>("setup");   // SQL to create the file with, or "garbage"
+    QTest::addColumn<QString>("setup"); // SQL to create the file with, or "garbage"
     QTest::addColumn<int>("kind");
     QTest::addColumn<QString>("message"); // a part of the message
     QTest::newRow("not sqlite") << "garbage" << int(ErrorKind::Corrupt) << "is not a flow-state store or is damaged";
@@ -292,7 +292,7 @@ void TestFlowPersistence::failingBackendFailsTheStep()
     QCOMPARE(stepFailed.size(), 1);
     QCOMPARE(stepFinished.size(), 0);
     QCOMPARE(flow.stateValue("counter"), Json(1)); // "middle" never ran
-    QCOMPARE(flow.stepOutputs().size(), 0);           // a step whose save failed did not complete
+    QCOMPARE(flow.stepOutputs().size(), 0);        // a step whose save failed did not complete
 }
 
 void TestFlowPersistence::resumeAndForkInOneProcess()

@@ -3,8 +3,8 @@
 // reference's "Invalid inputs for structured state" and "must have an 'id' field" errors).
 
 #include "flow_test_util.h"
-#include <mneme/flows/typed_flow.h>
 #include "memory_test_util.h"
+#include <mneme/flows/typed_flow.h>
 
 #include <QtTest>
 #include <atomic>
@@ -186,7 +186,8 @@ void TestFlowState::typedInputErrors_data()
     QTest::newRow("number for bool") << R"({"sent": 1})" << prefix + "\"sent\" must be true or false, not 1";
     QTest::newRow("string for list") << R"({"tags": "a"})" << prefix + "\"tags\" must be an array, not \"a\"";
     QTest::newRow("wrong element") << R"({"tags": [1]})" << prefix + "[json.exception.type_error.302] type must be string, but is number";
-    QTest::newRow("empty id") << R"({"id": ""})" << "the \"id\" input of flow \"OnboardingFlow\" must be a non-empty string (the id of the state to resume)";
+    QTest::newRow("empty id") << R"({"id": ""})"
+                              << "the \"id\" input of flow \"OnboardingFlow\" must be a non-empty string (the id of the state to resume)";
 }
 
 void TestFlowState::typedInputErrors()

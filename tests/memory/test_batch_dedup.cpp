@@ -1,5 +1,5 @@
-#include <mneme/core/vector_math.h>
 #include "memory/batch_dedup_p.h"
+#include <mneme/core/vector_math.h>
 
 #include <QRandomGenerator>
 #include <QtTest>

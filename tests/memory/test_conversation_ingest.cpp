@@ -3,13 +3,13 @@
 // talking HTTP to a scripted server on loopback; storage is the SQLite plugin; the embedder is a
 // bag-of-words test double, so texts sharing words are similar.
 
-#include <mneme/core/error.h>
 #include "fake_embedder.h"
-#include "memory_test_util.h"
-#include <mneme/memory/memory.h>
 #include "memory/statement_splitter_p.h"
+#include "memory_test_util.h"
 #include "scripted_llm.h"
 #include "temp_store.h"
+#include <mneme/core/error.h>
+#include <mneme/memory/memory.h>
 
 #include <QRegularExpression>
 #include <QSemaphore>
@@ -329,13 +329,20 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("event");
         QTest::addColumn<QString>("id");
-        QTest::newRow("update, out of range") << "UPDATE" << "7";
-        QTest::newRow("delete, out of range") << "DELETE" << "1";
-        QTest::newRow("update, word") << "UPDATE" << "first";
-        QTest::newRow("delete, negative") << "DELETE" << "-1";
-        QTest::newRow("delete, empty") << "DELETE" << "";
-        QTest::newRow("update, the real uuid") << "UPDATE" << "<uuid>";
-        QTest::newRow("delete, the real uuid") << "DELETE" << "<uuid>";
+        QTest::newRow("update, out of range") << "UPDATE"
+                                              << "7";
+        QTest::newRow("delete, out of range") << "DELETE"
+                                              << "1";
+        QTest::newRow("update, word") << "UPDATE"
+                                      << "first";
+        QTest::newRow("delete, negative") << "DELETE"
+                                          << "-1";
+        QTest::newRow("delete, empty") << "DELETE"
+                                       << "";
+        QTest::newRow("update, the real uuid") << "UPDATE"
+                                               << "<uuid>";
+        QTest::newRow("delete, the real uuid") << "DELETE"
+                                               << "<uuid>";
     }
     void unknownIdsAreIgnored()
     {
@@ -363,16 +370,21 @@ private Q_SLOTS:
         QTest::addColumn<QString>("first");
         QTest::addColumn<QString>("second");
         QTest::addColumn<QStringList>("events");
-        QTest::addColumn<QString>("content");   // of the seeded record afterwards; empty: deleted
+        QTest::addColumn<QString>("content"); // of the seeded record afterwards; empty: deleted
         QTest::addColumn<int>("records");
-        QTest::newRow("update then delete") << "UPDATE" << "DELETE" << QStringList{"UPDATE"}
+        QTest::newRow("update then delete") << "UPDATE"
+                                            << "DELETE" << QStringList{"UPDATE"}
                                             << "Reads science fiction and fantasy" << 1;
-        QTest::newRow("delete then update") << "DELETE" << "UPDATE" << QStringList{"DELETE", "ADD"} << "" << 1;
-        QTest::newRow("noop then update") << "NOOP" << "UPDATE" << QStringList{"NOOP", "UPDATE"}
+        QTest::newRow("delete then update") << "DELETE"
+                                            << "UPDATE" << QStringList{"DELETE", "ADD"} << "" << 1;
+        QTest::newRow("noop then update") << "NOOP"
+                                          << "UPDATE" << QStringList{"NOOP", "UPDATE"}
                                           << "Reads only fantasy and science fiction books" << 1;
-        QTest::newRow("update twice") << "UPDATE" << "UPDATE" << QStringList{"UPDATE", "ADD"}
+        QTest::newRow("update twice") << "UPDATE"
+                                      << "UPDATE" << QStringList{"UPDATE", "ADD"}
                                       << "Reads science fiction and fantasy" << 2;
-        QTest::newRow("noop twice") << "NOOP" << "NOOP" << QStringList{"NOOP"} << "Reads science fiction" << 1;
+        QTest::newRow("noop twice") << "NOOP"
+                                    << "NOOP" << QStringList{"NOOP"} << "Reads science fiction" << 1;
     }
     void changesOfOneId()
     {
@@ -420,10 +432,10 @@ private Q_SLOTS:
     void updateReplies_data()
     {
         QTest::addColumn<bool>("viaTool");
-        QTest::addColumn<QString>("kind");      // "tool": arguments verbatim; "text": message content
+        QTest::addColumn<QString>("kind"); // "tool": arguments verbatim; "text": message content
         QTest::addColumn<QString>("reply");
         QTest::addColumn<QString>("path");
-        QTest::addColumn<QString>("content");   // of the stored record afterwards
+        QTest::addColumn<QString>("content"); // of the stored record afterwards
         QTest::addColumn<int>("records");
 
         const QString upd = QStringLiteral("{\"changes\": [{\"event\": \"UPDATE\", \"id\": \"0\", \"text\": \"Owns two bikes\"}]}");
@@ -485,7 +497,7 @@ private Q_SLOTS:
         QTest::addColumn<int>("status");
         QTest::addColumn<QString>("reply");
         QTest::addColumn<QString>("path");
-        QTest::addColumn<QStringList>("expected");  // empty: the offline split of the user message
+        QTest::addColumn<QStringList>("expected"); // empty: the offline split of the user message
         const QStringList jazz = {QStringLiteral("Likes jazz"), QStringLiteral("Plays the piano")};
         const QString clean = QStringLiteral("{\"facts\": [\"Likes jazz\", \"Plays the piano\"]}");
         QTest::newRow("clean") << 200 << clean << "llm" << jazz;
@@ -785,15 +797,33 @@ private Q_SLOTS:
         QTest::addColumn<int>("kind");
         QTest::addColumn<QString>("mentions");
         const int invalid = int(ErrorKind::InvalidArgument);
-        QTest::newRow("empty id") << "" << "user" << "hi" << false << 10 << 10 << false << invalid << "conversation id";
-        QTest::newRow("blank id") << "   " << "user" << "hi" << false << 10 << 10 << false << invalid << "conversation id";
-        QTest::newRow("id too long") << QString(300, QLatin1Char('x')) << "user" << "hi" << false << 10 << 10 << false << invalid << "at most";
-        QTest::newRow("no messages") << "c" << "user" << "hi" << true << 10 << 10 << false << invalid << "at least one message";
-        QTest::newRow("unknown role") << "c" << "robot" << "hi" << false << 10 << 10 << false << invalid << "robot";
-        QTest::newRow("blank content") << "c" << "user" << "  \n" << false << 10 << 10 << false << invalid << "blank";
-        QTest::newRow("negative window") << "c" << "user" << "hi" << false << -1 << 10 << false << invalid << "recent messages";
-        QTest::newRow("zero similar") << "c" << "user" << "hi" << false << 10 << 0 << false << invalid << "similar memories";
-        QTest::newRow("private without source") << "c" << "user" << "hi" << false << 10 << 10 << true
+        QTest::newRow("empty id") << ""
+                                  << "user"
+                                  << "hi" << false << 10 << 10 << false << invalid << "conversation id";
+        QTest::newRow("blank id") << "   "
+                                  << "user"
+                                  << "hi" << false << 10 << 10 << false << invalid << "conversation id";
+        QTest::newRow("id too long") << QString(300, QLatin1Char('x')) << "user"
+                                     << "hi" << false << 10 << 10 << false << invalid << "at most";
+        QTest::newRow("no messages") << "c"
+                                     << "user"
+                                     << "hi" << true << 10 << 10 << false << invalid << "at least one message";
+        QTest::newRow("unknown role") << "c"
+                                      << "robot"
+                                      << "hi" << false << 10 << 10 << false << invalid << "robot";
+        QTest::newRow("blank content") << "c"
+                                       << "user"
+                                       << "  \n"
+                                       << false << 10 << 10 << false << invalid << "blank";
+        QTest::newRow("negative window") << "c"
+                                         << "user"
+                                         << "hi" << false << -1 << 10 << false << invalid << "recent messages";
+        QTest::newRow("zero similar") << "c"
+                                      << "user"
+                                      << "hi" << false << 10 << 0 << false << invalid << "similar memories";
+        QTest::newRow("private without source") << "c"
+                                                << "user"
+                                                << "hi" << false << 10 << 10 << true
                                                 << int(ErrorKind::PermissionDenied) << "source";
     }
     void validation()

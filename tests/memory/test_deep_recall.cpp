@@ -4,15 +4,15 @@
 // wrapped to record every search it is asked for; the embedder's vectors are chosen per text, and the
 // score weights are set so a match's score is its cosine similarity (confidence is then exact).
 
+#include "counting_storage.h"
+#include "fake_embedder.h"
+#include "memory_test_util.h"
+#include "scripted_llm.h"
+#include "temp_store.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/storage_backend.h>
-#include "fake_embedder.h"
-#include "counting_storage.h"
-#include "memory_test_util.h"
 #include <mneme/memory/memory.h>
-#include "scripted_llm.h"
-#include "temp_store.h"
 
 #include <QSignalSpy>
 #include <QtTest>
@@ -30,7 +30,7 @@ using mneme::test::TempStore;
 namespace {
 
 constexpr int kDim = 8;
-const QDateTime kNow(QDate(2024, 6, 12), QTime(12, 0), Qt::UTC);   // a Wednesday
+const QDateTime kNow(QDate(2024, 6, 12), QTime(12, 0), Qt::UTC); // a Wednesday
 
 // The unit vector of one axis.
 Embedding axis(int i)
@@ -74,8 +74,7 @@ Json strings(const QStringList &list)
 Json queryReply(const QStringList &queries, const QStringList &scopes = {}, const QString &complexity = QStringLiteral("simple"),
                 const QString &timeFilter = {})
 {
-    Json j = {{"keywords", Json::array()}, {"scopes", strings(scopes)}, {"complexity", complexity.toStdString()},
-              {"queries", strings(queries)}};
+    Json j = {{"keywords", Json::array()}, {"scopes", strings(scopes)}, {"complexity", complexity.toStdString()}, {"queries", strings(queries)}};
     j["time_filter"] = timeFilter.isEmpty() ? Json(nullptr) : Json(timeFilter.toStdString());
     return j;
 }
@@ -398,7 +397,7 @@ private Q_SLOTS:
     {
         seed({{"The payment service went down on Friday.", "/a", cosTo(0.9, 1)}});
         setQuery(QStringLiteral("payment outage"), axis(0));
-        setQuery(QStringLiteral("friday incident"), cosTo(0.95, 1, 0));   // cosine ~0.99 with the record
+        setQuery(QStringLiteral("friday incident"), cosTo(0.95, 1, 0)); // cosine ~0.99 with the record
         m_llm->onJson(QStringLiteral("query_analysis"), queryReply({"payment outage", "friday incident"}));
         auto m = open();
         const auto got = m->recall(kLong, deep());
@@ -474,7 +473,7 @@ private Q_SLOTS:
     void offlinePeriod_data()
     {
         QTest::addColumn<QString>("query");
-        QTest::addColumn<int>("llmStatus");   // 0: no LLM
+        QTest::addColumn<int>("llmStatus"); // 0: no LLM
         QTest::addColumn<int>("analysisCalls");
         QTest::newRow("no llm, short query") << QStringLiteral("what did we decide last week") << 0 << 0;
         QTest::newRow("llm, short query") << QStringLiteral("what did we decide last week") << 200 << 0;
@@ -733,7 +732,7 @@ private Q_SLOTS:
         }
         QCOMPARE(contents(got), QStringList{"The payment service went down on Friday."});
         QVERIFY(got.first().evidenceGaps.isEmpty());
-        QCOMPARE(steps(started), QStringList{"exploration"});   // a failure ends the exploration despite budget 2
+        QCOMPARE(steps(started), QStringList{"exploration"}); // a failure ends the exploration despite budget 2
         QCOMPARE(m_storage->searches().size(), 1);
         QCOMPARE(paths(completed), (QStringList{"query_analysis:skipped", "exploration:defaults"}));
         QVERIFY(!completed.last().at(2).toString().isEmpty());

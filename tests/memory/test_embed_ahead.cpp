@@ -1,10 +1,10 @@
 // Batches embedded ahead of their turn on the writer (a local embedder): the same records, vectors
 // and results as embedding each batch in its turn, and an embedder failure lands on its own batch.
+#include "fake_embedder.h"
+#include "temp_store.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
-#include "fake_embedder.h"
 #include <mneme/memory/memory.h>
-#include "temp_store.h"
 
 #include <QSignalSpy>
 #include <QtTest>

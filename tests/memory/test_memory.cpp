@@ -1,12 +1,12 @@
 // Memory end to end over the real SQLite storage plugin (loaded through the PluginRegistry) and an
 // embedder whose vectors the test controls. Case numbers follow the list of CrewAI behaviours these tests were written from.
 
-#include <mneme/core/error.h>
-#include <mneme/core/plugin_registry.h>
 #include "fake_embedder.h"
 #include "memory_test_util.h"
-#include <mneme/memory/memory.h>
 #include "temp_store.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/memory/memory.h>
 
 #include <QSemaphore>
 #include <QSignalSpy>
@@ -97,9 +97,9 @@ private Q_SLOTS:
         QVERIFY(m.storage().location().endsWith(QStringLiteral("memory.db")));
         const MemoryRecord r = m.remember(QStringLiteral("The API rate limit is 1000 requests per minute."));
         // Without an LLM the offline analyzer fills the missing fields, and says so.
-        QCOMPARE(r.scope, QStringLiteral("/"));       // nothing stored yet to take a scope from
+        QCOMPARE(r.scope, QStringLiteral("/")); // nothing stored yet to take a scope from
         QCOMPARE(r.metadata["analysis"], Json("offline"));
-        QVERIFY(r.importance > 0.5);                  // a fact with a number in it
+        QVERIFY(r.importance > 0.5); // a fact with a number in it
         const auto matches = m.recall(QStringLiteral("What is the API rate limit?"), shallow());
         QCOMPARE(matches.size(), 1);
         QCOMPARE(matches.first().record.id, r.id);
@@ -523,16 +523,25 @@ private Q_SLOTS:
         QTest::addColumn<QString>("scope");
         QTest::addColumn<double>("importance");
         QTest::addColumn<QString>("mentions");
-        QTest::newRow("empty") << "" << "/" << 0.5 << "empty";
-        QTest::newRow("white space") << " \n\t " << "/" << 0.5 << "empty";
+        QTest::newRow("empty") << ""
+                               << "/" << 0.5 << "empty";
+        QTest::newRow("white space") << " \n\t "
+                                     << "/" << 0.5 << "empty";
         QTest::newRow("1 MB") << QString(1 << 20, QLatin1Char('x')) << "/" << 0.5 << "max_content_chars";
-        QTest::newRow("dotdot scope") << "x" << "/a/../b" << 0.5 << "..";
-        QTest::newRow("empty segment") << "x" << "/a//b" << 0.5 << "empty segment";
-        QTest::newRow("control char") << "x" << "/a\x01" << 0.5 << "control character";
-        QTest::newRow("importance above 1") << "x" << "/" << 1.5 << "between 0 and 1";
-        QTest::newRow("importance below 0") << "x" << "/" << -0.1 << "between 0 and 1";
-        QTest::newRow("importance NaN") << "x" << "/" << std::nan("") << "between 0 and 1";
-        QTest::newRow("importance inf") << "x" << "/" << std::numeric_limits<double>::infinity() << "between 0 and 1";
+        QTest::newRow("dotdot scope") << "x"
+                                      << "/a/../b" << 0.5 << "..";
+        QTest::newRow("empty segment") << "x"
+                                       << "/a//b" << 0.5 << "empty segment";
+        QTest::newRow("control char") << "x"
+                                      << "/a\x01" << 0.5 << "control character";
+        QTest::newRow("importance above 1") << "x"
+                                            << "/" << 1.5 << "between 0 and 1";
+        QTest::newRow("importance below 0") << "x"
+                                            << "/" << -0.1 << "between 0 and 1";
+        QTest::newRow("importance NaN") << "x"
+                                        << "/" << std::nan("") << "between 0 and 1";
+        QTest::newRow("importance inf") << "x"
+                                        << "/" << std::numeric_limits<double>::infinity() << "between 0 and 1";
     }
     void badInputLeavesTheStoreAsItWas()
     {
@@ -651,7 +660,7 @@ private Q_SLOTS:
         QTRY_COMPARE_WITH_TIMEOUT(m->storage().get(id)->accessCount, 3, 5000);
         QVERIFY(m->storage().get(id)->lastAccessed.isValid());
         m->recall(QStringLiteral("databases"), shallow(1));
-        QCOMPARE(m->get(id)->accessCount, 4);   // get() drains, which writes the noted access
+        QCOMPARE(m->get(id)->accessCount, 4); // get() drains, which writes the noted access
     }
 
     void recallDetails()
@@ -797,16 +806,18 @@ private Q_SLOTS:
     {
         auto m = open();
         std::atomic<int> refused{0};
-        connect(m.get(), &Memory::saveCompleted, m.get(), [&] {
-            try {
-                ForgetOptions f;
-                f.scope = QStringLiteral("/x");
-                m->forget(f); // on the writer thread: would wait for itself
-            } catch (const Error &e) {
-                if (e.kind() == ErrorKind::Internal)
-                    ++refused;
-            }
-        }, Qt::DirectConnection);
+        connect(
+            m.get(), &Memory::saveCompleted, m.get(), [&] {
+                try {
+                    ForgetOptions f;
+                    f.scope = QStringLiteral("/x");
+                    m->forget(f); // on the writer thread: would wait for itself
+                } catch (const Error &e) {
+                    if (e.kind() == ErrorKind::Internal)
+                        ++refused;
+                }
+            },
+            Qt::DirectConnection);
         m->rememberMany({QStringLiteral("one"), QStringLiteral("two")}, fields(QStringLiteral("/")));
         m->close(); // returns: the handler was refused instead of blocking the writer
         QCOMPARE(refused.load(), 1);
@@ -819,17 +830,19 @@ private Q_SLOTS:
         auto m = open();
         std::atomic<bool> closing{false};
         std::atomic<int> refused{0};
-        connect(m.get(), &Memory::saveCompleted, m.get(), [&] {
-            while (!closing)
-                QThread::msleep(1);
-            QThread::msleep(100); // close() is now waiting for this job
-            try {
-                m->rememberMany({QStringLiteral("three")}, fields(QStringLiteral("/")));
-            } catch (const Error &e) {
-                if (e.kind() == ErrorKind::Internal)
-                    ++refused;
-            }
-        }, Qt::DirectConnection);
+        connect(
+            m.get(), &Memory::saveCompleted, m.get(), [&] {
+                while (!closing)
+                    QThread::msleep(1);
+                QThread::msleep(100); // close() is now waiting for this job
+                try {
+                    m->rememberMany({QStringLiteral("three")}, fields(QStringLiteral("/")));
+                } catch (const Error &e) {
+                    if (e.kind() == ErrorKind::Internal)
+                        ++refused;
+                }
+            },
+            Qt::DirectConnection);
         m->rememberMany({QStringLiteral("one"), QStringLiteral("two")}, fields(QStringLiteral("/")));
         closing = true;
         m->close();

@@ -98,28 +98,50 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("json");
         QTest::addColumn<QString>("mentions");
-        QTest::newRow("not an object") << "[1]" << "JSON object";
-        QTest::newRow("unknown key") << R"({"semantic_wieght": 0.5})" << "semantic_wieght";
-        QTest::newRow("unknown key lists known") << R"({"nope": 1})" << "recency_half_life_days";
-        QTest::newRow("string weight") << R"({"semantic_weight": "high"})" << "semantic_weight";
-        QTest::newRow("weight above 1") << R"({"recency_weight": 1.5})" << "between 0 and 1";
-        QTest::newRow("negative weight") << R"({"importance_weight": -0.1})" << "importance_weight";
-        QTest::newRow("zero half-life") << R"({"recency_half_life_days": 0})" << "positive";
-        QTest::newRow("decay function") << R"({"decay_function": "cubic"})" << "exponential";
-        QTest::newRow("fractional limit") << R"({"consolidation_limit": 2.5})" << "whole number";
-        QTest::newRow("zero limit") << R"({"consolidation_limit": 0})" << "at least 1";
-        QTest::newRow("negative recent messages") << R"({"conversation_recent_messages": -1})" << "conversation_recent_messages";
-        QTest::newRow("zero similar memories") << R"({"conversation_similar_memories": 0})" << "at least 1";
-        QTest::newRow("fractional similar memories") << R"({"conversation_similar_memories": 2.5})" << "whole number";
-        QTest::newRow("keyword context weight above 1") << R"({"keyword_context_weight": 1.5})" << "keyword_context_weight";
-        QTest::newRow("negative context window") << R"({"conversation_context_window": -1})" << "conversation_context_window";
-        QTest::newRow("negative budget") << R"({"exploration_budget": -1})" << "exploration_budget";
-        QTest::newRow("bad root") << R"({"root_scope": "/a/../b"})" << "root_scope";
-        QTest::newRow("read_only string") << R"({"read_only": "yes"})" << "true or false";
-        QTest::newRow("bad profile") << R"({"profile": "gaming"})" << "conversation";
-        QTest::newRow("embedder number") << R"({"embedder": 5})" << "embedder";
-        QTest::newRow("embedder extra field") << R"({"embedder": {"provider": "x", "model": "y"}})" << "unknown field";
-        QTest::newRow("llm config not object") << R"({"llm": {"provider": "openai", "config": "x"}})" << "config";
+        QTest::newRow("not an object") << "[1]"
+                                       << "JSON object";
+        QTest::newRow("unknown key") << R"({"semantic_wieght": 0.5})"
+                                     << "semantic_wieght";
+        QTest::newRow("unknown key lists known") << R"({"nope": 1})"
+                                                 << "recency_half_life_days";
+        QTest::newRow("string weight") << R"({"semantic_weight": "high"})"
+                                       << "semantic_weight";
+        QTest::newRow("weight above 1") << R"({"recency_weight": 1.5})"
+                                        << "between 0 and 1";
+        QTest::newRow("negative weight") << R"({"importance_weight": -0.1})"
+                                         << "importance_weight";
+        QTest::newRow("zero half-life") << R"({"recency_half_life_days": 0})"
+                                        << "positive";
+        QTest::newRow("decay function") << R"({"decay_function": "cubic"})"
+                                        << "exponential";
+        QTest::newRow("fractional limit") << R"({"consolidation_limit": 2.5})"
+                                          << "whole number";
+        QTest::newRow("zero limit") << R"({"consolidation_limit": 0})"
+                                    << "at least 1";
+        QTest::newRow("negative recent messages") << R"({"conversation_recent_messages": -1})"
+                                                  << "conversation_recent_messages";
+        QTest::newRow("zero similar memories") << R"({"conversation_similar_memories": 0})"
+                                               << "at least 1";
+        QTest::newRow("fractional similar memories") << R"({"conversation_similar_memories": 2.5})"
+                                                     << "whole number";
+        QTest::newRow("keyword context weight above 1") << R"({"keyword_context_weight": 1.5})"
+                                                        << "keyword_context_weight";
+        QTest::newRow("negative context window") << R"({"conversation_context_window": -1})"
+                                                 << "conversation_context_window";
+        QTest::newRow("negative budget") << R"({"exploration_budget": -1})"
+                                         << "exploration_budget";
+        QTest::newRow("bad root") << R"({"root_scope": "/a/../b"})"
+                                  << "root_scope";
+        QTest::newRow("read_only string") << R"({"read_only": "yes"})"
+                                          << "true or false";
+        QTest::newRow("bad profile") << R"({"profile": "gaming"})"
+                                     << "conversation";
+        QTest::newRow("embedder number") << R"({"embedder": 5})"
+                                         << "embedder";
+        QTest::newRow("embedder extra field") << R"({"embedder": {"provider": "x", "model": "y"}})"
+                                              << "unknown field";
+        QTest::newRow("llm config not object") << R"({"llm": {"provider": "openai", "config": "x"}})"
+                                               << "config";
     }
     void rejects()
     {

@@ -3,14 +3,14 @@
 // scripted server on loopback; storage is the SQLite plugin; the embedder is a test double whose
 // vectors decide what counts as similar. Case numbers follow the same list as test_memory.cpp.
 
-#include <mneme/core/error.h>
-#include <mneme/core/plugin_registry.h>
 #include "counting_storage.h"
 #include "fake_embedder.h"
 #include "memory_test_util.h"
-#include <mneme/memory/memory.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/memory/memory.h>
 
 #include <QMutex>
 #include <QPromise>
@@ -30,7 +30,7 @@ using mneme::test::TempStore;
 namespace {
 
 const Embedding kTopic = {1, 0, 0, 0};
-const Embedding kNearTopic = {0.95f, 0.31f, 0, 0};   // cosine 0.95 with kTopic
+const Embedding kNearTopic = {0.95f, 0.31f, 0, 0}; // cosine 0.95 with kTopic
 const Embedding kOther = {0, 0, 1, 0};
 
 Json analysis(const QString &scope, const QStringList &categories = {}, double importance = 0.5)
@@ -210,10 +210,10 @@ private Q_SLOTS:
         o.scope = QStringLiteral("/mine");
         o.metadata = Json{{"topics", "caller's own"}, {"ticket", 7}};
         const MemoryRecord r = m->remember(QStringLiteral("We decided to use PostgreSQL."), o);
-        QCOMPARE(r.scope, QStringLiteral("/mine"));              // given: never replaced
+        QCOMPARE(r.scope, QStringLiteral("/mine")); // given: never replaced
         QCOMPARE(r.categories, QStringList{QStringLiteral("llm-cat")});
         QCOMPARE(r.importance, 0.9);
-        QCOMPARE(r.metadata["topics"], Json("caller's own"));    // the caller's keys win
+        QCOMPARE(r.metadata["topics"], Json("caller's own")); // the caller's keys win
         QCOMPARE(r.metadata["ticket"], Json(7));
         QCOMPARE(r.metadata["entities"], Json({"PostgreSQL"}));
 
@@ -232,7 +232,7 @@ private Q_SLOTS:
         const QString prompt = m_llm->lastPrompt(QStringLiteral("memory_analysis"));
         QVERIFY2(prompt.contains(QStringLiteral("\"/project\"")), qPrintable(prompt));
         QVERIFY(prompt.contains(QStringLiteral("\"/project/backend\"")));
-        QVERIFY(!prompt.contains(QStringLiteral("/crew/a")));   // shown relative to the root
+        QVERIFY(!prompt.contains(QStringLiteral("/crew/a"))); // shown relative to the root
         QVERIFY(prompt.contains(QStringLiteral("\"architecture\"")));
         QVERIFY(prompt.contains(QStringLiteral("A new note.")));
     }
@@ -284,17 +284,48 @@ private Q_SLOTS:
         QTest::addColumn<QString>("view");
         QTest::addColumn<QString>("suggested");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("case 38") << "/flow/mypipeline" << "" << "/quarterly-results" << "/flow/mypipeline/quarterly-results";
-        QTest::newRow("dot-dot escape") << "/crew/a" << "" << "/../../etc" << "/crew/a/etc";
-        QTest::newRow("relative escape") << "/crew/a" << "" << "../../crew/b/secrets" << "/crew/a/crew/b/secrets";
-        QTest::newRow("root repeated") << "/crew/a" << "" << "/crew/a/notes" << "/crew/a/notes";
-        QTest::newRow("slash is the root") << "/crew/a" << "" << "/" << "/crew/a";
-        QTest::newRow("only dots") << "/crew/a" << "" << "/./.." << "/crew/a";
-        QTest::newRow("no root, messy") << "" << "" << "//Team//./notes/" << "/Team/notes";
-        QTest::newRow("no root, escape") << "" << "" << "/../../etc/passwd" << "/etc/passwd";
-        QTest::newRow("view") << "" << "/team/a" << "/other" << "/team/a/other";
-        QTest::newRow("view under root") << "/crew/x" << "/agent" << "/../../../root" << "/crew/x/agent/root";
-        QTest::newRow("control characters") << "/r" << "" << QStringLiteral("/ok/bad\u0001seg/fine") << "/r/ok/fine";
+        QTest::newRow("case 38") << "/flow/mypipeline"
+                                 << ""
+                                 << "/quarterly-results"
+                                 << "/flow/mypipeline/quarterly-results";
+        QTest::newRow("dot-dot escape") << "/crew/a"
+                                        << ""
+                                        << "/../../etc"
+                                        << "/crew/a/etc";
+        QTest::newRow("relative escape") << "/crew/a"
+                                         << ""
+                                         << "../../crew/b/secrets"
+                                         << "/crew/a/crew/b/secrets";
+        QTest::newRow("root repeated") << "/crew/a"
+                                       << ""
+                                       << "/crew/a/notes"
+                                       << "/crew/a/notes";
+        QTest::newRow("slash is the root") << "/crew/a"
+                                           << ""
+                                           << "/"
+                                           << "/crew/a";
+        QTest::newRow("only dots") << "/crew/a"
+                                   << ""
+                                   << "/./.."
+                                   << "/crew/a";
+        QTest::newRow("no root, messy") << ""
+                                        << ""
+                                        << "//Team//./notes/"
+                                        << "/Team/notes";
+        QTest::newRow("no root, escape") << ""
+                                         << ""
+                                         << "/../../etc/passwd"
+                                         << "/etc/passwd";
+        QTest::newRow("view") << ""
+                              << "/team/a"
+                              << "/other"
+                              << "/team/a/other";
+        QTest::newRow("view under root") << "/crew/x"
+                                         << "/agent"
+                                         << "/../../../root"
+                                         << "/crew/x/agent/root";
+        QTest::newRow("control characters") << "/r"
+                                            << "" << QStringLiteral("/ok/bad\u0001seg/fine") << "/r/ok/fine";
     }
     void suggestedScopesAreClamped()
     {
@@ -318,9 +349,12 @@ private Q_SLOTS:
         QTest::addColumn<QString>("scope");
         QTest::addColumn<int>("searches");
         QTest::addColumn<QString>("bound");
-        QTest::newRow("llm, root and scope") << true << "/crew/a" << "/inner" << 3 << "/crew/a/inner";
-        QTest::newRow("llm, no root") << true << "" << "/inner" << 3 << "/inner";
-        QTest::newRow("no llm, all fields") << false << "/crew/a" << "/inner" << 0 << "";
+        QTest::newRow("llm, root and scope") << true << "/crew/a"
+                                             << "/inner" << 3 << "/crew/a/inner";
+        QTest::newRow("llm, no root") << true << ""
+                                      << "/inner" << 3 << "/inner";
+        QTest::newRow("no llm, all fields") << false << "/crew/a"
+                                            << "/inner" << 0 << "";
     }
     void similaritySearchesPerItem()
     {
@@ -383,7 +417,7 @@ private Q_SLOTS:
                            {"insert_new", false}});
         QSignalSpy paths(m.get(), &Memory::analysisCompleted);
         const MemoryRecord r = m->remember(QStringLiteral("The team meeting moved to Tuesdays."), fields(QStringLiteral("/team")));
-        QCOMPARE(r.id, old.id);                                 // the updated record is the result
+        QCOMPARE(r.id, old.id); // the updated record is the result
         QCOMPARE(r.content, QStringLiteral("The team meets on Tuesdays."));
         QCOMPARE(count(*m), 1);
         const MemoryRecord now = *m->get(old.id);
@@ -476,7 +510,7 @@ private Q_SLOTS:
     void preemptedPlansStillStoreTheFact()
     {
         m_embedder->setVector(QStringLiteral("I live in Munich."), kTopic);
-        m_embedder->setVector(QStringLiteral("I like pizza."), {0.6f, 0, 0.8f, 0});        // 0.6 from kTopic
+        m_embedder->setVector(QStringLiteral("I like pizza."), {0.6f, 0, 0.8f, 0}); // 0.6 from kTopic
         m_embedder->setVector(QStringLiteral("I moved to Berlin."), kNearTopic);
         m_embedder->setVector(QStringLiteral("My new address is Hauptstr 5 in Berlin."), {0.95f, -0.31f, 0, 0});
         auto m = open();
@@ -485,9 +519,9 @@ private Q_SLOTS:
         m_llm->on(QStringLiteral("consolidation_plan"), [id = munich.id.toStdString()](const Json &body) {
             const std::string prompt = body["messages"].back()["content"].get<std::string>();
             const Json plan = prompt.find("I moved to Berlin.") != std::string::npos
-                ? Json{{"actions", {{{"action", "delete"}, {"id", id}}}}, {"insert_new", true}}
-                : Json{{"actions", {{{"action", "update"}, {"id", id}, {"new_content", "I live at Hauptstr 5 in Berlin."}}}},
-                       {"insert_new", false}};
+                                ? Json{{"actions", {{{"action", "delete"}, {"id", id}}}}, {"insert_new", true}}
+                                : Json{{"actions", {{{"action", "update"}, {"id", id}, {"new_content", "I live at Hauptstr 5 in Berlin."}}}},
+                                       {"insert_new", false}};
             return ScriptedLlm::completion(QString::fromStdString(plan.dump()));
         });
         const SaveResult res = m->rememberMany({QStringLiteral("I moved to Berlin."), QStringLiteral("My new address is Hauptstr 5 in Berlin.")},
@@ -504,7 +538,7 @@ private Q_SLOTS:
         // believed, the fact is stored.
         m_embedder->setVector(QStringLiteral("Pizza night is on Friday."), kTopic);
         m_embedder->setVector(QStringLiteral("We order from Luigi's."), {0.6f, 0.8f, 0, 0});
-        m_embedder->setVector(QStringLiteral("Pizza night moved to Saturday."), kNearTopic);   // 0.95 and 0.82
+        m_embedder->setVector(QStringLiteral("Pizza night moved to Saturday."), kNearTopic); // 0.95 and 0.82
         ForgetOptions pizzaOnly;
         pizzaOnly.ids = {pizza.id};
         m->forget(pizzaOnly);
@@ -684,11 +718,11 @@ private Q_SLOTS:
         QSignalSpy paths(m.get(), &Memory::analysisCompleted);
         QSignalSpy started(m.get(), &Memory::llmCallStarted);
         const MemoryRecord near = m->remember(QStringLiteral("PostgreSQL backups run nightly."));
-        QCOMPARE(near.scope, QStringLiteral("/project/db"));   // the scope of its nearest neighbours
+        QCOMPARE(near.scope, QStringLiteral("/project/db")); // the scope of its nearest neighbours
         QCOMPARE(near.metadata["analysis"], Json("offline"));
         QVERIFY(near.metadata.contains("topics"));
         const MemoryRecord far = m->remember(QStringLiteral("Lunch was good."));
-        QCOMPARE(far.scope, QStringLiteral("/"));              // nothing similar: the root
+        QCOMPARE(far.scope, QStringLiteral("/")); // nothing similar: the root
         QCOMPARE(stepsOf(paths, QStringLiteral("offline")), (QStringList{QStringLiteral("save_analysis"), QStringLiteral("save_analysis")}));
         QCOMPARE(paths.first().at(2).toString(), QStringLiteral("no LLM is configured"));
         QCOMPARE(started.size(), 0);

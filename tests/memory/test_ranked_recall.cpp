@@ -1,10 +1,10 @@
 // Recall on the backend's two-phase search (hits ranked from the index, only the kept records read)
 // against recall reading every candidate's record: the same matches, in the same order, with the same
 // scores, over the real SQLite plugin and the builtin embedder.
-#include <mneme/core/plugin_registry.h>
 #include "counting_storage.h"
-#include <mneme/memory/memory.h>
 #include "temp_store.h"
+#include <mneme/core/plugin_registry.h>
+#include <mneme/memory/memory.h>
 
 #include <QRandomGenerator>
 #include <QtTest>

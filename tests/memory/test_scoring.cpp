@@ -1,7 +1,7 @@
+#include "memory/scoring_p.h"
 #include <mneme/core/error.h>
 #include <mneme/memory/memory_config.h>
 #include <mneme/memory/memory_match.h>
-#include "memory/scoring_p.h"
 
 #include <QtTest>
 

@@ -3,14 +3,14 @@
 // request each sends, its reply shapes, batching, blank texts, dimensions, errors and secrets; and a
 // Memory whose remember() and recall() embed through the openai plugin.
 
+#include "log_capture.h"
+#include "scripted_http_server.h"
+#include "temp_store.h"
 #include <mneme/core/embedder.h>
 #include <mneme/core/error.h>
 #include <mneme/core/json.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/memory/memory.h>
-#include "log_capture.h"
-#include "scripted_http_server.h"
-#include "temp_store.h"
 
 #include <QLoggingCategory>
 #include <QMutex>
@@ -38,11 +38,16 @@ std::unique_ptr<LogCapture> g_logCapture;
 const QStringList &testSecrets()
 {
     static const QStringList secrets = {
-        QStringLiteral("sk-test-openai-7f3a9c1e5b"), QStringLiteral("azure-test-key-4d2e8a61f0"),
-        QStringLiteral("ollama-test-key-93b1c7d2"),  QStringLiteral("AIzaTestGeminiKey-5e7f9a1b3c"),
-        QStringLiteral("ya29.test-vertex-token-0c8e"), QStringLiteral("co-test-key-6a4b2c8d0e"),
-        QStringLiteral("pa-test-voyage-1f3e5d7c9b"), QStringLiteral("jina_test_key_2b4d6f8a0c"),
-        QStringLiteral("hf_test_token_8e6c4a2f0d"),  QStringLiteral("sk-test-memory-5c3a1e9f7d"),
+        QStringLiteral("sk-test-openai-7f3a9c1e5b"),
+        QStringLiteral("azure-test-key-4d2e8a61f0"),
+        QStringLiteral("ollama-test-key-93b1c7d2"),
+        QStringLiteral("AIzaTestGeminiKey-5e7f9a1b3c"),
+        QStringLiteral("ya29.test-vertex-token-0c8e"),
+        QStringLiteral("co-test-key-6a4b2c8d0e"),
+        QStringLiteral("pa-test-voyage-1f3e5d7c9b"),
+        QStringLiteral("jina_test_key_2b4d6f8a0c"),
+        QStringLiteral("hf_test_token_8e6c4a2f0d"),
+        QStringLiteral("sk-test-memory-5c3a1e9f7d"),
     };
     return secrets;
 }
@@ -52,18 +57,37 @@ const QStringList &testSecrets()
 const QStringList &providerEnvironment()
 {
     static const QStringList vars = {
-        QStringLiteral("OPENAI_API_KEY"), QStringLiteral("OPENAI_BASE_URL"), QStringLiteral("OPENAI_API_BASE"),
-        QStringLiteral("AZURE_API_KEY"), QStringLiteral("AZURE_OPENAI_API_KEY"), QStringLiteral("AZURE_API_BASE"),
-        QStringLiteral("AZURE_OPENAI_ENDPOINT"), QStringLiteral("AZURE_API_VERSION"), QStringLiteral("OPENAI_API_VERSION"),
-        QStringLiteral("OLLAMA_HOST"), QStringLiteral("OLLAMA_API_KEY"),
-        QStringLiteral("GEMINI_API_KEY"), QStringLiteral("GOOGLE_API_KEY"), QStringLiteral("GOOGLE_CLOUD_ACCESS_TOKEN"),
-        QStringLiteral("GOOGLE_CLOUD_PROJECT"), QStringLiteral("GOOGLE_CLOUD_LOCATION"),
-        QStringLiteral("COHERE_API_KEY"), QStringLiteral("CO_API_KEY"), QStringLiteral("CO_API_URL"),
-        QStringLiteral("VOYAGE_API_KEY"), QStringLiteral("JINA_API_KEY"),
-        QStringLiteral("HF_TOKEN"), QStringLiteral("HUGGINGFACE_API_KEY"), QStringLiteral("HF_TEI_URL"),
+        QStringLiteral("OPENAI_API_KEY"),
+        QStringLiteral("OPENAI_BASE_URL"),
+        QStringLiteral("OPENAI_API_BASE"),
+        QStringLiteral("AZURE_API_KEY"),
+        QStringLiteral("AZURE_OPENAI_API_KEY"),
+        QStringLiteral("AZURE_API_BASE"),
+        QStringLiteral("AZURE_OPENAI_ENDPOINT"),
+        QStringLiteral("AZURE_API_VERSION"),
+        QStringLiteral("OPENAI_API_VERSION"),
+        QStringLiteral("OLLAMA_HOST"),
+        QStringLiteral("OLLAMA_API_KEY"),
+        QStringLiteral("GEMINI_API_KEY"),
+        QStringLiteral("GOOGLE_API_KEY"),
+        QStringLiteral("GOOGLE_CLOUD_ACCESS_TOKEN"),
+        QStringLiteral("GOOGLE_CLOUD_PROJECT"),
+        QStringLiteral("GOOGLE_CLOUD_LOCATION"),
+        QStringLiteral("COHERE_API_KEY"),
+        QStringLiteral("CO_API_KEY"),
+        QStringLiteral("CO_API_URL"),
+        QStringLiteral("VOYAGE_API_KEY"),
+        QStringLiteral("JINA_API_KEY"),
+        QStringLiteral("HF_TOKEN"),
+        QStringLiteral("HUGGINGFACE_API_KEY"),
+        QStringLiteral("HF_TEI_URL"),
         QStringLiteral("TEI_URL"),
-        QStringLiteral("HTTP_PROXY"), QStringLiteral("HTTPS_PROXY"), QStringLiteral("http_proxy"),
-        QStringLiteral("https_proxy"), QStringLiteral("ALL_PROXY"), QStringLiteral("all_proxy"),
+        QStringLiteral("HTTP_PROXY"),
+        QStringLiteral("HTTPS_PROXY"),
+        QStringLiteral("http_proxy"),
+        QStringLiteral("https_proxy"),
+        QStringLiteral("ALL_PROXY"),
+        QStringLiteral("all_proxy"),
     };
     return vars;
 }
@@ -117,15 +141,15 @@ QStringList textsFromArray(const Json &a)
 
 struct ProviderCase
 {
-    QString key;                                        // what the config's "provider" says
-    std::function<Json(const QString &server)> config;  // pointing at the scripted server, with a key
-    QByteArray path;                                    // path (and query) of the request
-    QByteArray authHeader;                              // empty: none is sent
+    QString key;                                       // what the config's "provider" says
+    std::function<Json(const QString &server)> config; // pointing at the scripted server, with a key
+    QByteArray path;                                   // path (and query) of the request
+    QByteArray authHeader;                             // empty: none is sent
     QByteArray authValue;
-    QString id;                                         // id() for config()
-    int tableDimension = 0;                             // the known size of config()'s model
-    int defaultBatch = 0;                               // texts per request without max_batch
-    QString secret;                                     // the key in config()
+    QString id;             // id() for config()
+    int tableDimension = 0; // the known size of config()'s model
+    int defaultBatch = 0;   // texts per request without max_batch
+    QString secret;         // the key in config()
     // The request body for these texts (dims > 0: "dimensions" configured).
     std::function<Json(const QStringList &texts, int dims)> body;
     // The texts a request body carries.
@@ -138,10 +162,10 @@ struct ProviderCase
     int errorStatus = 401;
     QByteArray errorBody;
     ErrorKind errorKind = ErrorKind::Authentication;
-    QString errorText;                                  // part of the provider's message
+    QString errorText; // part of the provider's message
     // Without a key and a base URL (nullptr: the provider needs no key).
     std::function<Json(const QString &server)> keylessConfig;
-    QString keyEnvName;                                 // named in the missing-key error
+    QString keyEnvName; // named in the missing-key error
 };
 
 Json openAiStyleReply(const std::vector<Embedding> &vectors, bool reversed, const char *model)
@@ -151,8 +175,7 @@ Json openAiStyleReply(const std::vector<Embedding> &vectors, bool reversed, cons
         const size_t k = reversed ? vectors.size() - 1 - i : i;
         data.push_back(Json{{"object", "embedding"}, {"index", k}, {"embedding", toJson(vectors[k])}});
     }
-    return Json{{"object", "list"}, {"data", data}, {"model", model},
-                {"usage", {{"prompt_tokens", 3 * vectors.size()}, {"total_tokens", 3 * vectors.size()}}}};
+    return Json{{"object", "list"}, {"data", data}, {"model", model}, {"usage", {{"prompt_tokens", 3 * vectors.size()}, {"total_tokens", 3 * vectors.size()}}}};
 }
 
 const std::map<QString, ProviderCase> &providerCases()
@@ -164,8 +187,7 @@ const std::map<QString, ProviderCase> &providerCases()
         openai.key = QStringLiteral("openai");
         openai.secret = testSecrets()[0];
         openai.config = [s = openai.secret](const QString &server) {
-            return Json{{"base_url", (server + QStringLiteral("/v1")).toStdString()}, {"api_key", s.toStdString()},
-                        {"model_name", "text-embedding-3-small"}};
+            return Json{{"base_url", (server + QStringLiteral("/v1")).toStdString()}, {"api_key", s.toStdString()}, {"model_name", "text-embedding-3-small"}};
         };
         openai.path = "/v1/embeddings";
         openai.authHeader = "Authorization";
@@ -196,9 +218,7 @@ const std::map<QString, ProviderCase> &providerCases()
         azure.key = QStringLiteral("azure");
         azure.secret = testSecrets()[1];
         azure.config = [s = azure.secret](const QString &server) {
-            return Json{{"api_base", server.toStdString()}, {"api_key", s.toStdString()},
-                        {"deployment_id", "emb-deploy"}, {"api_version", "2024-02-01"},
-                        {"model_name", "text-embedding-3-small"}};
+            return Json{{"api_base", server.toStdString()}, {"api_key", s.toStdString()}, {"deployment_id", "emb-deploy"}, {"api_version", "2024-02-01"}, {"model_name", "text-embedding-3-small"}};
         };
         azure.path = "/openai/deployments/emb-deploy/embeddings?api-version=2024-02-01";
         azure.authHeader = "api-key";
@@ -250,8 +270,7 @@ const std::map<QString, ProviderCase> &providerCases()
             Json e = Json::array();
             for (const Embedding &x : v)
                 e.push_back(toJson(x));
-            return Json{{"model", "mxbai-embed-large"}, {"embeddings", e}, {"total_duration", 14143917},
-                        {"load_duration", 1019500}, {"prompt_eval_count", 8}};
+            return Json{{"model", "mxbai-embed-large"}, {"embeddings", e}, {"total_duration", 14143917}, {"load_duration", 1019500}, {"prompt_eval_count", 8}};
         };
         ollama.errorStatus = 404;
         ollama.errorBody = "{\"error\":\"model \\\"mxbai-embed-large\\\" not found, try pulling it first\"}";
@@ -263,8 +282,7 @@ const std::map<QString, ProviderCase> &providerCases()
         gemini.key = QStringLiteral("gemini");
         gemini.secret = testSecrets()[3];
         gemini.config = [s = gemini.secret](const QString &server) {
-            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()},
-                        {"model_name", "gemini-embedding-001"}};
+            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()}, {"model_name", "gemini-embedding-001"}};
         };
         gemini.path = "/v1beta/models/gemini-embedding-001:batchEmbedContents";
         gemini.authHeader = "x-goog-api-key";
@@ -308,8 +326,7 @@ const std::map<QString, ProviderCase> &providerCases()
         vertex.key = QStringLiteral("google-vertex");
         vertex.secret = testSecrets()[4];
         vertex.config = [s = vertex.secret](const QString &server) {
-            return Json{{"base_url", server.toStdString()}, {"access_token", s.toStdString()},
-                        {"project_id", "proj-1"}, {"location", "europe-west4"}, {"model_name", "text-embedding-005"}};
+            return Json{{"base_url", server.toStdString()}, {"access_token", s.toStdString()}, {"project_id", "proj-1"}, {"location", "europe-west4"}, {"model_name", "text-embedding-005"}};
         };
         vertex.path = "/v1/projects/proj-1/locations/europe-west4/publishers/google/models/text-embedding-005:predict";
         vertex.authHeader = "Authorization";
@@ -335,8 +352,7 @@ const std::map<QString, ProviderCase> &providerCases()
         vertex.reply = [](const std::vector<Embedding> &v, bool) {
             Json p = Json::array();
             for (const Embedding &x : v)
-                p.push_back(Json{{"embeddings", {{"statistics", {{"truncated", false}, {"token_count", 4}}},
-                                                 {"values", toJson(x)}}}});
+                p.push_back(Json{{"embeddings", {{"statistics", {{"truncated", false}, {"token_count", 4}}}, {"values", toJson(x)}}}});
             return Json{{"predictions", p}, {"metadata", {{"billableCharacterCount", 42}}}};
         };
         vertex.errorStatus = 403;
@@ -353,8 +369,7 @@ const std::map<QString, ProviderCase> &providerCases()
         cohere.key = QStringLiteral("cohere");
         cohere.secret = testSecrets()[5];
         cohere.config = [s = cohere.secret](const QString &server) {
-            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()},
-                        {"model_name", "embed-english-v3.0"}};
+            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()}, {"model_name", "embed-english-v3.0"}};
         };
         cohere.path = "/v2/embed";
         cohere.authHeader = "Authorization";
@@ -363,8 +378,7 @@ const std::map<QString, ProviderCase> &providerCases()
         cohere.tableDimension = 1024;
         cohere.defaultBatch = 96;
         cohere.body = [](const QStringList &texts, int dims) {
-            Json b{{"model", "embed-english-v3.0"}, {"texts", stringsOf(texts)}, {"input_type", "search_document"},
-                   {"embedding_types", Json::array({"float"})}};
+            Json b{{"model", "embed-english-v3.0"}, {"texts", stringsOf(texts)}, {"input_type", "search_document"}, {"embedding_types", Json::array({"float"})}};
             if (dims > 0)
                 b["output_dimension"] = dims;
             return b;
@@ -423,8 +437,7 @@ const std::map<QString, ProviderCase> &providerCases()
         jina.key = QStringLiteral("jina");
         jina.secret = testSecrets()[7];
         jina.config = [s = jina.secret](const QString &server) {
-            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()},
-                        {"model_name", "jina-embeddings-v2-base-en"}};
+            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()}, {"model_name", "jina-embeddings-v2-base-en"}};
         };
         jina.path = "/v1/embeddings";
         jina.authHeader = "Authorization";
@@ -455,8 +468,7 @@ const std::map<QString, ProviderCase> &providerCases()
         hf.key = QStringLiteral("huggingface");
         hf.secret = testSecrets()[8];
         hf.config = [s = hf.secret](const QString &server) {
-            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()},
-                        {"model_name", "sentence-transformers/all-MiniLM-L6-v2"}};
+            return Json{{"base_url", server.toStdString()}, {"api_key", s.toStdString()}, {"model_name", "sentence-transformers/all-MiniLM-L6-v2"}};
         };
         hf.path = "/embed";
         hf.authHeader = "Authorization";
@@ -504,9 +516,9 @@ Json merged(Json base, const Json &patch)
 struct Answer
 {
     int dimension = 8;
-    bool reversed = false;      // data[] out of index order
-    bool dropLast = false;      // one vector fewer than asked
-    int shortIndex = -1;        // this vector gets dimension - 1 entries
+    bool reversed = false; // data[] out of index order
+    bool dropLast = false; // one vector fewer than asked
+    int shortIndex = -1;   // this vector gets dimension - 1 entries
 };
 
 // A handler answering every request in the provider's format with vectorFor() of its texts.
@@ -565,10 +577,10 @@ private Q_SLOTS:
         g_logCapture = std::make_unique<LogCapture>();
         const QStringList keys = PluginRegistry::instance().keys(PluginRegistry::Kind::Embedder);
         for (const char *k : {"openai", "azure", "ollama", "gemini", "google-generativeai", "google",
-                                 "google-vertex", "cohere", "voyageai", "voyage", "jina", "huggingface",
-                                 "text-embeddings-inference"})
+                              "google-vertex", "cohere", "voyageai", "voyage", "jina", "huggingface",
+                              "text-embeddings-inference"})
             QVERIFY2(keys.contains(QString::fromLatin1(k)), qPrintable(QStringLiteral("no embedder plugin for \"%1\"; known: %2")
-                                                                          .arg(QString::fromLatin1(k), keys.join(QLatin1Char(' ')))));
+                                                                           .arg(QString::fromLatin1(k), keys.join(QLatin1Char(' ')))));
     }
 
     // The exact request: method, path, auth header, body field by field; the vectors in order;
@@ -1022,8 +1034,8 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("key");
         QTest::addColumn<QByteArray>("options");
-        QTest::addColumn<QByteArray>("expected");   // fields the body must hold
-        QTest::addColumn<QStringList>("absent");    // fields it must not hold
+        QTest::addColumn<QByteArray>("expected"); // fields the body must hold
+        QTest::addColumn<QStringList>("absent");  // fields it must not hold
         QTest::newRow("ollama keep_alive, truncate, options")
             << QStringLiteral("ollama") << QByteArray("{\"keep_alive\": \"10m\", \"truncate\": false, \"options\": {\"num_ctx\": 4096}}")
             << QByteArray("{\"keep_alive\": \"10m\", \"truncate\": false, \"options\": {\"num_ctx\": 4096}}") << QStringList();
@@ -1119,8 +1131,7 @@ private Q_SLOTS:
         const QList<RecordedRequest> requests = server.requests();
         QCOMPARE(requests.size(), 3);
         QCOMPARE(requests[1].path, QByteArray("/v1/projects/proj-1/locations/europe-west4/publishers/google/models/gemini-embedding-001:predict"));
-        QVERIFY(requests[1].json() == (Json{{"instances", Json::array({Json{{"content", "v 1"}, {"task_type", "SEMANTIC_SIMILARITY"}}})},
-                                            {"parameters", {{"outputDimensionality", 8}, {"autoTruncate", false}}}}));
+        QVERIFY(requests[1].json() == (Json{{"instances", Json::array({Json{{"content", "v 1"}, {"task_type", "SEMANTIC_SIMILARITY"}}})}, {"parameters", {{"outputDimensionality", 8}, {"autoTruncate", false}}}}));
     }
 
     // An Ollama model with a size tag is not taken for the untagged model's size: it is probed.
@@ -1182,8 +1193,7 @@ private Q_SLOTS:
             Json data = Json::array();
             int i = 0;
             for (const Json &t : body["input"])
-                data.push_back(Json{{"object", "embedding"}, {"index", i++},
-                                    {"embedding", toJson(topicVector(QString::fromStdString(t.get<std::string>())))}});
+                data.push_back(Json{{"object", "embedding"}, {"index", i++}, {"embedding", toJson(topicVector(QString::fromStdString(t.get<std::string>())))}});
             return ScriptedReply::json(QByteArray::fromStdString(
                 Json{{"object", "list"}, {"data", data}, {"model", "text-embedding-3-small"}, {"usage", {{"prompt_tokens", 1}, {"total_tokens", 1}}}}.dump()));
         });
@@ -1192,10 +1202,7 @@ private Q_SLOTS:
         MemoryConfig config;
         config.storage = Json{{"provider", "sqlite"}, {"config", {{"path", store.path().toStdString()}}}};
         config.embedder = Json{{"provider", "openai"},
-                               {"config", {{"base_url", (server.baseUrl().toString() + QStringLiteral("/v1")).toStdString()},
-                                           {"api_key", secret.toStdString()},
-                                           {"model_name", "text-embedding-3-small"},
-                                           {"dimensions", 8}}}};
+                               {"config", {{"base_url", (server.baseUrl().toString() + QStringLiteral("/v1")).toStdString()}, {"api_key", secret.toStdString()}, {"model_name", "text-embedding-3-small"}, {"dimensions", 8}}}};
         Memory memory(config);
         QCOMPARE(memory.embedder().id(), QStringLiteral("openai/text-embedding-3-small"));
         QCOMPARE(memory.embedder().dimension(), 8);

@@ -6,13 +6,13 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
+#include "scripted_http_server.h"
 #include <mneme/core/error.h>
 #include <mneme/core/json.h>
 #include <mneme/core/json_reply.h>
 #include <mneme/core/llm_provider.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/provider_settings.h>
-#include "scripted_http_server.h"
 
 #include <QLoggingCategory>
 #include <QMutex>
@@ -128,10 +128,7 @@ QList<QByteArray> textStream(const QStringList &pieces)
 {
     QList<QByteArray> events;
     events << sse("message_start",
-                  Json{{"message", {{"id", "msg_stream"}, {"type", "message"}, {"role", "assistant"},
-                                    {"model", Model.toStdString()}, {"content", Json::array()},
-                                    {"stop_reason", nullptr}, {"stop_sequence", nullptr},
-                                    {"usage", {{"input_tokens", 15}, {"output_tokens", 1}}}}}});
+                  Json{{"message", {{"id", "msg_stream"}, {"type", "message"}, {"role", "assistant"}, {"model", Model.toStdString()}, {"content", Json::array()}, {"stop_reason", nullptr}, {"stop_sequence", nullptr}, {"usage", {{"input_tokens", 15}, {"output_tokens", 1}}}}}});
     events << sse("content_block_start", Json{{"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
     events << sse("ping", Json::object());
     for (const QString &p : pieces)
@@ -279,7 +276,7 @@ void TestLlmAnthropic::requestShape()
     QCOMPARE(req.header("x-api-key"), Key.toUtf8());
     QCOMPARE(req.header("anthropic-version"), QByteArray("2023-06-01"));
     QVERIFY2(req.header("content-type").startsWith("application/json"), req.header("content-type").constData());
-    QVERIFY(req.header("authorization").isEmpty());   // Anthropic's key goes in x-api-key only
+    QVERIFY(req.header("authorization").isEmpty()); // Anthropic's key goes in x-api-key only
     QVERIFY(req.header("anthropic-beta").isEmpty());
 
     const Json body = req.json();
@@ -289,7 +286,7 @@ void TestLlmAnthropic::requestShape()
     QCOMPARE(body["temperature"].get<double>(), 0.25);
     QCOMPARE(body["stop_sequences"], Json::array({"END", "\n\nHuman:"}));
     QVERIFY(!body.contains("stream"));
-    QVERIFY(!body.contains("tool_choice"));   // "auto" with parallel calls is the API's default
+    QVERIFY(!body.contains("tool_choice")); // "auto" with parallel calls is the API's default
 
     // No system role among the messages; the tool results share one user turn, and the user's next
     // message joins it, so the roles alternate; the id the API would refuse is mapped the same way in
@@ -323,7 +320,7 @@ void TestLlmAnthropic::requestShape()
 void TestLlmAnthropic::defaults_data()
 {
     QTest::addColumn<QByteArray>("extraConfig");
-    QTest::addColumn<int>("requestMaxTokens");   // 0: unset
+    QTest::addColumn<int>("requestMaxTokens"); // 0: unset
     QTest::addColumn<QString>("model");
     QTest::addColumn<int>("maxTokens");
     QTest::addColumn<QByteArray>("path");
@@ -350,7 +347,7 @@ void TestLlmAnthropic::defaults()
     ScriptedHttpServer server;
     server.enqueue(textReply("ok"));
     Json extra = Json::parse(extraConfig.toStdString());
-    if (extra.contains("base_url"))   // a path under the server
+    if (extra.contains("base_url")) // a path under the server
         extra["base_url"] = server.baseUrl().toString().toStdString() + extra["base_url"].get<std::string>();
     Json config = configFor(server, extra);
     if (config["model"].is_null())
@@ -405,14 +402,14 @@ void TestLlmAnthropic::environmentAndHeaders()
     QCOMPARE(req.header("x-api-key"), Key.toUtf8());
     QCOMPARE(req.header("anthropic-version"), QByteArray("2023-01-01"));
     QCOMPARE(req.header("anthropic-beta"), QByteArray("prompt-caching-2024-07-31"));
-    QCOMPARE(req.json()["temperature"].get<double>(), 0.5);   // the config's, as the request set none
+    QCOMPARE(req.json()["temperature"].get<double>(), 0.5); // the config's, as the request set none
 }
 
 void TestLlmAnthropic::toolChoice_data()
 {
     QTest::addColumn<QString>("choice");
     QTest::addColumn<bool>("parallel");
-    QTest::addColumn<QByteArray>("expected");   // the tool_choice field, "null" when absent
+    QTest::addColumn<QByteArray>("expected"); // the tool_choice field, "null" when absent
 
     QTest::newRow("default") << QString() << true << QByteArray("null");
     QTest::newRow("default, one call at a time") << QString() << false << QByteArray(R"({"type":"auto","disable_parallel_tool_use":true})");
@@ -455,7 +452,7 @@ void TestLlmAnthropic::refusedLocally_data()
 {
     QTest::addColumn<QString>("choice");
     QTest::addColumn<bool>("withTools");
-    QTest::addColumn<double>("temperature");   // < 0: unset
+    QTest::addColumn<double>("temperature"); // < 0: unset
     QTest::addColumn<QString>("mentions");
 
     QTest::newRow("a tool the request lacks") << QStringLiteral("get_stock") << true << -1.0 << QStringLiteral("get_stock");
@@ -499,7 +496,7 @@ void TestLlmAnthropic::replyText()
     QCOMPARE(o.response->text, QStringLiteral("Paris is the capital of France."));
     QVERIFY(o.response->toolCalls.empty());
     QCOMPARE(o.response->finishReason, QStringLiteral("stop"));
-    QCOMPARE(o.response->usage.promptTokens, 25);   // input plus cache writes and reads
+    QCOMPARE(o.response->usage.promptTokens, 25); // input plus cache writes and reads
     QCOMPARE(o.response->usage.completionTokens, 9);
     QCOMPARE(o.response->model, Model);
     QVERIFY(o.response->structured.is_null());
@@ -510,10 +507,8 @@ void TestLlmAnthropic::replyParallelToolUse()
     ScriptedHttpServer server;
     server.enqueue(ScriptedReply::json(dump(messageReply(
         Json::array({Json{{"type", "text"}, {"text", "I'll look up both."}},
-                     Json{{"type", "tool_use"}, {"id", "toolu_01T1x1fJ34qAmk2tNTrN7Up6"}, {"name", "get_weather"},
-                          {"input", {{"city", "Paris"}}}},
-                     Json{{"type", "tool_use"}, {"id", "toolu_01Bnd5GhvjSbw4YKc3mJFQ2e"}, {"name", "get_time"},
-                          {"input", {{"tz", "Europe/Paris"}}}}}),
+                     Json{{"type", "tool_use"}, {"id", "toolu_01T1x1fJ34qAmk2tNTrN7Up6"}, {"name", "get_weather"}, {"input", {{"city", "Paris"}}}},
+                     Json{{"type", "tool_use"}, {"id", "toolu_01Bnd5GhvjSbw4YKc3mJFQ2e"}, {"name", "get_time"}, {"input", {{"tz", "Europe/Paris"}}}}}),
         "tool_use", Json{{"input_tokens", 410}, {"output_tokens", 96}}))));
     auto llm = makeProvider(configFor(server));
     ChatRequest r = simpleRequest(QStringLiteral("Weather and time in Paris?"));
@@ -632,21 +627,16 @@ void TestLlmAnthropic::streamToolUse()
 {
     ScriptedHttpServer server;
     QList<QByteArray> events;
-    events << sse("message_start", Json{{"message", {{"id", "msg_tools"}, {"type", "message"}, {"role", "assistant"},
-                                                     {"model", Model.toStdString()}, {"content", Json::array()},
-                                                     {"stop_reason", nullptr},
-                                                     {"usage", {{"input_tokens", 472}, {"output_tokens", 2}}}}}});
+    events << sse("message_start", Json{{"message", {{"id", "msg_tools"}, {"type", "message"}, {"role", "assistant"}, {"model", Model.toStdString()}, {"content", Json::array()}, {"stop_reason", nullptr}, {"usage", {{"input_tokens", 472}, {"output_tokens", 2}}}}}});
     events << sse("content_block_start", Json{{"index", 0}, {"content_block", {{"type", "text"}, {"text", ""}}}});
     events << sse("content_block_delta", Json{{"index", 0}, {"delta", {{"type", "text_delta"}, {"text", "Checking both."}}}});
     events << sse("content_block_stop", Json{{"index", 0}});
-    events << sse("content_block_start", Json{{"index", 1}, {"content_block", {{"type", "tool_use"}, {"id", "toolu_A1"},
-                                                                              {"name", "get_weather"}, {"input", Json::object()}}}});
+    events << sse("content_block_start", Json{{"index", 1}, {"content_block", {{"type", "tool_use"}, {"id", "toolu_A1"}, {"name", "get_weather"}, {"input", Json::object()}}}});
     for (const char *piece : {"", "{\"city\":", " \"Par", "is\"}"})
         events << sse("content_block_delta", Json{{"index", 1}, {"delta", {{"type", "input_json_delta"}, {"partial_json", piece}}}});
     events << sse("content_block_stop", Json{{"index", 1}});
     events << sse("ping", Json::object());
-    events << sse("content_block_start", Json{{"index", 2}, {"content_block", {{"type", "tool_use"}, {"id", "toolu_B2"},
-                                                                              {"name", "get_time"}, {"input", Json::object()}}}});
+    events << sse("content_block_start", Json{{"index", 2}, {"content_block", {{"type", "tool_use"}, {"id", "toolu_B2"}, {"name", "get_time"}, {"input", Json::object()}}}});
     for (const char *piece : {"{\"tz\"", ": \"UTC\"}"})
         events << sse("content_block_delta", Json{{"index", 2}, {"delta", {{"type", "input_json_delta"}, {"partial_json", piece}}}});
     events << sse("content_block_stop", Json{{"index", 2}});
@@ -672,8 +662,14 @@ void TestLlmAnthropic::streamToolUse()
     for (const QList<QVariant> &a : calls)
         seen << QStringLiteral("%1|%2|%3|%4").arg(a.at(0).toInt()).arg(a.at(1).toString(), a.at(2).toString(), a.at(3).toString());
     const QStringList expected = {
-        "1|toolu_A1|get_weather|", "1|||", "1|||{\"city\":", "1||| \"Par", "1|||is\"}",
-        "2|toolu_B2|get_time|", "2|||{\"tz\"", "2|||: \"UTC\"}",
+        "1|toolu_A1|get_weather|",
+        "1|||",
+        "1|||{\"city\":",
+        "1||| \"Par",
+        "1|||is\"}",
+        "2|toolu_B2|get_time|",
+        "2|||{\"tz\"",
+        "2|||: \"UTC\"}",
     };
     QCOMPARE(seen, expected);
 
@@ -718,7 +714,7 @@ void TestLlmAnthropic::streamErrorEvent()
 
     ScriptedHttpServer server;
     QList<QByteArray> events = textStream({QStringLiteral("Partial answ")});
-    events = events.mid(0, 4);   // message_start, block start, ping, one delta
+    events = events.mid(0, 4); // message_start, block start, ping, one delta
     events << QByteArray("event: error\ndata: ") + errorBody(type.constData(), message) + "\n\n";
     server.enqueue(ScriptedReply::sse(events));
     auto llm = makeProvider(configFor(server, Json{{"max_retries", 2}}));
@@ -732,8 +728,8 @@ void TestLlmAnthropic::streamErrorEvent()
     QVERIFY2(o.error->message().contains(message), qPrintable(o.error->message()));
     QVERIFY2(o.error->message().contains(QString::fromLatin1(type)), qPrintable(o.error->message()));
     QVERIFY2(o.error->message().contains(QStringLiteral("anthropic chat (") + Model + QLatin1Char(')')), qPrintable(o.error->message()));
-    QCOMPARE(texts.count(), 1);            // what arrived before the error was still streamed
-    QCOMPARE(server.requestCount(), 1);    // a stream that has begun is not retried
+    QCOMPARE(texts.count(), 1);         // what arrived before the error was still streamed
+    QCOMPARE(server.requestCount(), 1); // a stream that has begun is not retried
 }
 
 void TestLlmAnthropic::overloadedBeforeContentIsRetried()

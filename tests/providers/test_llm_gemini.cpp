@@ -8,9 +8,9 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
+#include "scripted_http_server.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
-#include "scripted_http_server.h"
 
 #include <QLoggingCategory>
 #include <QMutex>
@@ -145,7 +145,9 @@ private Q_SLOTS:
             ChatMessage::toolResult(QStringLiteral("call_b"), QString(), QStringLiteral("12 degrees")),
         };
         r.tools = {ToolSpec{QStringLiteral("get_weather"), QStringLiteral("Current weather of a city."),
-                            parsed(R"({"$schema":)" "\"http://json-schema.org/draft-07/schema#\"" R"(,"type":"object",
+                            parsed(R"({"$schema":)"
+                                   "\"http://json-schema.org/draft-07/schema#\""
+                                   R"(,"type":"object",
                                 "properties":{"city":{"type":"string","description":"City name"}},"required":["city"],
                                 "additionalProperties":false})")},
                    ToolSpec{QStringLiteral("now"), QStringLiteral("Current time."), Json{{"type", "object"}, {"properties", Json::object()}}}};
@@ -207,7 +209,7 @@ private Q_SLOTS:
     void toolChoice_data()
     {
         QTest::addColumn<QString>("choice");
-        QTest::addColumn<QByteArray>("toolConfig");   // empty: no toolConfig
+        QTest::addColumn<QByteArray>("toolConfig"); // empty: no toolConfig
         QTest::newRow("unset") << QString() << QByteArray();
         QTest::newRow("auto") << "auto" << QByteArray(R"({"functionCallingConfig":{"mode":"AUTO"}})");
         QTest::newRow("none") << "none" << QByteArray(R"({"functionCallingConfig":{"mode":"NONE"}})");
@@ -243,15 +245,25 @@ private Q_SLOTS:
         QTest::addColumn<QString>("baseSuffix");
         QTest::addColumn<bool>("stream");
         QTest::addColumn<QByteArray>("path");
-        QTest::newRow("plain") << "gemini" << "gemini-2.0-flash" << "" << false
+        QTest::newRow("plain") << "gemini"
+                               << "gemini-2.0-flash"
+                               << "" << false
                                << QByteArray("/v1beta/models/gemini-2.0-flash:generateContent");
-        QTest::newRow("google key, streaming") << "google" << "gemini-2.5-pro" << "/" << true
+        QTest::newRow("google key, streaming") << "google"
+                                               << "gemini-2.5-pro"
+                                               << "/" << true
                                                << QByteArray("/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse");
-        QTest::newRow("models/ prefix, base with version") << "gemini" << "models/gemini-1.5-pro" << "/v1beta/" << false
+        QTest::newRow("models/ prefix, base with version") << "gemini"
+                                                           << "models/gemini-1.5-pro"
+                                                           << "/v1beta/" << false
                                                            << QByteArray("/v1beta/models/gemini-1.5-pro:generateContent");
-        QTest::newRow("tuned model on v1") << "gemini" << "tunedModels/my-tune-42" << "/v1" << false
+        QTest::newRow("tuned model on v1") << "gemini"
+                                           << "tunedModels/my-tune-42"
+                                           << "/v1" << false
                                            << QByteArray("/v1/tunedModels/my-tune-42:generateContent");
-        QTest::newRow("gateway prefix") << "gemini" << "gemini-2.0-flash-lite" << "/gateway/google" << true
+        QTest::newRow("gateway prefix") << "gemini"
+                                        << "gemini-2.0-flash-lite"
+                                        << "/gateway/google" << true
                                         << QByteArray("/gateway/google/v1beta/models/gemini-2.0-flash-lite:streamGenerateContent?alt=sse");
     }
     void endpoints()
@@ -285,9 +297,18 @@ private Q_SLOTS:
         QTest::addColumn<QString>("geminiEnv");
         QTest::addColumn<QString>("googleEnv");
         QTest::addColumn<QString>("sent");
-        QTest::newRow("config wins") << "AIza-config-1111" << "AIza-gemini-2222" << "AIza-google-3333" << "AIza-config-1111";
-        QTest::newRow("GEMINI_API_KEY") << "" << "AIza-gemini-2222" << "AIza-google-3333" << "AIza-gemini-2222";
-        QTest::newRow("GOOGLE_API_KEY") << "" << "" << "AIza-google-3333" << "AIza-google-3333";
+        QTest::newRow("config wins") << "AIza-config-1111"
+                                     << "AIza-gemini-2222"
+                                     << "AIza-google-3333"
+                                     << "AIza-config-1111";
+        QTest::newRow("GEMINI_API_KEY") << ""
+                                        << "AIza-gemini-2222"
+                                        << "AIza-google-3333"
+                                        << "AIza-gemini-2222";
+        QTest::newRow("GOOGLE_API_KEY") << ""
+                                        << ""
+                                        << "AIza-google-3333"
+                                        << "AIza-google-3333";
     }
     void apiKeySources()
     {
@@ -330,51 +351,61 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("body");
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("finish");
-        QTest::addColumn<QByteArray>("calls");   // [[name, args], ...]
+        QTest::addColumn<QByteArray>("calls"); // [[name, args], ...]
         QTest::addColumn<int>("promptTokens");
         QTest::addColumn<int>("completionTokens");
         QTest::addColumn<QString>("model");
 
         QTest::newRow("text in two parts")
             << dumped(candidateReply(parsed(R"([{"text":"The sky "},{"text":"is blue."}])")))
-            << "The sky is blue." << "stop" << QByteArray("[]") << 12 << 7 << "gemini-2.0-flash-001";
+            << "The sky is blue."
+            << "stop" << QByteArray("[]") << 12 << 7 << "gemini-2.0-flash-001";
         QTest::newRow("MAX_TOKENS")
             << dumped(candidateReply(parsed(R"([{"text":"The sky"}])"), "MAX_TOKENS", 12, 2))
-            << "The sky" << "length" << QByteArray("[]") << 12 << 2 << "gemini-2.0-flash-001";
+            << "The sky"
+            << "length" << QByteArray("[]") << 12 << 2 << "gemini-2.0-flash-001";
         QTest::newRow("SAFETY without content")
             << QByteArray(R"({"candidates":[{"finishReason":"SAFETY","index":0,"safetyRatings":[
                   {"category":"HARM_CATEGORY_HARASSMENT","probability":"HIGH","blocked":true}]}],
                   "usageMetadata":{"promptTokenCount":9,"totalTokenCount":9},"modelVersion":"gemini-2.0-flash-001"})")
-            << "" << "content_filter" << QByteArray("[]") << 9 << 0 << "gemini-2.0-flash-001";
+            << ""
+            << "content_filter" << QByteArray("[]") << 9 << 0 << "gemini-2.0-flash-001";
         QTest::newRow("RECITATION")
             << dumped(candidateReply(parsed(R"([{"text":"It was the best of"}])"), "RECITATION"))
-            << "It was the best of" << "content_filter" << QByteArray("[]") << 12 << 7 << "gemini-2.0-flash-001";
+            << "It was the best of"
+            << "content_filter" << QByteArray("[]") << 12 << 7 << "gemini-2.0-flash-001";
         QTest::newRow("MALFORMED_FUNCTION_CALL")
             << dumped(candidateReply(Json::array(), "MALFORMED_FUNCTION_CALL"))
-            << "" << "malformed_function_call" << QByteArray("[]") << 12 << 7 << "gemini-2.0-flash-001";
+            << ""
+            << "malformed_function_call" << QByteArray("[]") << 12 << 7 << "gemini-2.0-flash-001";
         QTest::newRow("one function call")
             << dumped(candidateReply(parsed(R"([{"functionCall":{"name":"get_weather","args":{"city":"Tokyo"}}}])")))
-            << "" << "tool_calls" << QByteArray(R"([["get_weather",{"city":"Tokyo"}]])") << 12 << 7 << "gemini-2.0-flash-001";
+            << ""
+            << "tool_calls" << QByteArray(R"([["get_weather",{"city":"Tokyo"}]])") << 12 << 7 << "gemini-2.0-flash-001";
         QTest::newRow("parallel function calls with text")
             << dumped(candidateReply(parsed(R"([{"text":"Checking both."},
                    {"functionCall":{"name":"get_weather","args":{"city":"Paris","unit":"celsius"}}},
                    {"functionCall":{"name":"get_time","args":{"zone":"Europe/Oslo"}}}])")))
-            << "Checking both." << "tool_calls"
+            << "Checking both."
+            << "tool_calls"
             << QByteArray(R"([["get_weather",{"city":"Paris","unit":"celsius"}],["get_time",{"zone":"Europe/Oslo"}]])") << 12 << 7
             << "gemini-2.0-flash-001";
         QTest::newRow("function call without args")
             << dumped(candidateReply(parsed(R"([{"functionCall":{"name":"now"}}])")))
-            << "" << "tool_calls" << QByteArray(R"([["now",{}]])") << 12 << 7 << "gemini-2.0-flash-001";
+            << ""
+            << "tool_calls" << QByteArray(R"([["now",{}]])") << 12 << 7 << "gemini-2.0-flash-001";
         QTest::newRow("thinking model: thought skipped, thoughts counted")
             << QByteArray(R"({"candidates":[{"content":{"role":"model","parts":[
                   {"text":"Let me think about the sky...","thought":true},{"text":"Rayleigh scattering."}]},
                   "finishReason":"STOP","index":0}],
                   "usageMetadata":{"promptTokenCount":8,"candidatesTokenCount":3,"thoughtsTokenCount":40,"totalTokenCount":51},
                   "modelVersion":"gemini-2.5-flash"})")
-            << "Rayleigh scattering." << "stop" << QByteArray("[]") << 8 << 43 << "gemini-2.5-flash";
+            << "Rayleigh scattering."
+            << "stop" << QByteArray("[]") << 8 << 43 << "gemini-2.5-flash";
         QTest::newRow("no usage, no model version")
             << QByteArray(R"({"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}]})")
-            << "ok" << "stop" << QByteArray("[]") << 0 << 0 << "gemini-2.0-flash";
+            << "ok"
+            << "stop" << QByteArray("[]") << 0 << 0 << "gemini-2.0-flash";
     }
     void replyShapes()
     {
@@ -457,8 +488,7 @@ private Q_SLOTS:
     {
         QFETCH(bool, stream);
         QFETCH(QString, reason);
-        const Json body = {{"promptFeedback", {{"blockReason", reason.toStdString()},
-                                               {"safetyRatings", parsed(R"([{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}])")}}},
+        const Json body = {{"promptFeedback", {{"blockReason", reason.toStdString()}, {"safetyRatings", parsed(R"([{"category":"HARM_CATEGORY_DANGEROUS_CONTENT","probability":"HIGH"}])")}}},
                            {"usageMetadata", {{"promptTokenCount", 11}, {"totalTokenCount", 11}}},
                            {"modelVersion", "gemini-2.0-flash-001"}};
         ScriptedHttpServer server;
@@ -478,11 +508,13 @@ private Q_SLOTS:
     void schemaConversion_data()
     {
         QTest::addColumn<QByteArray>("schema");
-        QTest::addColumn<QByteArray>("converted");   // empty: falls back to the instruction
+        QTest::addColumn<QByteArray>("converted"); // empty: falls back to the instruction
         QTest::addColumn<QByteArray>("answer");
 
         QTest::newRow("object, dropped keywords")
-            << QByteArray(R"({"$schema":)" "\"http://json-schema.org/draft-07/schema#\"" R"(,"title":"Person","type":"object",
+            << QByteArray(R"({"$schema":)"
+                          "\"http://json-schema.org/draft-07/schema#\""
+                          R"(,"title":"Person","type":"object",
                  "properties":{"name":{"type":"string","minLength":1,"pattern":"^[A-Z]"},"age":{"type":"integer","minimum":0,"default":1}},
                  "required":["name"],"additionalProperties":false})")
             << QByteArray(R"({"type":"OBJECT","properties":{"age":{"type":"INTEGER","minimum":0},
@@ -498,14 +530,18 @@ private Q_SLOTS:
             << QByteArray(R"({"score":0.5})");
         QTest::newRow("$defs and $ref inlined")
             << QByteArray(R"({"$defs":{"Tag":{"type":"object","properties":{"label":{"type":"string"}},"required":["label"]}},
-                 "type":"object","properties":{"tags":{"type":"array","items":{"$ref":)" "\"#/$defs/Tag\"" R"(},"maxItems":5,"uniqueItems":true}},
+                 "type":"object","properties":{"tags":{"type":"array","items":{"$ref":)"
+                          "\"#/$defs/Tag\""
+                          R"(},"maxItems":5,"uniqueItems":true}},
                  "required":["tags"]})")
             << QByteArray(R"({"type":"OBJECT","properties":{"tags":{"type":"ARRAY","items":{"type":"OBJECT",
                  "properties":{"label":{"type":"STRING"}},"required":["label"]},"maxItems":5}},"required":["tags"]})")
             << QByteArray(R"({"tags":[{"label":"sea"},{"label":"moon"}]})");
         QTest::newRow("definitions through a one-element allOf")
             << QByteArray(R"({"definitions":{"P":{"type":"object","properties":{"ok":{"type":"boolean"}}}},
-                 "allOf":[{"$ref":)" "\"#/definitions/P\"" R"(}],"description":"A flag"})")
+                 "allOf":[{"$ref":)"
+                          "\"#/definitions/P\""
+                          R"(}],"description":"A flag"})")
             << QByteArray(R"({"type":"OBJECT","description":"A flag","properties":{"ok":{"type":"BOOLEAN"}}})")
             << QByteArray(R"({"ok":true})");
         QTest::newRow("enum and const")
@@ -531,7 +567,11 @@ private Q_SLOTS:
 
         QTest::newRow("fallback: recursive reference")
             << QByteArray(R"({"$defs":{"Node":{"type":"object","properties":{"name":{"type":"string"},
-                 "children":{"type":"array","items":{"$ref":)" "\"#/$defs/Node\"" R"(}}}}},"$ref":)" "\"#/$defs/Node\"" R"(})")
+                 "children":{"type":"array","items":{"$ref":)"
+                          "\"#/$defs/Node\""
+                          R"(}}}}},"$ref":)"
+                          "\"#/$defs/Node\""
+                          R"(})")
             << QByteArray() << QByteArray(R"({"name":"root","children":[]})");
         QTest::newRow("fallback: free-form map")
             << QByteArray(R"({"type":"object","additionalProperties":{"type":"integer"}})")
@@ -628,9 +668,15 @@ private Q_SLOTS:
         ScriptedHttpServer server;
         server.enqueue(ScriptedReply::json(okReply()));
         auto llm = geminiAt(server);
-        const Json tree = parsed(R"({"$schema":)" "\"https://json-schema.org/draft/2020-12/schema\"" R"(,"type":"object",
-            "$defs":{"Node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":)" "\"#/$defs/Node\"" R"(}}}}},
-            "properties":{"root":{"$ref":)" "\"#/$defs/Node\"" R"(}}})");
+        const Json tree = parsed(R"({"$schema":)"
+                                 "\"https://json-schema.org/draft/2020-12/schema\""
+                                 R"(,"type":"object",
+            "$defs":{"Node":{"type":"object","properties":{"children":{"type":"array","items":{"$ref":)"
+                                 "\"#/$defs/Node\""
+                                 R"(}}}}},
+            "properties":{"root":{"$ref":)"
+                                 "\"#/$defs/Node\""
+                                 R"(}}})");
         ChatRequest r = ask(QStringLiteral("Draw a tree."));
         r.tools = {ToolSpec{QStringLiteral("draw"), QStringLiteral("Draws a tree."), tree}};
         QVERIFY(outcomeOf(llm->chat(r)).response);
@@ -647,7 +693,8 @@ private Q_SLOTS:
         const QByteArray second = sseEvent(candidateReply(parsed(R"([{"text":" sky"}])"), nullptr));
         server.enqueue(ScriptedReply::sse({
             sseEvent(candidateReply(parsed(R"([{"text":"The"}])"), nullptr)),
-            second.left(20), second.mid(20),   // one event split across two chunks
+            second.left(20),
+            second.mid(20), // one event split across two chunks
             sseEvent(candidateReply(parsed(R"([{"text":" is blue."}])"), "STOP", 8, 5)),
         }));
         auto llm = geminiAt(server);
@@ -678,7 +725,8 @@ private Q_SLOTS:
         server.enqueue(ScriptedReply::sse({
             sseEvent(candidateReply(parsed(R"([{"text":"Let me check."}])"), nullptr)),
             sseEvent(candidateReply(parsed(R"([{"functionCall":{"name":"get_weather","args":{"city":"Paris"}}},
-                                            {"functionCall":{"name":"get_weather","args":{"city":"Oslo"}}}])"), "STOP", 30, 12)),
+                                            {"functionCall":{"name":"get_weather","args":{"city":"Oslo"}}}])"),
+                                    "STOP", 30, 12)),
         }));
         auto llm = geminiAt(server);
         QSignalSpy text(llm.get(), &LlmProvider::textDelta);
@@ -776,7 +824,7 @@ private Q_SLOTS:
             << int(ErrorKind::Authentication) << "invalid authentication credentials";
         QTest::newRow("403 PERMISSION_DENIED")
             << 403 << QByteArray("{\"error\":{\"code\":403,\"message\":\"Method doesn't allow unregistered callers (callers without established identity). "
-                         "Please use API Key or other form of API consumer identity to call this API.\",\"status\":\"PERMISSION_DENIED\"}}")
+                                 "Please use API Key or other form of API consumer identity to call this API.\",\"status\":\"PERMISSION_DENIED\"}}")
             << int(ErrorKind::Authentication) << "unregistered callers";
         QTest::newRow("404 NOT_FOUND")
             << 404 << QByteArray(R"({"error":{"code":404,"message":"models/gemini-9 is not found for API version v1beta, or is not supported for generateContent.","status":"NOT_FOUND"}})")
@@ -819,7 +867,8 @@ private Q_SLOTS:
         ScriptedHttpServer server;
         server.enqueue(ScriptedReply::json(R"({"error":{"code":400,"message":"API key not valid. Please pass a valid API key.",
             "status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID",
-            "domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}})", 400));
+            "domain":"googleapis.com","metadata":{"service":"generativelanguage.googleapis.com"}}]}})",
+                                           400));
         auto llm = geminiAt(server);
         const Outcome o = outcomeOf(llm->chat(ask(QStringLiteral("hi"))));
         QVERIFY2(o.error, qPrintable(o.describe()));

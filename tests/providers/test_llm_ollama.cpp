@@ -5,9 +5,9 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
+#include "scripted_http_server.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
-#include "scripted_http_server.h"
 
 #include <QLoggingCategory>
 #include <QMutex>
@@ -246,14 +246,22 @@ private Q_SLOTS:
         QTest::addColumn<QString>("key");
         QTest::addColumn<QString>("suffix");
         QTest::addColumn<bool>("withScheme");
-        QTest::newRow("root") << "base_url" << "" << true;
-        QTest::newRow("trailing slash") << "base_url" << "/" << true;
-        QTest::newRow("ends in /api") << "base_url" << "/api" << true;
-        QTest::newRow("ends in /api/chat") << "url" << "/api/chat/" << true;
-        QTest::newRow("ends in /v1") << "api_base" << "/v1" << true;
-        QTest::newRow("host:port without scheme") << "host" << "" << false;
-        QTest::newRow("OLLAMA_HOST without scheme") << "OLLAMA_HOST" << "" << false;
-        QTest::newRow("OLLAMA_HOST with scheme") << "OLLAMA_HOST" << "/" << true;
+        QTest::newRow("root") << "base_url"
+                              << "" << true;
+        QTest::newRow("trailing slash") << "base_url"
+                                        << "/" << true;
+        QTest::newRow("ends in /api") << "base_url"
+                                      << "/api" << true;
+        QTest::newRow("ends in /api/chat") << "url"
+                                           << "/api/chat/" << true;
+        QTest::newRow("ends in /v1") << "api_base"
+                                     << "/v1" << true;
+        QTest::newRow("host:port without scheme") << "host"
+                                                  << "" << false;
+        QTest::newRow("OLLAMA_HOST without scheme") << "OLLAMA_HOST"
+                                                    << "" << false;
+        QTest::newRow("OLLAMA_HOST with scheme") << "OLLAMA_HOST"
+                                                 << "/" << true;
     }
     void baseUrlForms()
     {
@@ -298,37 +306,43 @@ private Q_SLOTS:
         QTest::addColumn<QByteArray>("body");
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("finish");
-        QTest::addColumn<QByteArray>("calls");   // [[name, arguments], ...]
+        QTest::addColumn<QByteArray>("calls"); // [[name, arguments], ...]
         QTest::addColumn<int>("promptTokens");
         QTest::addColumn<int>("completionTokens");
         QTest::addColumn<QString>("model");
 
         QTest::newRow("plain text")
             << reply({{"role", "assistant"}, {"content", "The sky scatters blue light."}})
-            << "The sky scatters blue light." << "stop" << QByteArray("[]") << 26 << 9 << "llama3.2";
+            << "The sky scatters blue light."
+            << "stop" << QByteArray("[]") << 26 << 9 << "llama3.2";
         QTest::newRow("cut at num_predict")
             << reply({{"role", "assistant"}, {"content", "The sky sca"}}, "length", 26, 4)
-            << "The sky sca" << "length" << QByteArray("[]") << 26 << 4 << "llama3.2";
+            << "The sky sca"
+            << "length" << QByteArray("[]") << 26 << 4 << "llama3.2";
         QTest::newRow("one tool call")
             << reply(parsed(R"({"role":"assistant","content":"","tool_calls":[
                    {"function":{"name":"get_weather","arguments":{"city":"Tokyo"}}}]})"))
-            << "" << "tool_calls" << QByteArray(R"([["get_weather",{"city":"Tokyo"}]])") << 26 << 9 << "llama3.2";
+            << ""
+            << "tool_calls" << QByteArray(R"([["get_weather",{"city":"Tokyo"}]])") << 26 << 9 << "llama3.2";
         QTest::newRow("parallel tool calls with text")
             << reply(parsed(R"({"role":"assistant","content":"Checking both.","tool_calls":[
                    {"function":{"index":0,"name":"get_weather","arguments":{"city":"Paris","unit":"celsius"}}},
                    {"function":{"index":1,"name":"get_time","arguments":{"zone":"Europe/Oslo"}}}]})"))
-            << "Checking both." << "tool_calls"
+            << "Checking both."
+            << "tool_calls"
             << QByteArray(R"([["get_weather",{"city":"Paris","unit":"celsius"}],["get_time",{"zone":"Europe/Oslo"}]])") << 26 << 9 << "llama3.2";
         QTest::newRow("arguments as a JSON string")
-            << reply({{"role", "assistant"}, {"content", ""},
-                      {"tool_calls", Json::array({{{"function", {{"name", "add"}, {"arguments", "{\"a\":1,\"b\":2}"}}}}})}})
-            << "" << "tool_calls" << QByteArray(R"([["add",{"a":1,"b":2}]])") << 26 << 9 << "llama3.2";
+            << reply({{"role", "assistant"}, {"content", ""}, {"tool_calls", Json::array({{{"function", {{"name", "add"}, {"arguments", "{\"a\":1,\"b\":2}"}}}}})}})
+            << ""
+            << "tool_calls" << QByteArray(R"([["add",{"a":1,"b":2}]])") << 26 << 9 << "llama3.2";
         QTest::newRow("tool call without arguments")
             << reply(parsed(R"({"role":"assistant","content":"","tool_calls":[{"function":{"name":"now"}}]})"))
-            << "" << "tool_calls" << QByteArray(R"([["now",{}]])") << 26 << 9 << "llama3.2";
+            << ""
+            << "tool_calls" << QByteArray(R"([["now",{}]])") << 26 << 9 << "llama3.2";
         QTest::newRow("no counts, no done_reason, no model")
             << line(parsed(R"({"message":{"role":"assistant","content":"ok"},"done":true})"))
-            << "ok" << "stop" << QByteArray("[]") << 0 << 0 << "qwen2.5:7b";
+            << "ok"
+            << "stop" << QByteArray("[]") << 0 << 0 << "qwen2.5:7b";
     }
     void replyShapes()
     {
@@ -537,9 +551,10 @@ private Q_SLOTS:
     {
         ScriptedHttpServer server;
         ScriptedReply cut = ScriptedReply::ndjson({
-            line(parsed(R"({"model":"llama3.2","message":{"role":"assistant","content":"Half"},"done":false})")),
-            line(parsed(R"({"model":"llama3.2","message":{"role":"assistant","content":" a reply"},"done":false})")),
-        }, 20);
+                                                      line(parsed(R"({"model":"llama3.2","message":{"role":"assistant","content":"Half"},"done":false})")),
+                                                      line(parsed(R"({"model":"llama3.2","message":{"role":"assistant","content":" a reply"},"done":false})")),
+                                                  },
+                                                  20);
         // Paced like a real stream: closed in the same packet as the last chunk, the cut is sometimes
         // taken by Qt for the end of the body.
         cut.dropAfterChunks = true;

@@ -5,10 +5,10 @@
 
 #include "chat_outcome.h"
 #include "log_capture.h"
+#include "scripted_http_server.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/provider_settings.h>
-#include "scripted_http_server.h"
 
 #include <QElapsedTimer>
 #include <QLoggingCategory>
@@ -80,8 +80,7 @@ QByteArray completion(const Json &message, const std::string &finish = "stop", i
                                           {"object", "chat.completion"},
                                           {"model", "gpt-4o-mini-2024-07-18"},
                                           {"choices", {{{"index", 0}, {"message", m}, {"finish_reason", finish}}}},
-                                          {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completionTokens},
-                                                     {"total_tokens", prompt + completionTokens}}}}
+                                          {"usage", {{"prompt_tokens", prompt}, {"completion_tokens", completionTokens}, {"total_tokens", prompt + completionTokens}}}}
                                          .dump());
 }
 
@@ -148,15 +147,19 @@ struct Deltas
 
     explicit Deltas(LlmProvider *provider)
     {
-        QObject::connect(provider, &LlmProvider::textDelta, provider, [this](const QString &t) {
-            QMutexLocker lock(&mutex);
-            text << t;
-        }, Qt::DirectConnection);
-        QObject::connect(provider, &LlmProvider::toolCallDelta, provider,
-                         [this](int index, const QString &id, const QString &name, const QString &args) {
-                             QMutexLocker lock(&mutex);
-                             calls << Call{index, id, name, args};
-                         }, Qt::DirectConnection);
+        QObject::connect(
+            provider, &LlmProvider::textDelta, provider, [this](const QString &t) {
+                QMutexLocker lock(&mutex);
+                text << t;
+            },
+            Qt::DirectConnection);
+        QObject::connect(
+            provider, &LlmProvider::toolCallDelta, provider,
+            [this](int index, const QString &id, const QString &name, const QString &args) {
+                QMutexLocker lock(&mutex);
+                calls << Call{index, id, name, args};
+            },
+            Qt::DirectConnection);
     }
 };
 
@@ -185,14 +188,10 @@ private Q_SLOTS:
         ScriptedHttpServer server;
         server.enqueue(ScriptedReply::json(completion(
             Json{{"content", nullptr},
-                 {"tool_calls", {{{"id", "call_a"}, {"type", "function"},
-                                  {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Oslo\"}"}}}},
-                                 {{"id", "call_b"}, {"type", "function"},
-                                  {"function", {{"name", "get_weather"}, {"arguments", "not json"}}}}}}},
+                 {"tool_calls", {{{"id", "call_a"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "{\"city\":\"Oslo\"}"}}}}, {{"id", "call_b"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", "not json"}}}}}}},
             "tool_calls", 50, 20)));
         auto llm = make(QStringLiteral("openai"),
-                        openaiConfig(server, {{"model", "gpt-4o"}, {"organization", "org-42"}, {"project", "proj_7"},
-                                              {"headers", {{"X-Title", "Mneme tests"}}}}));
+                        openaiConfig(server, {{"model", "gpt-4o"}, {"organization", "org-42"}, {"project", "proj_7"}, {"headers", {{"X-Title", "Mneme tests"}}}}));
         QCOMPARE(llm->id(), QStringLiteral("openai/gpt-4o"));
         QVERIFY(llm->supportsFunctionCalling());
         QVERIFY(llm->capabilities().testFlag(LlmProvider::Capability::Streaming));
@@ -237,8 +236,7 @@ private Q_SLOTS:
         QCOMPARE(Json::parse(assistant["tool_calls"][0]["function"]["arguments"].get<std::string>()), (Json{{"tz", "Europe/Oslo"}}));
         QCOMPARE(body["messages"][3], (Json{{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", "12:00"}}));
         QCOMPARE(body["tools"], (Json::array({{{"type", "function"},
-                                              {"function", {{"name", "get_weather"}, {"description", "Current weather."},
-                                                            {"parameters", request.tools[0].parameters}}}}})));
+                                               {"function", {{"name", "get_weather"}, {"description", "Current weather."}, {"parameters", request.tools[0].parameters}}}}})));
         QCOMPARE(body["tool_choice"], (Json{{"type", "function"}, {"function", {{"name", "get_weather"}}}}));
         QCOMPARE(body["parallel_tool_calls"], Json(false));
         QCOMPARE(body["temperature"], Json(0.2));
@@ -545,8 +543,7 @@ private Q_SLOTS:
         auto llm = make(QStringLiteral("openai"), openaiConfig(server));
 
         ChatRequest loose = ask(QStringLiteral("Who?"));
-        loose.responseSchema = Json{{"type", "object"}, {"properties", {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}}}}},
-                                    {"required", {"name"}}};
+        loose.responseSchema = Json{{"type", "object"}, {"properties", {{"name", {{"type", "string"}}}, {"age", {{"type", "integer"}}}}}, {"required", {"name"}}};
         Outcome o = outcomeOf(llm->chat(loose));
         QVERIFY2(o.response, qPrintable(o.describe()));
         QCOMPARE(server.requests().last().json()["response_format"]["json_schema"]["strict"], Json(false));
@@ -771,7 +768,7 @@ private Q_SLOTS:
     {
         ScriptedHttpServer server;
         server.enqueue(ScriptedReply::json(errorBody("Incorrect API key provided: " + Secret + ". You can find your API key at "
-                                                     "https://platform.openai.com/account/api-keys.",
+                                                                                               "https://platform.openai.com/account/api-keys.",
                                                      "invalid_request_error", "invalid_api_key"),
                                            401));
         auto llm = make(QStringLiteral("openai"), openaiConfig(server));
@@ -843,13 +840,12 @@ private Q_SLOTS:
             ScriptedHttpServer server;
             server.setHandler([](const RecordedRequest &r) {
                 // Echo every credential the request carried.
-                const std::string echoed = "key " + (r.header("authorization") + " / " + r.header("api-key") + " / "
-                                                     + r.header("x-api-key")).toStdString() + " refused";
+                const std::string echoed = "key " + (r.header("authorization") + " / " + r.header("api-key") + " / " + r.header("x-api-key")).toStdString() + " refused";
                 const QByteArray body = errorBody(echoed, "invalid_request_error", "invalid_api_key");
                 if (r.header("accept") == "text/event-stream")
-                    return ScriptedReply::sse({"data: " + body + "\n\n"});   // mid-stream
+                    return ScriptedReply::sse({"data: " + body + "\n\n"}); // mid-stream
                 if (r.json()["messages"][1]["content"] == "in a 200")
-                    return ScriptedReply::json(body);                          // an error object in a 200 reply
+                    return ScriptedReply::json(body); // an error object in a 200 reply
                 return ScriptedReply::json(body, 401);
             });
             std::vector<std::unique_ptr<LlmProvider>> providers;

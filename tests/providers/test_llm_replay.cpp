@@ -1,8 +1,8 @@
 // The replay LLM plugin: recording through another provider, replaying by request, and its errors.
 
+#include "temp_store.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
-#include "temp_store.h"
 
 #include <QFile>
 #include <QPromise>

@@ -1,11 +1,11 @@
 // How a configuration names a provider (model strings, {"provider", "config"}), the settings every
 // provider shares (aliases, environment variables, refusals), and Memory's lazily built LLM.
 
+#include "temp_store.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/provider_settings.h>
 #include <mneme/memory/memory.h>
-#include "temp_store.h"
 
 #include <QtTest>
 
@@ -133,12 +133,26 @@ private Q_SLOTS:
         QTest::addColumn<QString>("model");
         QTest::addColumn<QString>("baseUrl");
         QTest::addColumn<bool>("isDefault");
-        QTest::newRow("defaults") << QByteArray("{}") << "acme-1" << "https:/" "/api.acme.example/v1" << true;
-        QTest::newRow("model_name, url") << QByteArray("{\"model_name\":\"m2\",\"url\":\"http:/" "/localhost:9/x/\"}") << "m2"
-                                         << "http:/" "/localhost:9/x" << false;
-        QTest::newRow("model_id, api_base") << QByteArray("{\"model_id\":\"m3\",\"api_base\":\"https:/" "/h.example\"}") << "m3"
-                                            << "https:/" "/h.example" << false;
-        QTest::newRow("host without scheme") << QByteArray(R"({"host":"box:11434"})") << "acme-1" << "http:/" "/box:11434" << false;
+        QTest::newRow("defaults") << QByteArray("{}") << "acme-1"
+                                  << "https:/"
+                                     "/api.acme.example/v1"
+                                  << true;
+        QTest::newRow("model_name, url") << QByteArray("{\"model_name\":\"m2\",\"url\":\"http:/"
+                                                       "/localhost:9/x/\"}")
+                                         << "m2"
+                                         << "http:/"
+                                            "/localhost:9/x"
+                                         << false;
+        QTest::newRow("model_id, api_base") << QByteArray("{\"model_id\":\"m3\",\"api_base\":\"https:/"
+                                                          "/h.example\"}")
+                                            << "m3"
+                                            << "https:/"
+                                               "/h.example"
+                                            << false;
+        QTest::newRow("host without scheme") << QByteArray(R"({"host":"box:11434"})") << "acme-1"
+                                             << "http:/"
+                                                "/box:11434"
+                                             << false;
     }
 
     void settingsAliasesAndDefaults()
@@ -158,8 +172,7 @@ private Q_SLOTS:
     void settingsCommonKeys()
     {
         const ProviderSettings s = ProviderSettings::read(
-            Json{{"timeout", 2.5}, {"max_retries", 0}, {"max_rpm", 30}, {"temperature", 0.2}, {"max_tokens", 100},
-                 {"api_key", "sk-config"}, {"organization", "org-1"}, {"proxy", "http://proxy.example:3128"}},
+            Json{{"timeout", 2.5}, {"max_retries", 0}, {"max_rpm", 30}, {"temperature", 0.2}, {"max_tokens", 100}, {"api_key", "sk-config"}, {"organization", "org-1"}, {"proxy", "http://proxy.example:3128"}},
             defaults());
         QCOMPARE(s.http.timeoutMs, 2500);
         QCOMPARE(s.http.maxRetries, 0);
@@ -215,7 +228,9 @@ private Q_SLOTS:
         QTest::newRow("negative retries") << QByteArray(R"({"max_retries":-1})") << "max_retries";
         QTest::newRow("fractional max_rpm") << QByteArray(R"({"max_rpm":0.5})") << "max_rpm";
         QTest::newRow("temperature too high") << QByteArray(R"({"temperature":3})") << "temperature";
-        QTest::newRow("base url not http") << QByteArray("{\"base_url\":\"ftp:/" "/x\"}") << "base_url";
+        QTest::newRow("base url not http") << QByteArray("{\"base_url\":\"ftp:/"
+                                                         "/x\"}")
+                                           << "base_url";
     }
 
     void badSettings()
@@ -230,13 +245,13 @@ private Q_SLOTS:
 
     void proxyCredentialsAreSecrets()
     {
-        const ProviderSettings s = ProviderSettings::read(Json{{"proxy", "http:/" "/bob:hunter2-proxy@proxy.example:3128"}}, defaults());
+        const ProviderSettings s = ProviderSettings::read(Json{{"proxy", "http:/"
+                                                                         "/bob:hunter2-proxy@proxy.example:3128"}},
+                                                          defaults());
         QVERIFY(s.http.secrets.contains(QStringLiteral("hunter2-proxy")));
         // Memory's configuration output hides keys, auth headers and proxy passwords.
-        const Json config = {{"llm", {{"provider", "openai"},
-                                      {"config", {{"api_key", "sk-hidden-1"},
-                                                  {"headers", {{"Authorization", "Bearer sk-hidden-2"}}},
-                                                  {"proxy", "http:/" "/bob:hunter2-proxy@proxy.example:3128"}}}}}};
+        const Json config = {{"llm", {{"provider", "openai"}, {"config", {{"api_key", "sk-hidden-1"}, {"headers", {{"Authorization", "Bearer sk-hidden-2"}}}, {"proxy", "http:/"
+                                                                                                                                                                        "/bob:hunter2-proxy@proxy.example:3128"}}}}}};
         const std::string shown = MemoryConfig::fromJson(config).toJson().dump();
         for (const char *secret : {"sk-hidden-1", "sk-hidden-2", "hunter2-proxy"})
             QVERIFY2(shown.find(secret) == std::string::npos, shown.c_str());

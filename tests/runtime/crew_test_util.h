@@ -3,9 +3,9 @@
 // Helpers shared by the crew tests: an event recorder, waiting on a future while the event loop
 // runs, and the shape checks of an event stream.
 
+#include "scripted_llm.h"
 #include <mneme/core/error.h>
 #include <mneme/runtime/event_bus.h>
-#include "scripted_llm.h"
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
@@ -23,10 +23,12 @@ class EventRecorder
 public:
     explicit EventRecorder(EventBus *bus)
     {
-        m_connection = QObject::connect(bus, &EventBus::eventPublished, bus, [this](const Event &e) {
-            QMutexLocker lock(&m_mutex);
-            m_events << e;
-        }, Qt::DirectConnection);
+        m_connection = QObject::connect(
+            bus, &EventBus::eventPublished, bus, [this](const Event &e) {
+                QMutexLocker lock(&m_mutex);
+                m_events << e;
+            },
+            Qt::DirectConnection);
     }
     ~EventRecorder() { QObject::disconnect(m_connection); }
     EventRecorder(const EventRecorder &) = delete;

@@ -4,10 +4,10 @@
 // `openai` plugin talking to a scripted server on loopback; for the ReAct path it is wrapped so it
 // reports no native tool support.
 
+#include "scripted_llm.h"
 #include <mneme/core/error.h>
 #include <mneme/runtime/agent_executor.h>
 #include <mneme/runtime/function_tool.h>
-#include "scripted_llm.h"
 
 #include <QPromise>
 #include <QSignalSpy>
@@ -100,8 +100,8 @@ QStringList roles(const Json &request)
 QString contentOf(const Json &message)
 {
     return message.contains("content") && message["content"].is_string()
-               ? QString::fromStdString(message["content"].get<std::string>())
-               : QString();
+             ? QString::fromStdString(message["content"].get<std::string>())
+             : QString();
 }
 
 const std::vector<ChatMessage> kAsk = {ChatMessage::system(QStringLiteral("You are a careful assistant.")),
@@ -215,11 +215,21 @@ void TestAgentExecutor::toolProblemsGoBackToTheModel_data()
     QTest::addColumn<QString>("arguments");
     QTest::addColumn<QString>("expected");
 
-    QTest::newRow("unknown tool") << "search_web" << R"({"key":"x"})" << "The tools you can call are: lookup, explode.";
-    QTest::newRow("tool throws") << "explode" << R"({"key":"x"})" << "boom: the fuse was lit";
-    QTest::newRow("argument of the wrong type") << "lookup" << R"({"key":5})" << "do not match its schema";
-    QTest::newRow("required argument missing") << "lookup" << R"({"other":"x"})" << "do not match its schema";
-    QTest::newRow("arguments not JSON") << "lookup" << R"({"key": "x)" << "were not valid JSON";
+    QTest::newRow("unknown tool") << "search_web"
+                                  << R"({"key":"x"})"
+                                  << "The tools you can call are: lookup, explode.";
+    QTest::newRow("tool throws") << "explode"
+                                 << R"({"key":"x"})"
+                                 << "boom: the fuse was lit";
+    QTest::newRow("argument of the wrong type") << "lookup"
+                                                << R"({"key":5})"
+                                                << "do not match its schema";
+    QTest::newRow("required argument missing") << "lookup"
+                                               << R"({"other":"x"})"
+                                               << "do not match its schema";
+    QTest::newRow("arguments not JSON") << "lookup"
+                                        << R"({"key": "x)"
+                                        << "were not valid JSON";
 }
 
 void TestAgentExecutor::toolProblemsGoBackToTheModel()
@@ -369,28 +379,41 @@ void TestAgentExecutor::parseReact_data()
     QTest::addColumn<QString>("reply");
     QTest::addColumn<bool>("isFinal");
     QTest::addColumn<QString>("answerOrTool");
-    QTest::addColumn<QString>("arguments");   // JSON, or "" when the input is expected to be rejected
+    QTest::addColumn<QString>("arguments"); // JSON, or "" when the input is expected to be rejected
 
     QTest::newRow("clean action") << "Thought: I need x.\nAction: lookup\nAction Input: {\"key\": \"x\"}" << false
-                                  << "lookup" << R"({"key":"x"})";
+                                  << "lookup"
+                                  << R"({"key":"x"})";
     QTest::newRow("fenced input with chatter")
         << "Thought: let me check\nAction: `lookup`\nAction Input: here you go:\n```json\n{\"key\": \"y\"}\n```\nhope that helps"
-        << false << "lookup" << R"({"key":"y"})";
+        << false << "lookup"
+        << R"({"key":"y"})";
     QTest::newRow("markdown bold") << "**Thought:** hmm\n**Action:** lookup\n**Action Input:** {\"key\": \"z\"}" << false
-                                   << "lookup" << R"({"key":"z"})";
+                                   << "lookup"
+                                   << R"({"key":"z"})";
     QTest::newRow("invented observation dropped")
         << "Action: lookup\nAction Input: {\"key\": \"x\"}\nObservation: value-of-x\nFinal Answer: made up" << false
-        << "lookup" << R"({"key":"x"})";
-    QTest::newRow("call syntax name") << "Action: lookup()\nAction Input: {}" << false << "lookup" << "{}";
-    QTest::newRow("no input line") << "Thought: go\nAction: lookup" << false << "lookup" << "{}";
-    QTest::newRow("input not JSON") << "Action: lookup\nAction Input: key=x" << false << "lookup" << "";
-    QTest::newRow("input an array") << "Action: lookup\nAction Input: [1, 2]" << false << "lookup" << "";
+        << "lookup"
+        << R"({"key":"x"})";
+    QTest::newRow("call syntax name") << "Action: lookup()\nAction Input: {}" << false << "lookup"
+                                      << "{}";
+    QTest::newRow("no input line") << "Thought: go\nAction: lookup" << false << "lookup"
+                                   << "{}";
+    QTest::newRow("input not JSON") << "Action: lookup\nAction Input: key=x" << false << "lookup"
+                                    << "";
+    QTest::newRow("input an array") << "Action: lookup\nAction Input: [1, 2]" << false << "lookup"
+                                    << "";
     QTest::newRow("final answer") << "Thought: I know it now.\nFinal Answer: x is 42\nand more." << true
-                                  << "x is 42\nand more." << "";
-    QTest::newRow("final answer lower case") << "final answer:   done  " << true << "done" << "";
-    QTest::newRow("no markers at all") << "  Just the answer, plainly.  " << true << "Just the answer, plainly." << "";
-    QTest::newRow("think block dropped") << "<think>Action: lookup</think>Final Answer: ok" << true << "ok" << "";
-    QTest::newRow("final before action") << "Final Answer: 7\nAction: lookup" << true << "7\nAction: lookup" << "";
+                                  << "x is 42\nand more."
+                                  << "";
+    QTest::newRow("final answer lower case") << "final answer:   done  " << true << "done"
+                                             << "";
+    QTest::newRow("no markers at all") << "  Just the answer, plainly.  " << true << "Just the answer, plainly."
+                                       << "";
+    QTest::newRow("think block dropped") << "<think>Action: lookup</think>Final Answer: ok" << true << "ok"
+                                         << "";
+    QTest::newRow("final before action") << "Final Answer: 7\nAction: lookup" << true << "7\nAction: lookup"
+                                         << "";
 }
 
 void TestAgentExecutor::parseReact()

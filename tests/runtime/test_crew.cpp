@@ -5,13 +5,13 @@
 // cancellation, a timer that keeps firing during a kickoff, and the construction checks. The LLM is
 // the real `openai` plugin talking to a scripted server on loopback.
 
-#include <mneme/core/error.h>
-#include <mneme/core/plugin_registry.h>
 #include "crew_test_util.h"
-#include <mneme/runtime/crew.h>
-#include <mneme/runtime/function_tool.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/runtime/crew.h>
+#include <mneme/runtime/function_tool.h>
 
 #include <QFile>
 #include <QSignalSpy>
@@ -189,7 +189,7 @@ private Q_SLOTS:
         QVERIFY(systemOf(body).contains(QLatin1String("You are AI agents Researcher.")));
         QVERIFY(systemOf(body).contains(QLatin1String("Cover AI agents for engineers.")));
         QCOMPARE(out.tasksOutput[0].description, QStringLiteral("Research AI agents in 2025. Keep JSON like {\"a\": 1} and { spaced } as is."));
-        QCOMPARE(research->config().description, t.description);   // the template is kept for the next kickoff
+        QCOMPARE(research->config().description, t.description); // the template is kept for the next kickoff
 
         // A missing input fails the kickoff before any request, naming the placeholder.
         const int before = m_llm->totalCalls();
@@ -255,7 +255,7 @@ private Q_SLOTS:
             starts.insert(e.id, e);
         const QList<Event> finished = rec.ofType(events::kToolUsageFinished);
         QCOMPARE(finished.size(), 2);
-        QCOMPARE(finished[0].properties["output"], "v-fast");      // the fast one ends first
+        QCOMPARE(finished[0].properties["output"], "v-fast"); // the fast one ends first
         for (const Event &f : finished) {
             const QString key = QString::fromStdString(f.properties["output"].get<std::string>()).mid(2);
             QVERIFY2(starts.value(f.parentId).properties["tool_args"].get<std::string>().find(key.toStdString()) != std::string::npos,
@@ -301,7 +301,7 @@ private Q_SLOTS:
     {
         m_llm->setFallback([](const Json &body) {
             return text(userOf(body).contains(QLatin1String("Cite a source.")) ? QStringLiteral("Answer, see [1].")
-                                                                                : QStringLiteral("Plain answer."));
+                                                                               : QStringLiteral("Plain answer."));
         });
         auto a = agent(QStringLiteral("Writer"));
         TaskConfig t;
@@ -346,7 +346,7 @@ private Q_SLOTS:
     {
         m_llm->setFallback([](const Json &body) {
             return text(userOf(body).contains(QLatin1String("Add the numbers.")) ? QStringLiteral("Sales rose 12% to 4.1M.")
-                                                                                  : QStringLiteral("Sales rose."));
+                                                                                 : QStringLiteral("Sales rose."));
         });
         m_llm->on(QStringLiteral("guardrail_verdict"), [](const Json &body) {
             const bool hasNumbers = userOf(body).contains(QLatin1String("12%"));
@@ -451,7 +451,7 @@ private Q_SLOTS:
         QVERIFY2(out.raw.startsWith(QLatin1String("Summary of Facts: 1, 2. / Error: there is no coworker \"Nobody\"")),
                  qPrintable(out.raw));
         QCOMPARE(out.tasksOutput[0].agent, QStringLiteral("Crew Manager"));
-        QCOMPARE(out.llmRequests, 3);   // manager twice, researcher once
+        QCOMPARE(out.llmRequests, 3); // manager twice, researcher once
         const Json coworkerRequest = m_llm->requests(QStringLiteral("(none)")).first();
         QVERIFY(userOf(coworkerRequest).startsWith(QLatin1String("Find the facts")));
         QVERIFY(userOf(coworkerRequest).contains(QLatin1String("about the launch")));
@@ -497,7 +497,7 @@ private Q_SLOTS:
         });
         m_llm->setFallback([](const Json &body) {
             return text(userOf(body).startsWith(QLatin1String("A coworker asks you: What year?")) ? QStringLiteral("1969")
-                                                                                                 : QStringLiteral("?"));
+                                                                                                  : QStringLiteral("?"));
         });
         AgentConfig cfg;
         cfg.allowDelegation = true;
@@ -550,7 +550,7 @@ private Q_SLOTS:
         TempStore tmp;
         m_llm->setFallback([](const Json &body) {
             return text(userOf(body).contains(QLatin1String("JSON schema")) ? QStringLiteral("{\"n\": 1}")
-                                                                           : QStringLiteral("# Report\nBody."));
+                                                                            : QStringLiteral("# Report\nBody."));
         });
         auto a = agent(QStringLiteral("Writer"));
         TaskConfig plain;
@@ -658,7 +658,7 @@ private Q_SLOTS:
         Crew crew(crewOf({a}, {task(QStringLiteral("t"), a)}));
         const CrewOutput out = crew.kickoffAndWait();
         QCOMPARE(out.raw, QStringLiteral("done"));
-        QCOMPARE(out.llmRequests, 2);                       // the first attempt's tool call and the answer
+        QCOMPARE(out.llmRequests, 2); // the first attempt's tool call and the answer
         QCOMPARE(out.tokenUsage.totalTokens(), 36);
     }
 
@@ -691,13 +691,8 @@ private Q_SLOTS:
                 return text(QStringLiteral("not streamed"));
             QList<QByteArray> events;
             for (const char *piece : {"Hel", "lo ", "world"})
-                events << QByteArray("data: ") +
-                              QByteArray::fromStdString(Json{{"choices", {{{"index", 0}, {"delta", {{"content", piece}}}}}}}.dump()) +
-                              "\n\n";
-            events << QByteArray("data: ") +
-                          QByteArray::fromStdString(Json{{"choices", {{{"index", 0}, {"delta", Json::object()}, {"finish_reason", "stop"}}}},
-                                                         {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 3}}}}.dump()) +
-                          "\n\n";
+                events << QByteArray("data: ") + QByteArray::fromStdString(Json{{"choices", {{{"index", 0}, {"delta", {{"content", piece}}}}}}}.dump()) + "\n\n";
+            events << QByteArray("data: ") + QByteArray::fromStdString(Json{{"choices", {{{"index", 0}, {"delta", Json::object()}, {"finish_reason", "stop"}}}}, {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 3}}}}.dump()) + "\n\n";
             events << QByteArray("data: [DONE]\n\n");
             return ScriptedReply::sse(events, 20);
         });
@@ -738,7 +733,7 @@ private Q_SLOTS:
         QCOMPARE(e.kind(), ErrorKind::Authentication);
         QVERIFY(!e.message().contains(QLatin1String("sk-test-secret-key")));
         QCOMPARE(failed.count(), 1);
-        QCOMPARE(m_llm->totalCalls(), 2);   // the third task never started
+        QCOMPARE(m_llm->totalCalls(), 2); // the third task never started
         QCOMPARE(rec.types().last(), QLatin1String(events::kCrewKickoffFailed));
         QCOMPARE(rec.ofType(events::kTaskCompleted).size(), 1);
         QCOMPARE(rec.ofType(events::kTaskFailed).size(), 1);
@@ -779,9 +774,9 @@ private Q_SLOTS:
         QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
         const QList<Event> ev = rec.events();
         QVERIFY(ev[0].parentId.isEmpty());
-        QCOMPARE(ev[1].parentId, ev[0].id);             // task under the kickoff
-        QCOMPARE(ev[2].parentId, ev[1].id);             // agent execution under the task
-        QCOMPARE(ev[3].parentId, ev[2].id);             // its LLM calls and tools under it
+        QCOMPARE(ev[1].parentId, ev[0].id); // task under the kickoff
+        QCOMPARE(ev[2].parentId, ev[1].id); // agent execution under the task
+        QCOMPARE(ev[3].parentId, ev[2].id); // its LLM calls and tools under it
         QCOMPARE(ev[5].parentId, ev[2].id);
         QCOMPARE(ev[1].taskId, one->id());
         QCOMPARE(ev[2].agentId, a->id());
@@ -928,7 +923,7 @@ private Q_SLOTS:
         QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
         const QList<Event> errors = rec.ofType(events::kAgentExecutionError);
         QCOMPARE(errors.size(), 2);
-        QCOMPARE(errors[0].properties["agent_role"], "Digger");     // the coworker ends before its delegator
+        QCOMPARE(errors[0].properties["agent_role"], "Digger"); // the coworker ends before its delegator
         QCOMPARE(m_llm->totalCalls(), 2);
     }
 
@@ -946,7 +941,7 @@ private Q_SLOTS:
         connect(&timer, &QTimer::timeout, this, [&ticks] { ++ticks; });
         timer.start(10);
         QFuture<CrewOutput> f = crew.kickoff();
-        QVERIFY(!f.isFinished());                   // kickoff returned at once
+        QVERIFY(!f.isFinished()); // kickoff returned at once
         QVERIFY(finish(f));
         QVERIFY2(ticks >= 20, qPrintable(QStringLiteral("the timer fired only %1 times").arg(ticks)));
 
@@ -1043,9 +1038,15 @@ private Q_SLOTS:
             mc.role = QStringLiteral("Boss");
             switch (which) {
             case 20: cc.tasks.clear(); break;
-            case 21: tc.agent.reset(); cc.tasks = {std::make_shared<Task>(tc)}; break;
+            case 21:
+                tc.agent.reset();
+                cc.tasks = {std::make_shared<Task>(tc)};
+                break;
             case 22: cc.process = Process::Hierarchical; break;
-            case 23: cc.process = Process::Hierarchical; cc.managerAgent = a; break;
+            case 23:
+                cc.process = Process::Hierarchical;
+                cc.managerAgent = a;
+                break;
             case 24:
                 mc.tools = {lookupTool()};
                 cc.process = Process::Hierarchical;
@@ -1072,7 +1073,11 @@ private Q_SLOTS:
                 cc.tasks = {std::make_shared<Task>(outside)};
                 break;
             }
-            case 31: cc.process = Process::Hierarchical; cc.managerLlm = m_provider; cc.agents.clear(); break;
+            case 31:
+                cc.process = Process::Hierarchical;
+                cc.managerLlm = m_provider;
+                cc.agents.clear();
+                break;
             case 32: {
                 auto boss = std::make_shared<Agent>(mc);
                 TaskConfig bossTask = tc;

@@ -5,16 +5,16 @@
 // scopes, an agent's own memory, and memory failures that never fail a task. Real SQLite files, the
 // real `openai` plugin against a scripted server.
 
-#include <mneme/core/error.h>
-#include <mneme/core/plugin_registry.h>
 #include "crew_test_util.h"
 #include "fake_embedder.h"
-#include <mneme/memory/memory.h>
 #include "memory_test_util.h"
-#include <mneme/runtime/crew.h>
-#include <mneme/runtime/memory_tools.h>
 #include "scripted_llm.h"
 #include "temp_store.h"
+#include <mneme/core/error.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/memory/memory.h>
+#include <mneme/runtime/crew.h>
+#include <mneme/runtime/memory_tools.h>
 
 #include <QtTest>
 
@@ -180,8 +180,10 @@ private Q_SLOTS:
     {
         QTest::addColumn<QString>("role");
         QTest::addColumn<QString>("scope");
-        QTest::newRow("Researcher") << "Researcher" << "/crew/research-crew/agent/researcher";
-        QTest::newRow("sanitised") << "Senior Research Analyst #1" << "/crew/research-crew/agent/senior-research-analyst-1";
+        QTest::newRow("Researcher") << "Researcher"
+                                    << "/crew/research-crew/agent/researcher";
+        QTest::newRow("sanitised") << "Senior Research Analyst #1"
+                                   << "/crew/research-crew/agent/senior-research-analyst-1";
     }
 
     void agentSavesExtractedFactsUnderItsRole()
@@ -252,12 +254,14 @@ private Q_SLOTS:
             o.categories = QStringList();
             slow.rememberMany({QStringLiteral("saved from the callback")}, o);
         };
-        connect(m_bus, &EventBus::crewEvent, this, [&](const Event &e) {
-            if (e.type == QLatin1String(events::kCrewKickoffCompleted)) {
-                QMutexLocker lock(&mutex);
-                log << QStringLiteral("kickoff-completed");
-            }
-        }, Qt::DirectConnection);
+        connect(
+            m_bus, &EventBus::crewEvent, this, [&](const Event &e) {
+                if (e.type == QLatin1String(events::kCrewKickoffCompleted)) {
+                    QMutexLocker lock(&mutex);
+                    log << QStringLiteral("kickoff-completed");
+                }
+            },
+            Qt::DirectConnection);
         Crew crew(c);
         crew.kickoffAndWait();
         QCOMPARE(log, (QStringList{QStringLiteral("save-done"), QStringLiteral("kickoff-completed")}));
@@ -329,12 +333,13 @@ private Q_SLOTS:
     {
         m_llm->on(QLatin1String(MemoryTools::kSearchName), [](const Json &body) {
             return text(ScriptedLlm::messageOf(body, "system").contains(QLatin1String("You are Scout")) ? QStringLiteral("Found it.")
-                                                                                                       : QStringLiteral("Used it."));
+                                                                                                        : QStringLiteral("Used it."));
         });
         m_llm->on(QStringLiteral("extracted_memories"), [](const Json &body) {
             ScriptedReply r = text(QString::fromStdString(
                 Json{{"memories", userOf(body).contains(QLatin1String("Agent: Scout")) ? Json::array({"The vault code is 4417."})
-                                                                                       : Json::array()}}.dump()));
+                                                                                       : Json::array()}}
+                    .dump()));
             r.delayMs = 600;
             return r;
         });
@@ -369,8 +374,8 @@ private Q_SLOTS:
         QTRY_COMPARE(rec.ofType(events::kTaskStarted).size(), 2);
         crew.cancel();
         QVERIFY(f.isCanceled());
-        QTest::qWait(2000);     // the first task's extraction ends meanwhile
-        QCOMPARE(rec.ofType(events::kMemoryRetrievalStarted).size(), 1);   // the first task's only
+        QTest::qWait(2000);                                              // the first task's extraction ends meanwhile
+        QCOMPARE(rec.ofType(events::kMemoryRetrievalStarted).size(), 1); // the first task's only
         QCOMPARE(rec.ofType(events::kCrewKickoffFailed).size(), 1);
         QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
     }
@@ -426,7 +431,7 @@ private Q_SLOTS:
         QFuture<CrewOutput> f = crew->kickoff();
         QTRY_VERIFY(!rec.ofType(events::kToolUsageStarted).isEmpty());
         QTRY_COMPARE(m_llm->calls(QStringLiteral("query_analysis")), 1);
-        crew.reset();                       // must wait for the tool's recall, then close the memory
+        crew.reset(); // must wait for the tool's recall, then close the memory
         QVERIFY(f.isCanceled());
         QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
     }
@@ -449,8 +454,8 @@ private Q_SLOTS:
         QCOMPARE(ScriptedLlm::toolNamesOf(turns[0]), (QStringList{QLatin1String(MemoryTools::kSearchName), QLatin1String(MemoryTools::kSaveName)}));
         QCOMPARE(ScriptedLlm::toolNamesOf(turns[1]), QStringList{QLatin1String(MemoryTools::kSearchName)});
         QVERIFY(userOf(turns[1]).contains(QLatin1String("no meetings on Friday")));
-        QVERIFY(!userOf(turns[0]).contains(QLatin1String("no meetings on Friday")));   // outside Alice's scope
-        QCOMPARE(m_llm->calls(QStringLiteral("extracted_memories")), 1);               // the reader saves nothing
+        QVERIFY(!userOf(turns[0]).contains(QLatin1String("no meetings on Friday"))); // outside Alice's scope
+        QCOMPARE(m_llm->calls(QStringLiteral("extracted_memories")), 1);             // the reader saves nothing
         const QList<MemoryRecord> alices = shared.listRecords(QStringLiteral("/private/alice"));
         QCOMPARE(contentsOf(alices), QStringList{QStringLiteral("Alice prefers window seats.")});
         QCOMPARE(alices.first().scope, QStringLiteral("/private/alice/agent/alice"));

@@ -3,14 +3,14 @@
 // republished as events, and the console trace (indentation, durations, errors, no secrets).
 
 #include "fake_embedder.h"
-#include <mneme/memory/memory.h>
 #include "memory_test_util.h"
+#include "scripted_llm.h"
+#include "temp_store.h"
+#include <mneme/memory/memory.h>
 #include <mneme/runtime/agent_executor.h>
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/event_bus.h>
 #include <mneme/runtime/function_tool.h>
-#include "scripted_llm.h"
-#include "temp_store.h"
 
 #include <QMutex>
 #include <QPromise>
@@ -43,10 +43,12 @@ class Recorder
 public:
     explicit Recorder(EventBus &bus)
     {
-        QObject::connect(&bus, &EventBus::eventPublished, &m_context, [this](const Event &e) {
-            QMutexLocker lock(&m_mutex);
-            m_events.append(e);
-        }, Qt::DirectConnection);
+        QObject::connect(
+            &bus, &EventBus::eventPublished, &m_context, [this](const Event &e) {
+                QMutexLocker lock(&m_mutex);
+                m_events.append(e);
+            },
+            Qt::DirectConnection);
     }
     QList<Event> events() const
     {
@@ -214,12 +216,12 @@ private Q_SLOTS:
         QCOMPARE(ev[0].id, crew);
         QVERIFY(ev[0].parentId.isEmpty());
         QCOMPARE(ev[1].id, task);
-        QCOMPARE(ev[1].parentId, crew);          // a start inside a scope is its child
+        QCOMPARE(ev[1].parentId, crew); // a start inside a scope is its child
         QCOMPARE(ev[2].id, chunk);
-        QCOMPARE(ev[2].parentId, task);          // the innermost open scope
+        QCOMPARE(ev[2].parentId, task); // the innermost open scope
         QCOMPARE(ev[3].id, taskEnd);
-        QCOMPARE(ev[3].parentId, task);          // an end points at its start
-        QCOMPARE(ev[3].taskId, QStringLiteral("t1"));       // inherited from the start
+        QCOMPARE(ev[3].parentId, task);               // an end points at its start
+        QCOMPARE(ev[3].taskId, QStringLiteral("t1")); // inherited from the start
         QCOMPARE(ev[3].sourceType, QStringLiteral("task"));
         QCOMPARE(ev[4].id, crewEnd);
         QCOMPARE(ev[4].parentId, crew);
@@ -244,7 +246,7 @@ private Q_SLOTS:
         Recorder rec(bus);
         const QString a = bus.begin(QLatin1String(events::kToolUsageStarted), {{"tool_name", "a"}});
         const QString b = bus.begin(QLatin1String(events::kToolUsageStarted), {{"tool_name", "b"}});
-        QCOMPARE(rec.events()[1].parentId, a);   // b started inside a's scope on this thread
+        QCOMPARE(rec.events()[1].parentId, a); // b started inside a's scope on this thread
         bus.end(QLatin1String(events::kToolUsageFinished), {}, {}, {}, {}, a);
         QCOMPARE(rec.events().last().parentId, a);
         QVERIFY(bus.isOpen(QLatin1String(events::kToolUsageStarted)));
@@ -264,9 +266,9 @@ private Q_SLOTS:
         const Event e = rec.events().last();
         QCOMPARE(e.id, id);
         QCOMPARE(e.type, QStringLiteral("task_completed"));
-        QVERIFY(e.parentId.isEmpty());           // not adopted by the open crew scope
+        QVERIFY(e.parentId.isEmpty()); // not adopted by the open crew scope
         QCOMPARE(tasks.size(), 1);
-        QCOMPARE(bus.openScopes(), 1);           // the crew scope is untouched
+        QCOMPARE(bus.openScopes(), 1); // the crew scope is untouched
         bus.end(QLatin1String(events::kCrewKickoffCompleted));
         QCOMPARE(rec.events().last().parentId, crew);
     }
@@ -344,7 +346,7 @@ private Q_SLOTS:
         QHash<QString, QString> parentOf;
         for (const Event &e : rec.events())
             parentOf.insert(e.id, e.parentId);
-        QCOMPARE(parentOf.value(twoStart), QString());   // not nested in one's scope
+        QCOMPARE(parentOf.value(twoStart), QString()); // not nested in one's scope
         QCOMPARE(parentOf.value(oneChild), oneStart);
         QCOMPARE(parentOf.value(oneEnd), oneStart);
         QCOMPARE(parentOf.value(twoChild), twoStart);
@@ -360,7 +362,7 @@ private Q_SLOTS:
         std::unique_ptr<QThread> worker(QThread::create([&bus] { bus.publish(QLatin1String(events::kToolUsageStarted)); }));
         worker->start();
         QVERIFY(worker->wait());
-        QVERIFY(threads.isEmpty());              // not delivered on the worker
+        QVERIFY(threads.isEmpty()); // not delivered on the worker
         QTRY_COMPARE(threads.size(), 1);
         QCOMPARE(threads.first(), QThread::currentThread());
     }
@@ -460,7 +462,7 @@ private Q_SLOTS:
         Memory &memory = *memoryPtr;
         EventBus bus;
         bus.attachMemory(&memory);
-        bus.attachMemory(&memory);      // a second attach adds nothing
+        bus.attachMemory(&memory); // a second attach adds nothing
         Recorder rec(bus);
         memory.rememberMany({QStringLiteral("Backups run at 02:00."), QStringLiteral("The VPN gateway is vpn2."),
                              QStringLiteral("Deploys need two approvals.")});
@@ -555,13 +557,13 @@ private Q_SLOTS:
         QVERIFY(body(1).startsWith(QLatin1String("  llm_call_started")));
         QVERIFY(body(2).startsWith(QLatin1String("    llm_stream_chunk")));
         QVERIFY(body(3).startsWith(QLatin1String("  llm_call_failed  error=\"rate limited\"")));
-        QVERIFY(body(3).contains(QLatin1String("prompt_tokens=12")));   // counts are not secrets
+        QVERIFY(body(3).contains(QLatin1String("prompt_tokens=12"))); // counts are not secrets
         QVERIFY(QRegularExpression(QStringLiteral("\\(\\d+ ms\\)$")).match(body(3)).hasMatch());
         QVERIFY(body(4).startsWith(QLatin1String("crew_kickoff_completed")));
-        QVERIFY(body(4).contains(QLatin1String("...\"")));             // long values are cut
+        QVERIFY(body(4).contains(QLatin1String("...\""))); // long values are cut
         QVERIFY(body(4).size() < 200);
         QVERIFY(body(4).endsWith(QLatin1String(" ms)")));
-        QVERIFY(!body(0).endsWith(QLatin1String(" ms)")));             // starts have no duration
+        QVERIFY(!body(0).endsWith(QLatin1String(" ms)"))); // starts have no duration
         QVERIFY(!out.contains(QLatin1String("SECRET")));
         QVERIFY(!out.contains(QLatin1String("api_key")));
         QVERIFY(!out.contains(QLatin1String("authorization")));

@@ -1,11 +1,11 @@
 // Tests of the SQLite storage plugin, loaded through PluginRegistry, on real files.
 
+#include "plugins/storage/sqlite/sqlite_storage.h"
+#include "tests/support/temp_store.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/scope_path.h>
 #include <mneme/core/vector_math.h>
-#include "plugins/storage/sqlite/sqlite_storage.h"
-#include "tests/support/temp_store.h"
 
 #include <QElapsedTimer>
 #include <QFile>
@@ -16,9 +16,9 @@
 #include <QTest>
 #include <algorithm>
 #include <atomic>
-#include <functional>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <sqlite3.h>
 #include <thread>
 #include <time.h>
@@ -62,15 +62,15 @@ Caught catchError(F &&f)
     return c;
 }
 
-#define VERIFY_ERROR(caught, expectedKind)                                                                    \
-    do {                                                                                                      \
-        QVERIFY2((caught).thrown, "no mneme::Error was thrown");                                             \
-        QVERIFY2((caught).kind == (expectedKind),                                                             \
-                 qPrintable(QStringLiteral("expected %1, got %2: %3")                                         \
+#define VERIFY_ERROR(caught, expectedKind)                                                                               \
+    do {                                                                                                                 \
+        QVERIFY2((caught).thrown, "no mneme::Error was thrown");                                                         \
+        QVERIFY2((caught).kind == (expectedKind),                                                                        \
+                 qPrintable(QStringLiteral("expected %1, got %2: %3")                                                    \
                                 .arg(Error::kindName(expectedKind), Error::kindName((caught).kind), (caught).message))); \
     } while (0)
 
-#define COMPARE_JSON(actual, expected)                                                                     \
+#define COMPARE_JSON(actual, expected) \
     QVERIFY2((actual) == (expected), qPrintable(QString::fromStdString((actual).dump() + " != " + (expected).dump())))
 
 const QDateTime kBase = QDateTime(QDate(2024, 5, 1), QTime(12, 0, 0, 123), Qt::UTC);
@@ -250,7 +250,7 @@ bool writeSchemaV1Store(const QString &path, const char *dropTable = nullptr)
 {
     sqlite3 *db = nullptr;
     bool ok = sqlite3_open(path.toUtf8().constData(), &db) == SQLITE_OK
-        && sqlite3_exec(db, kSchemaV1Store, nullptr, nullptr, nullptr) == SQLITE_OK;
+           && sqlite3_exec(db, kSchemaV1Store, nullptr, nullptr, nullptr) == SQLITE_OK;
     if (ok && dropTable)
         ok = sqlite3_exec(db, (QByteArray("DROP TABLE ") + dropTable).constData(), nullptr, nullptr, nullptr) == SQLITE_OK;
     if (!ok)
@@ -751,15 +751,15 @@ void TestSqliteStorage::filtersNeverLeak_data()
 {
     QTest::addColumn<QStringList>("scopes");
     QTest::addColumn<QStringList>("categories");
-    QTest::addColumn<QStringList>("ids");           // fixture names
-    QTest::addColumn<int>("beforeHours");           // -1: none
-    QTest::addColumn<int>("afterHours");            // -1: none
-    QTest::addColumn<int>("privacy");               // 0 none, 1 apply, 2 apply + include private
+    QTest::addColumn<QStringList>("ids"); // fixture names
+    QTest::addColumn<int>("beforeHours"); // -1: none
+    QTest::addColumn<int>("afterHours");  // -1: none
+    QTest::addColumn<int>("privacy");     // 0 none, 1 apply, 2 apply + include private
     QTest::addColumn<QString>("viewer");
     QTest::addColumn<QString>("onlySource");
     QTest::addColumn<QString>("metadata");
     QTest::addColumn<QStringList>("expected");
-    QTest::addColumn<int>("expectedCount");         // count() never applies privacy
+    QTest::addColumn<int>("expectedCount"); // count() never applies privacy
 
     const QStringList all = {"n1", "n2", "n3", "n4", "n5", "n6", "n7", "n8", "n9", "n10"};
     const QStringList none;
@@ -868,7 +868,7 @@ void TestSqliteStorage::filtersNeverLeak()
 void TestSqliteStorage::keywordSearch_data()
 {
     QTest::addColumn<QString>("query");
-    QTest::addColumn<QStringList>("expected");  // contents expected among the hits (exactly these)
+    QTest::addColumn<QStringList>("expected"); // contents expected among the hits (exactly these)
 
     const QString invoice = QStringLiteral("Invoice 48213 was paid by Zyrtec Corp");
     const QString meeting = QStringLiteral("Meeting with Ana Müller about the roadmap");
@@ -1628,7 +1628,7 @@ void TestSqliteStorage::stateOverwriteAndDelete()
     store->writeState(key, Json()); // null deletes
     QVERIFY(!store->readState(key).has_value());
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM state")), QStringLiteral("1"));
-    store->writeState(key, Json());  // deleting a missing key is no error
+    store->writeState(key, Json()); // deleting a missing key is no error
     store->writeState(QStringLiteral("never written"), nullptr);
     COMPARE_JSON(store->readState(QStringLiteral("other")).value_or(Json()), Json("stays"));
     store->writeState(key, Json(3)); // and the key can be written again
@@ -2673,10 +2673,10 @@ void TestSqliteStorage::oldIndexFileGetsImportances()
     const auto u32 = [&] { quint32 v; std::memcpy(&v, b.constData() + at, 4); at += 4; return v; };
     const auto u64 = [&] { quint64 v; std::memcpy(&v, b.constData() + at, 8); at += 8; return v; };
     QCOMPARE(u32(), quint32(2));
-    u32(); // byte order
-    u32(); // dimension
-    u64(); // generation
-    u64(); // seq
+    u32();       // byte order
+    u32();       // dimension
+    u64();       // generation
+    u64();       // seq
     at += u32(); // store id
     for (int list = 0; list < 3; ++list)
         for (quint32 n = u32(), i = 0; i < n; ++i)

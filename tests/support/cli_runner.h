@@ -12,7 +12,7 @@ namespace mneme::test {
 struct CliRun
 {
     QStringList args;
-    int exitCode = -1;          // -1: did not start or did not finish, -2: crashed
+    int exitCode = -1; // -1: did not start or did not finish, -2: crashed
     QByteArray out;
     QByteArray err;
 

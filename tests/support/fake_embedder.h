@@ -22,7 +22,7 @@ public:
     std::vector<Embedding> embed(const QStringList &texts) override;
 
     void setVector(const QString &text, const Embedding &vector);
-    void failWith(const QString &message);     // empty: stop failing
+    void failWith(const QString &message); // empty: stop failing
     int calls() const { return m_calls; }
     QList<QStringList> batches() const;
 

@@ -75,15 +75,13 @@ ScriptedReply answer(const Json &body)
             return json({{"memories", {"Alice prefers meetings before 11am.", "Alice is vegetarian.", "Alice is away from 3 to 7 March."}}});
         if (blob.contains(QLatin1String("Agent: Researcher")))
             return json({{"memories", bulletFacts(blob)}});
-        return json({{"memories", Json::array()}});    // briefs and summaries restate what is stored
+        return json({{"memories", Json::array()}}); // briefs and summaries restate what is stored
     }
     if (step == QLatin1String("memory_analysis")) {
         const QString note = user.section(QStringLiteral("Note:\n"), 1).section(QLatin1Char('\n'), 0, 0);
         if (note.startsWith(QLatin1String("Alice")))
-            return json({{"scope", "/preferences"}, {"categories", {"preference"}}, {"importance", 0.7},
-                         {"metadata", {{"entities", {"Alice"}}, {"dates", Json::array()}, {"topics", {"scheduling"}}}}});
-        return json({{"scope", "/heat-pumps"}, {"categories", {"energy", "costs"}}, {"importance", 0.7},
-                     {"metadata", {{"entities", Json::array()}, {"dates", Json::array()}, {"topics", {"heat pumps"}}}}});
+            return json({{"scope", "/preferences"}, {"categories", {"preference"}}, {"importance", 0.7}, {"metadata", {{"entities", {"Alice"}}, {"dates", Json::array()}, {"topics", {"scheduling"}}}}});
+        return json({{"scope", "/heat-pumps"}, {"categories", {"energy", "costs"}}, {"importance", 0.7}, {"metadata", {{"entities", Json::array()}, {"dates", Json::array()}, {"topics", {"heat pumps"}}}}});
     }
     if (step == QLatin1String("exploration"))
         return json({{"findings", "The memories found answer what they can."}, {"missing", ""}, {"queries", Json::array()}});
@@ -105,11 +103,11 @@ ScriptedReply answer(const Json &body)
             return calls({{"calculator", {{"expression", "12000 * (0.12 / 0.9 - 0.30 / 3.2)"}}}});
         const bool remembers = user.contains(QLatin1String("0.094 EUR per kWh"));
         return say(remembers ? QStringLiteral(
-                                   "- From the team's earlier research: heat from a heat pump costs about 0.094 EUR per kWh, "
-                                   "against about 0.133 EUR per kWh from a gas boiler.\n"
-                                   "- A home that needs 12,000 kWh of heat a year saves about 475 EUR a year with the heat pump.\n"
-                                   "- At 8,000 to 12,000 EUR installed, the heat pump pays for itself in 17 to 25 years on "
-                                   "running costs alone, sooner with subsidies.")
+                       "- From the team's earlier research: heat from a heat pump costs about 0.094 EUR per kWh, "
+                       "against about 0.133 EUR per kWh from a gas boiler.\n"
+                       "- A home that needs 12,000 kWh of heat a year saves about 475 EUR a year with the heat pump.\n"
+                       "- At 8,000 to 12,000 EUR installed, the heat pump pays for itself in 17 to 25 years on "
+                       "running costs alone, sooner with subsidies.")
                              : QStringLiteral("- A home that needs 12,000 kWh of heat a year saves about 475 EUR a year."));
     }
     if (system.contains(QLatin1String("You are Writer.")))
@@ -173,9 +171,9 @@ int main(int argc, char **argv)
 
     int failures = 0;
     for (const QString &example : {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory"),
-                                  QStringLiteral("crew_flow")}) {
+                                   QStringLiteral("crew_flow")}) {
         const QString cassette = QDir(args[2]).filePath(example + QLatin1Char('/') + example + QStringLiteral(".jsonl"));
-        QFile::remove(cassette);    // recording appends
+        QFile::remove(cassette); // recording appends
         const Json spec = {{"provider", "replay"}, {"config", {{"mode", "record"}, {"cassette", cassette.toStdString()}, {"llm", recorded}}}};
         QProcess run;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();

@@ -80,13 +80,17 @@ QByteArray reasonPhrase(int status)
 
 constexpr qsizetype MaxHeaderBytes = 1 << 20;
 
-enum class Parse { Incomplete, Complete, Bad };
+enum class Parse {
+    Incomplete,
+    Complete,
+    Bad
+};
 
 struct ParsedRequest
 {
     RecordedRequest request;
     bool keepAlive = true;
-    bool expectContinue = false;    // headers complete, body still missing, client waits for 100
+    bool expectContinue = false; // headers complete, body still missing, client waits for 100
 };
 
 // Parses one request from the front of buffer; on Complete, removes its bytes from buffer.
@@ -183,7 +187,7 @@ Parse parseRequest(QByteArray &buffer, ParsedRequest &out)
         }
         request.body = body;
     } else if (!codings.isEmpty()) {
-        return Parse::Bad;  // a transfer coding we do not speak
+        return Parse::Bad; // a transfer coding we do not speak
     } else if (hasHeader(request.headers, "Content-Length")) {
         bool ok = false;
         const qlonglong length = headerValue(request.headers, "Content-Length").toLongLong(&ok);
@@ -206,8 +210,8 @@ struct Connection
 {
     QTcpSocket *socket = nullptr;
     QByteArray buffer;
-    bool busy = false;          // a reply is under way (possibly delayed or streaming)
-    bool closeAfter = false;    // the request being answered asked to close the connection
+    bool busy = false;       // a reply is under way (possibly delayed or streaming)
+    bool closeAfter = false; // the request being answered asked to close the connection
     bool closed = false;
     bool continueSent = false;
 };
@@ -263,7 +267,7 @@ private:
         if (conn->closed)
             return;
         conn->closed = true;
-        conn->socket->disconnectFromHost();     // after whatever is still buffered has been written
+        conn->socket->disconnectFromHost(); // after whatever is still buffered has been written
     }
 
     // Answers the next complete request in the buffer, if there is one and nothing is under way.
@@ -308,7 +312,7 @@ private:
         const bool chunked = !reply.chunks.isEmpty();
         const bool closing = conn->closeAfter || reply.dropAfterChunks;
         QByteArray head = "HTTP/1.1 " + QByteArray::number(reply.status) + ' '
-                          + reasonPhrase(reply.status) + "\r\n";
+                        + reasonPhrase(reply.status) + "\r\n";
         if (!hasHeader(reply.headers, "Content-Type"))
             head += "Content-Type: application/json\r\n";
         for (const auto &h : reply.headers)
@@ -339,7 +343,7 @@ private:
             return;
         for (qsizetype i = next; i < reply.chunks.size(); ++i) {
             const QByteArray &chunk = reply.chunks.at(i);
-            if (!chunk.isEmpty())   // an empty chunk would end the body
+            if (!chunk.isEmpty()) // an empty chunk would end the body
                 conn->socket->write(QByteArray::number(chunk.size(), 16) + "\r\n" + chunk + "\r\n");
             conn->socket->flush();
             const bool last = i + 1 == reply.chunks.size();
@@ -365,7 +369,7 @@ private:
             return;
         }
         conn->socket->flush();
-        process(conn);      // a request that arrived meanwhile (pipelined)
+        process(conn); // a request that arrived meanwhile (pipelined)
     }
 
     ScriptedHttpServer *m_owner;
@@ -420,8 +424,9 @@ ScriptedHttpServer::ScriptedHttpServer()
     QObject::connect(m_thread, &QThread::finished, m_worker, &QObject::deleteLater);
     m_thread->start();
     quint16 port = 0;
-    QMetaObject::invokeMethod(m_worker, [this, &port] { port = m_worker->listen(); },
-                              Qt::BlockingQueuedConnection);
+    QMetaObject::invokeMethod(
+        m_worker, [this, &port] { port = m_worker->listen(); },
+        Qt::BlockingQueuedConnection);
     m_port = port;
 }
 
@@ -482,7 +487,9 @@ ScriptedReply ScriptedHttpServer::take(const RecordedRequest &request)
             return handler(request);
         } catch (const std::exception &e) {
             return ScriptedReply::json(Json{{"error", {{"message", std::string("scripted handler threw: ") + e.what()}}}}
-                                           .dump().c_str(), 500);
+                                           .dump()
+                                           .c_str(),
+                                       500);
         }
     }
     return ScriptedReply::json(R"({"error":{"message":"no scripted reply"}})", 500);

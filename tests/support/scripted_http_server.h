@@ -18,13 +18,13 @@ namespace mneme::test {
 struct ScriptedReply
 {
     int status = 200;
-    QList<QPair<QByteArray, QByteArray>> headers;   // extra headers (Content-Type defaults to application/json unless given)
-    QByteArray body;                                 // sent with Content-Length (unless chunks is non-empty)
-    QList<QByteArray> chunks;                        // non-empty: sent with Transfer-Encoding: chunked, one HTTP chunk each, chunkDelayMs apart
+    QList<QPair<QByteArray, QByteArray>> headers; // extra headers (Content-Type defaults to application/json unless given)
+    QByteArray body;                              // sent with Content-Length (unless chunks is non-empty)
+    QList<QByteArray> chunks;                     // non-empty: sent with Transfer-Encoding: chunked, one HTTP chunk each, chunkDelayMs apart
     int chunkDelayMs = 0;
-    int delayMs = 0;                                 // wait before sending the status line (timeouts)
-    bool dropAfterChunks = false;                    // after the chunks, close the socket without the terminating 0-chunk
-    bool closeWithoutReply = false;                  // read the request, then close the connection without answering
+    int delayMs = 0;                // wait before sending the status line (timeouts)
+    bool dropAfterChunks = false;   // after the chunks, close the socket without the terminating 0-chunk
+    bool closeWithoutReply = false; // read the request, then close the connection without answering
 
     static ScriptedReply json(const QByteArray &body, int status = 200);
     // Content-Type text/event-stream, each element one chunk (the caller writes the "data: ...\n\n" framing).
@@ -37,9 +37,9 @@ struct ScriptedReply
 struct RecordedRequest
 {
     QByteArray method;
-    QByteArray path;                                 // path with query: "/v1beta/models/x:generateContent?alt=sse"
-    QList<QPair<QByteArray, QByteArray>> headers;    // as received
-    QByteArray body;                                 // de-chunked when it came chunked
+    QByteArray path;                              // path with query: "/v1beta/models/x:generateContent?alt=sse"
+    QList<QPair<QByteArray, QByteArray>> headers; // as received
+    QByteArray body;                              // de-chunked when it came chunked
 
     // The first header of that name, compared case-insensitively; empty when absent.
     QByteArray header(const QByteArray &name) const;
@@ -64,13 +64,13 @@ public:
     ScriptedHttpServer &operator=(const ScriptedHttpServer &) = delete;
 
     bool isListening() const;
-    QUrl baseUrl() const;                            // "http://127.0.0.1:<port>"
+    QUrl baseUrl() const; // "http://127.0.0.1:<port>"
 
-    void enqueue(const ScriptedReply &reply);        // replies are used FIFO, one per request
+    void enqueue(const ScriptedReply &reply); // replies are used FIFO, one per request
     // When set, used for every request instead of the queue; called on the server's thread.
     void setHandler(std::function<ScriptedReply(const RecordedRequest &)> handler);
 
-    QList<RecordedRequest> requests() const;         // every request received so far, in order
+    QList<RecordedRequest> requests() const; // every request received so far, in order
     int requestCount() const;
 
     class Worker;
@@ -86,7 +86,7 @@ private:
     QList<RecordedRequest> m_requests;
 
     QThread *m_thread = nullptr;
-    Worker *m_worker = nullptr;                      // lives on m_thread
+    Worker *m_worker = nullptr; // lives on m_thread
     quint16 m_port = 0;
 };
 

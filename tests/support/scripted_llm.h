@@ -1,8 +1,8 @@
 #pragma once
 
+#include "scripted_http_server.h"
 #include <mneme/core/json.h>
 #include <mneme/core/llm_provider.h>
-#include "scripted_http_server.h"
 
 #include <QMap>
 #include <QMutex>

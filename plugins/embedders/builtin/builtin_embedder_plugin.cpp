@@ -108,8 +108,7 @@ std::unique_ptr<Embedder> BuiltinEmbedderPlugin::createEmbedder(const QString &k
                                     .arg(modelKey, name));
                 model = m;
                 modelKey = name;
-            }
-            else
+            } else
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("unknown configuration key \"%1\" for the builtin embedder; "
                                            "accepted keys: dimension (%2 to %3), model or model_name (%4).")

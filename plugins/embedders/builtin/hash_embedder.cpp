@@ -146,16 +146,16 @@ enum CharClass : uint8_t {
 
 bool isStrippedMark(char32_t c)
 {
-    return (c >= 0x0300 && c <= 0x036F)     // combining diacritical marks
-        || (c >= 0x1AB0 && c <= 0x1AFF)     // ... extended
-        || (c >= 0x1DC0 && c <= 0x1DFF)     // ... supplement
-        || (c >= 0x20D0 && c <= 0x20FF)     // ... for symbols
-        || (c >= 0xFE20 && c <= 0xFE2F)     // combining half marks
+    return (c >= 0x0300 && c <= 0x036F) // combining diacritical marks
+        || (c >= 0x1AB0 && c <= 0x1AFF) // ... extended
+        || (c >= 0x1DC0 && c <= 0x1DFF) // ... supplement
+        || (c >= 0x20D0 && c <= 0x20FF) // ... for symbols
+        || (c >= 0xFE20 && c <= 0xFE2F) // combining half marks
         || (c >= 0x0591 && c <= 0x05BD) || c == 0x05BF || c == 0x05C1 || c == 0x05C2
-        || c == 0x05C4 || c == 0x05C5 || c == 0x05C7                    // Hebrew points
+        || c == 0x05C4 || c == 0x05C5 || c == 0x05C7 // Hebrew points
         || (c >= 0x0610 && c <= 0x061A) || (c >= 0x064B && c <= 0x065F) || c == 0x0670
         || (c >= 0x06D6 && c <= 0x06DC) || (c >= 0x06DF && c <= 0x06E4) || c == 0x06E7
-        || c == 0x06E8 || (c >= 0x06EA && c <= 0x06ED);                // Arabic harakat
+        || c == 0x06E8 || (c >= 0x06EA && c <= 0x06ED); // Arabic harakat
 }
 
 bool isDeleted(char32_t c)
@@ -173,7 +173,10 @@ void appendMapped(QString &out, char32_t c)
     if (isStrippedMark(c) || isDeleted(c))
         return;
     switch (c) {
-    case 0x2018: case 0x2019: case 0x201B: case 0x02BC:
+    case 0x2018:
+    case 0x2019:
+    case 0x201B:
+    case 0x02BC:
         out += QLatin1Char('\'');
         return;
     case 0x2010:
@@ -182,15 +185,15 @@ void appendMapped(QString &out, char32_t c)
     case 0x200B:
         out += QLatin1Char(' ');
         return;
-    case 0x00F8: out += QLatin1Char('o'); return;               // ø
-    case 0x0142: out += QLatin1Char('l'); return;               // ł
-    case 0x0111: out += QLatin1Char('d'); return;               // đ
-    case 0x0127: out += QLatin1Char('h'); return;               // ħ
-    case 0x0167: out += QLatin1Char('t'); return;               // ŧ
-    case 0x0131: out += QLatin1Char('i'); return;               // dotless i
-    case 0x00DF: out += QLatin1String("ss"); return;            // ß (Qt folds simply)
-    case 0x00E6: out += QLatin1String("ae"); return;            // æ
-    case 0x0153: out += QLatin1String("oe"); return;            // œ
+    case 0x00F8: out += QLatin1Char('o'); return;    // ø
+    case 0x0142: out += QLatin1Char('l'); return;    // ł
+    case 0x0111: out += QLatin1Char('d'); return;    // đ
+    case 0x0127: out += QLatin1Char('h'); return;    // ħ
+    case 0x0167: out += QLatin1Char('t'); return;    // ŧ
+    case 0x0131: out += QLatin1Char('i'); return;    // dotless i
+    case 0x00DF: out += QLatin1String("ss"); return; // ß (Qt folds simply)
+    case 0x00E6: out += QLatin1String("ae"); return; // æ
+    case 0x0153: out += QLatin1String("oe"); return; // œ
     default:
         break;
     }
@@ -229,9 +232,26 @@ bool isJamo(char32_t c)
 bool isBreak(char32_t c)
 {
     switch (c) {
-    case '!': case '?': case ';': case ':': case '\n': case '\r': case '\v': case '\f':
-    case 0x0085: case 0x2028: case 0x2029: case 0x3002: case 0x0964: case 0x0965:
-    case 0x061F: case 0x06D4: case 0x203C: case 0x2047: case 0x2048: case 0x2049:
+    case '!':
+    case '?':
+    case ';':
+    case ':':
+    case '\n':
+    case '\r':
+    case '\v':
+    case '\f':
+    case 0x0085:
+    case 0x2028:
+    case 0x2029:
+    case 0x3002:
+    case 0x0964:
+    case 0x0965:
+    case 0x061F:
+    case 0x06D4:
+    case 0x203C:
+    case 0x2047:
+    case 0x2048:
+    case 0x2049:
         return true;
     default:
         return false;
@@ -376,7 +396,12 @@ constexpr char16_t asciiLower(char16_t c)
 // ---------------------------------------------------------------------------------------------
 // Per-call working state (reused across the texts of one embed() call).
 
-enum Family : uint8_t { FamWord = 0, FamPair = 1, FamGram3 = 2, FamGram4 = 3 };
+enum Family : uint8_t {
+    FamWord = 0,
+    FamPair = 1,
+    FamGram3 = 2,
+    FamGram4 = 3
+};
 
 // Weights of the feature families. Part of hash-v1.
 constexpr double kFamilyWeight[4] = {
@@ -807,10 +832,41 @@ struct WordInfo
 
 // Words that name a time, sharing one feature with each other and with "when".
 constexpr const char *kTemporalWords[] = {
-    "when", "yesterday", "today", "tonight", "tomorrow", "ago", "weekend", "weekends", "week", "weeks",
-    "month", "months", "year", "years", "recently", "lately", "monday", "tuesday", "wednesday",
-    "thursday", "friday", "saturday", "sunday", "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
+    "when",
+    "yesterday",
+    "today",
+    "tonight",
+    "tomorrow",
+    "ago",
+    "weekend",
+    "weekends",
+    "week",
+    "weeks",
+    "month",
+    "months",
+    "year",
+    "years",
+    "recently",
+    "lately",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 };
 
 // Irregular forms the stemmer cannot join to their base word; the base is then stemmed like any
@@ -818,39 +874,151 @@ constexpr const char *kTemporalWords[] = {
 // "rose", "ground") are not here.
 constexpr const char *kIrregular[][2] = {
     // nouns
-    {"children", "child"}, {"kids", "child"}, {"kid", "child"}, {"people", "person"}, {"men", "man"},
-    {"women", "woman"}, {"feet", "foot"}, {"teeth", "tooth"}, {"mice", "mouse"}, {"geese", "goose"},
-     {"wives", "wife"}, {"knives", "knife"},  {"wolves", "wolf"},
-    {"halves", "half"}, {"shelves", "shelf"},
+    {"children", "child"},
+    {"kids", "child"},
+    {"kid", "child"},
+    {"people", "person"},
+    {"men", "man"},
+    {"women", "woman"},
+    {"feet", "foot"},
+    {"teeth", "tooth"},
+    {"mice", "mouse"},
+    {"geese", "goose"},
+    {"wives", "wife"},
+    {"knives", "knife"},
+    {"wolves", "wolf"},
+    {"halves", "half"},
+    {"shelves", "shelf"},
     // verbs: past tense and participles
-    {"went", "go"}, {"gone", "go"}, {"got", "get"}, {"gotten", "get"}, {"made", "make"}, {"saw", "see"},
-    {"seen", "see"}, {"took", "take"}, {"taken", "take"}, {"gave", "give"}, {"given", "give"},
-    {"came", "come"}, {"ran", "run"}, {"felt", "feel"}, {"thought", "think"}, {"bought", "buy"},
-    {"brought", "bring"}, {"taught", "teach"}, {"caught", "catch"}, {"fought", "fight"},
-    {"found", "find"}, {"told", "tell"}, {"said", "say"}, {"met", "meet"}, {"left", "leave"},
-    {"kept", "keep"}, {"began", "begin"}, {"begun", "begin"}, {"wrote", "write"}, {"written", "write"},
-    {"drove", "drive"}, {"driven", "drive"}, {"ate", "eat"}, {"eaten", "eat"}, {"drank", "drink"},
-    {"drunk", "drink"}, {"sang", "sing"}, {"sung", "sing"}, {"swam", "swim"}, {"swum", "swim"},
-    {"won", "win"}, {"lost", "lose"}, {"spent", "spend"}, {"sent", "send"}, {"built", "build"},
-    {"heard", "hear"}, {"knew", "know"}, {"known", "know"}, {"grew", "grow"}, {"grown", "grow"},
-    {"threw", "throw"}, {"thrown", "throw"}, {"flew", "fly"}, {"flown", "fly"}, {"drew", "draw"},
-    {"drawn", "draw"}, {"fell", "fall"}, {"fallen", "fall"}, {"held", "hold"}, {"sold", "sell"},
-    {"paid", "pay"}, {"slept", "sleep"}, {"stood", "stand"}, {"understood", "understand"},
-    {"sat", "sit"}, {"rode", "ride"}, {"ridden", "ride"}, {"broke", "break"}, {"broken", "break"},
-    {"chose", "choose"}, {"chosen", "choose"}, {"woke", "wake"}, {"woken", "wake"}, {"wore", "wear"},
-    {"worn", "wear"}, {"forgot", "forget"}, {"forgotten", "forget"}, {"became", "become"},
-    {"meant", "mean"}, {"led", "lead"}, {"fed", "feed"}, {"hid", "hide"},
-    {"hidden", "hide"}, {"shook", "shake"}, {"shaken", "shake"}, {"spoke", "speak"},
-    {"spoken", "speak"}, {"stole", "steal"}, {"stolen", "steal"}, {"struck", "strike"},
-    {"swore", "swear"}, {"tore", "tear"}, {"torn", "tear"}, {"froze", "freeze"}, {"frozen", "freeze"},
-    {"dug", "dig"}, {"hung", "hang"}, {"lent", "lend"}, {"lit", "light"}, {"rang", "ring"},
-    {"rung", "ring"},  {"risen", "rise"}, {"sank", "sink"}, {"shot", "shoot"},
-    {"slid", "slide"}, {"spun", "spin"}, {"stuck", "stick"}, {"stung", "sting"}, {"swung", "swing"},
-    {"wept", "weep"},  {"dealt", "deal"}, {"dreamt", "dream"}, {"learnt", "learn"},
-    {"burnt", "burn"}, {"smelt", "smell"}, {"spelt", "spell"}, {"bent", "bend"}, 
-    {"bitten", "bite"}, {"blew", "blow"}, {"blown", "blow"}, 
-    {"clung", "cling"}, {"crept", "creep"}, {"fled", "flee"}, {"flung", "fling"}, {"forgave", "forgive"},
-    {"forgiven", "forgive"}, {"knelt", "kneel"}, {"leapt", "leap"}, {"overcame", "overcome"},
+    {"went", "go"},
+    {"gone", "go"},
+    {"got", "get"},
+    {"gotten", "get"},
+    {"made", "make"},
+    {"saw", "see"},
+    {"seen", "see"},
+    {"took", "take"},
+    {"taken", "take"},
+    {"gave", "give"},
+    {"given", "give"},
+    {"came", "come"},
+    {"ran", "run"},
+    {"felt", "feel"},
+    {"thought", "think"},
+    {"bought", "buy"},
+    {"brought", "bring"},
+    {"taught", "teach"},
+    {"caught", "catch"},
+    {"fought", "fight"},
+    {"found", "find"},
+    {"told", "tell"},
+    {"said", "say"},
+    {"met", "meet"},
+    {"left", "leave"},
+    {"kept", "keep"},
+    {"began", "begin"},
+    {"begun", "begin"},
+    {"wrote", "write"},
+    {"written", "write"},
+    {"drove", "drive"},
+    {"driven", "drive"},
+    {"ate", "eat"},
+    {"eaten", "eat"},
+    {"drank", "drink"},
+    {"drunk", "drink"},
+    {"sang", "sing"},
+    {"sung", "sing"},
+    {"swam", "swim"},
+    {"swum", "swim"},
+    {"won", "win"},
+    {"lost", "lose"},
+    {"spent", "spend"},
+    {"sent", "send"},
+    {"built", "build"},
+    {"heard", "hear"},
+    {"knew", "know"},
+    {"known", "know"},
+    {"grew", "grow"},
+    {"grown", "grow"},
+    {"threw", "throw"},
+    {"thrown", "throw"},
+    {"flew", "fly"},
+    {"flown", "fly"},
+    {"drew", "draw"},
+    {"drawn", "draw"},
+    {"fell", "fall"},
+    {"fallen", "fall"},
+    {"held", "hold"},
+    {"sold", "sell"},
+    {"paid", "pay"},
+    {"slept", "sleep"},
+    {"stood", "stand"},
+    {"understood", "understand"},
+    {"sat", "sit"},
+    {"rode", "ride"},
+    {"ridden", "ride"},
+    {"broke", "break"},
+    {"broken", "break"},
+    {"chose", "choose"},
+    {"chosen", "choose"},
+    {"woke", "wake"},
+    {"woken", "wake"},
+    {"wore", "wear"},
+    {"worn", "wear"},
+    {"forgot", "forget"},
+    {"forgotten", "forget"},
+    {"became", "become"},
+    {"meant", "mean"},
+    {"led", "lead"},
+    {"fed", "feed"},
+    {"hid", "hide"},
+    {"hidden", "hide"},
+    {"shook", "shake"},
+    {"shaken", "shake"},
+    {"spoke", "speak"},
+    {"spoken", "speak"},
+    {"stole", "steal"},
+    {"stolen", "steal"},
+    {"struck", "strike"},
+    {"swore", "swear"},
+    {"tore", "tear"},
+    {"torn", "tear"},
+    {"froze", "freeze"},
+    {"frozen", "freeze"},
+    {"dug", "dig"},
+    {"hung", "hang"},
+    {"lent", "lend"},
+    {"lit", "light"},
+    {"rang", "ring"},
+    {"rung", "ring"},
+    {"risen", "rise"},
+    {"sank", "sink"},
+    {"shot", "shoot"},
+    {"slid", "slide"},
+    {"spun", "spin"},
+    {"stuck", "stick"},
+    {"stung", "sting"},
+    {"swung", "swing"},
+    {"wept", "weep"},
+    {"dealt", "deal"},
+    {"dreamt", "dream"},
+    {"learnt", "learn"},
+    {"burnt", "burn"},
+    {"smelt", "smell"},
+    {"spelt", "spell"},
+    {"bent", "bend"},
+    {"bitten", "bite"},
+    {"blew", "blow"},
+    {"blown", "blow"},
+    {"clung", "cling"},
+    {"crept", "creep"},
+    {"fled", "flee"},
+    {"flung", "fling"},
+    {"forgave", "forgive"},
+    {"forgiven", "forgive"},
+    {"knelt", "kneel"},
+    {"leapt", "leap"},
+    {"overcame", "overcome"},
 };
 
 // Number words, hashed as their digits.
@@ -860,9 +1028,23 @@ struct Alias
     const char *as;
 };
 constexpr Alias kNumberWords[] = {
-    {"zero", "0"}, {"two", "2"}, {"three", "3"}, {"four", "4"}, {"five", "5"}, {"six", "6"},
-    {"seven", "7"}, {"eight", "8"}, {"nine", "9"}, {"ten", "10"}, {"eleven", "11"}, {"twelve", "12"},
-    {"twenty", "20"}, {"thirty", "30"}, {"forty", "40"}, {"fifty", "50"}, {"hundred", "100"},
+    {"zero", "0"},
+    {"two", "2"},
+    {"three", "3"},
+    {"four", "4"},
+    {"five", "5"},
+    {"six", "6"},
+    {"seven", "7"},
+    {"eight", "8"},
+    {"nine", "9"},
+    {"ten", "10"},
+    {"eleven", "11"},
+    {"twelve", "12"},
+    {"twenty", "20"},
+    {"thirty", "30"},
+    {"forty", "40"},
+    {"fifty", "50"},
+    {"hundred", "100"},
     {"thousand", "1000"},
 };
 
@@ -976,8 +1158,7 @@ std::string_view canonicalForm(Workspace &ws, std::string_view w, const WordInfo
     if (w.front() >= '0' && w.front() <= '9') {
         // Digits with ',' / '.' separators, or digits and an ordinal suffix.
         size_t digitsEnd = 0;
-        while (digitsEnd < w.size() && ((w[digitsEnd] >= '0' && w[digitsEnd] <= '9') || w[digitsEnd] == ','
-                                         || w[digitsEnd] == '.'))
+        while (digitsEnd < w.size() && ((w[digitsEnd] >= '0' && w[digitsEnd] <= '9') || w[digitsEnd] == ',' || w[digitsEnd] == '.'))
             ++digitsEnd;
         const std::string_view suffix = w.substr(digitsEnd);
         const bool ordinal = suffix == "st" || suffix == "nd" || suffix == "rd" || suffix == "th";
@@ -1101,8 +1282,7 @@ bool HashEmbedder::modelFromName(const QString &name, Model *model)
 }
 
 HashEmbedder::HashEmbedder(int dimension, Model model)
-    : m_dimension(dimension)
-    , m_model(model)
+    : m_dimension(dimension), m_model(model)
 {
     if (dimension < MinDimension || dimension > MaxDimension)
         throw Error(ErrorKind::InvalidArgument,

@@ -26,7 +26,10 @@ public:
     static constexpr int MinDimension = 16;
     static constexpr int MaxDimension = 4096;
 
-    enum class Model { HashV1, HashV2 };
+    enum class Model {
+        HashV1,
+        HashV2
+    };
     static constexpr Model DefaultModel = Model::HashV2;
 
     // "hash-v1", "hash-v2"
@@ -40,7 +43,7 @@ public:
     explicit HashEmbedder(int dimension = DefaultDimension, Model model = DefaultModel);
 
     Model model() const;
-    QString id() const override;   // "builtin/hash-v2" or "builtin/hash-v1"
+    QString id() const override; // "builtin/hash-v2" or "builtin/hash-v1"
     int dimension() const override;
     bool isLocal() const override { return true; }
     std::vector<Embedding> embed(const QStringList &texts) override;

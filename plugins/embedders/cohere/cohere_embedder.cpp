@@ -12,7 +12,7 @@ using namespace embedders;
 
 namespace {
 
-constexpr int kBatchLimit = 96;     // texts per /embed call
+constexpr int kBatchLimit = 96; // texts per /embed call
 constexpr int kEmbedTimeoutMs = 60000;
 
 // Cohere's v3 and v4 models embed a text differently for a search index ("search_document") and
@@ -38,9 +38,7 @@ int cohereModelDimension(const QString &model)
 
 CohereEmbedder::CohereEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch,
                                QString inputType, QString truncate)
-    : HttpEmbedder(std::move(settings), defaults, maxBatch)
-    , m_inputType(std::move(inputType))
-    , m_truncate(std::move(truncate))
+    : HttpEmbedder(std::move(settings), defaults, maxBatch), m_inputType(std::move(inputType)), m_truncate(std::move(truncate))
 {
     knownDimension(); // refuses a bad "dimensions" now
 }
@@ -86,7 +84,7 @@ HttpRequest CohereEmbedder::buildRequest(const QStringList &texts) const
     const ProviderSettings &s = settings();
     HttpRequest r;
     r.url = s.endpoint(pathEndsWith(s.baseUrl, QStringLiteral("/v2")) ? QStringLiteral("/embed")
-                                                                       : QStringLiteral("/v2/embed"));
+                                                                      : QStringLiteral("/v2/embed"));
     if (!s.apiKey.isEmpty())
         r.headers.append({"Authorization", "Bearer " + s.apiKey.toUtf8()});
     Json body = Json::object();

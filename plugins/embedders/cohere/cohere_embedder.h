@@ -22,8 +22,8 @@ private:
     CohereEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch, QString inputType,
                    QString truncate);
 
-    QString m_inputType;    // empty: not sent
-    QString m_truncate;     // empty: not sent
+    QString m_inputType; // empty: not sent
+    QString m_truncate;  // empty: not sent
 };
 
 } // namespace mneme

@@ -12,10 +12,10 @@ using namespace embedders;
 
 namespace {
 
-constexpr int kGeminiDefaultBatch = 100;    // requests per batchEmbedContents call
+constexpr int kGeminiDefaultBatch = 100; // requests per batchEmbedContents call
 constexpr int kGeminiBatchLimit = 250;
-constexpr int kVertexDefaultBatch = 8;      // 8 inputs of at most 2048 tokens stay under the 20k-token cap
-constexpr int kVertexBatchLimit = 250;      // instances per :predict call
+constexpr int kVertexDefaultBatch = 8; // 8 inputs of at most 2048 tokens stay under the 20k-token cap
+constexpr int kVertexBatchLimit = 250; // instances per :predict call
 constexpr int kEmbedTimeoutMs = 60000;
 
 // Memory embeds what it stores and what it is asked with the same embedder, and compares stored
@@ -62,8 +62,7 @@ int googleModelDimension(const QString &model)
 
 GeminiEmbedder::GeminiEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch,
                                QString taskType)
-    : HttpEmbedder(std::move(settings), defaults, maxBatch)
-    , m_taskType(std::move(taskType))
+    : HttpEmbedder(std::move(settings), defaults, maxBatch), m_taskType(std::move(taskType))
 {
     knownDimension(); // refuses a bad "dimensions" now
 }
@@ -146,10 +145,7 @@ std::vector<Embedding> GeminiEmbedder::parseResponse(const Json &body, int expec
 
 VertexEmbedder::VertexEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch,
                                QString project, QString location, QString taskType)
-    : HttpEmbedder(std::move(settings), defaults, maxBatch)
-    , m_project(std::move(project))
-    , m_location(std::move(location))
-    , m_taskType(std::move(taskType))
+    : HttpEmbedder(std::move(settings), defaults, maxBatch), m_project(std::move(project)), m_location(std::move(location)), m_taskType(std::move(taskType))
 {
     knownDimension();
 }
@@ -169,16 +165,17 @@ std::unique_ptr<VertexEmbedder> VertexEmbedder::create(const QString &key, const
     if (!validLocation.match(location).hasMatch())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder's \"location\" must be a Google Cloud region such as "
-                                   "\"us-central1\" or \"global\" (got \"%2\").").arg(key, location));
+                                   "\"us-central1\" or \"global\" (got \"%2\").")
+                        .arg(key, location));
 
     ProviderDefaults d;
     d.provider = key;
     d.defaultModel = QStringLiteral("gemini-embedding-001");
     d.defaultBaseUrl = location == QLatin1String("global")
-        ? QStringLiteral("https://aiplatform.googleapis.com")
-        : QStringLiteral("https://%1-aiplatform.googleapis.com").arg(location);
+                         ? QStringLiteral("https://aiplatform.googleapis.com")
+                         : QStringLiteral("https://%1-aiplatform.googleapis.com").arg(location);
     d.apiKeyEnv = {QStringLiteral("GOOGLE_CLOUD_ACCESS_TOKEN")};
-    d.apiKeyRequired = false;   // checked in buildRequest, with advice on getting a token
+    d.apiKeyRequired = false; // checked in buildRequest, with advice on getting a token
     d.defaultTimeoutMs = kEmbedTimeoutMs;
     d.extraKeys = {QStringLiteral("project_id"), QStringLiteral("project"), QStringLiteral("location"),
                    QStringLiteral("access_token"), QStringLiteral("task_type"), QStringLiteral("dimensions"),
@@ -202,7 +199,8 @@ std::unique_ptr<VertexEmbedder> VertexEmbedder::create(const QString &key, const
     if (project.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder needs a Google Cloud project: set \"project_id\" in its config "
-                                   "or the environment variable GOOGLE_CLOUD_PROJECT.").arg(key));
+                                   "or the environment variable GOOGLE_CLOUD_PROJECT.")
+                        .arg(key));
     flag(s, "auto_truncate"); // type check
     QString task = taskTypeOf(s);
 

@@ -14,7 +14,7 @@ class GeminiEmbedder : public HttpEmbedder
 public:
     static std::unique_ptr<GeminiEmbedder> create(const QString &key, const Json &config);
 
-    QString id() const override;    // "gemini/<model>" whichever key named it
+    QString id() const override; // "gemini/<model>" whichever key named it
 
 protected:
     HttpRequest buildRequest(const QStringList &texts) const override;
@@ -24,7 +24,7 @@ protected:
 private:
     GeminiEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch, QString taskType);
 
-    QString m_taskType;     // empty: not sent
+    QString m_taskType; // empty: not sent
 };
 
 // Vertex AI: POST https://{location}-aiplatform.googleapis.com/v1/projects/{project}/locations/
@@ -35,7 +35,7 @@ class VertexEmbedder : public HttpEmbedder
 public:
     static std::unique_ptr<VertexEmbedder> create(const QString &key, const Json &config);
 
-    QString id() const override;    // "google-vertex/<model>"
+    QString id() const override; // "google-vertex/<model>"
 
 protected:
     HttpRequest buildRequest(const QStringList &texts) const override;

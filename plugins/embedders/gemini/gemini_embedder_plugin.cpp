@@ -20,7 +20,8 @@ std::unique_ptr<Embedder> GeminiEmbedderPlugin::createEmbedder(const QString &ke
         return VertexEmbedder::create(k, config);
     throw Error(ErrorKind::Plugin,
                 QStringLiteral("The gemini embedder plugin answers to \"gemini\", \"google-generativeai\", \"google\", "
-                               "\"google-vertex\" and \"vertexai\", not \"%1\".").arg(key));
+                               "\"google-vertex\" and \"vertexai\", not \"%1\".")
+                    .arg(key));
 }
 
 } // namespace mneme

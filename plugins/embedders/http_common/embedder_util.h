@@ -26,7 +26,9 @@ inline int maxBatch(const ProviderSettings &s, int fallback, int limit)
     if (n < 1 || n > limit)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder's \"max_batch\" must be between 1 and %2 (got %3).")
-                        .arg(s.provider).arg(limit).arg(n));
+                        .arg(s.provider)
+                        .arg(limit)
+                        .arg(n));
     return n;
 }
 
@@ -95,7 +97,9 @@ inline Json embeddingsByIndex(const Json &body, int expected, const QString &con
                 || item["index"].get<long long>() >= (long long)data.size())
                 throw Error(ErrorKind::MalformedReply,
                             QStringLiteral("%1: entry %2 of the reply's \"data\" has an index outside 0..%3.")
-                                .arg(context).arg(i).arg(data.size() - 1));
+                                .arg(context)
+                                .arg(i)
+                                .arg(data.size() - 1));
             slot = size_t(item["index"].get<long long>());
         }
         if (seen[slot])

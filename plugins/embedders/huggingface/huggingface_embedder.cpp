@@ -10,16 +10,15 @@ using namespace embedders;
 
 namespace {
 
-constexpr int kDefaultBatch = 32;   // text-embeddings-inference's default --max-client-batch-size
-constexpr int kBatchLimit = 8192;   // the server's own limit decides; this only bounds typos
+constexpr int kDefaultBatch = 32; // text-embeddings-inference's default --max-client-batch-size
+constexpr int kBatchLimit = 8192; // the server's own limit decides; this only bounds typos
 constexpr int kEmbedTimeoutMs = 60000;
 
 } // namespace
 
 HuggingFaceEmbedder::HuggingFaceEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch,
                                          QString truncationDirection)
-    : HttpEmbedder(std::move(settings), defaults, maxBatch)
-    , m_truncationDirection(std::move(truncationDirection))
+    : HttpEmbedder(std::move(settings), defaults, maxBatch), m_truncationDirection(std::move(truncationDirection))
 {
     knownDimension(); // refuses a bad "dimensions" now
 }
@@ -32,7 +31,7 @@ std::unique_ptr<HuggingFaceEmbedder> HuggingFaceEmbedder::create(const QString &
     d.defaultBaseUrl = QStringLiteral("http://localhost:8080");
     d.apiKeyEnv = {QStringLiteral("HF_TOKEN"), QStringLiteral("HUGGINGFACE_API_KEY")};
     d.baseUrlEnv = {QStringLiteral("HF_TEI_URL"), QStringLiteral("TEI_URL")};
-    d.apiKeyRequired = false;   // a local server needs none; an Inference Endpoint takes the token
+    d.apiKeyRequired = false; // a local server needs none; an Inference Endpoint takes the token
     d.defaultTimeoutMs = kEmbedTimeoutMs;
     d.extraKeys = {QStringLiteral("normalize"), QStringLiteral("truncate"), QStringLiteral("truncation_direction"),
                    QStringLiteral("prompt_name"), QStringLiteral("dimensions"), QStringLiteral("dimension"),

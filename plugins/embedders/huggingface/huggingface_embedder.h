@@ -13,7 +13,7 @@ class HuggingFaceEmbedder : public HttpEmbedder
 public:
     static std::unique_ptr<HuggingFaceEmbedder> create(const QString &key, const Json &config);
 
-    QString id() const override;    // "huggingface/<model>" whichever key named it
+    QString id() const override; // "huggingface/<model>" whichever key named it
 
 protected:
     HttpRequest buildRequest(const QStringList &texts) const override;
@@ -24,7 +24,7 @@ private:
     HuggingFaceEmbedder(ProviderSettings settings, const ProviderDefaults &defaults, int maxBatch,
                         QString truncationDirection);
 
-    QString m_truncationDirection;  // "Left", "Right" or empty (not sent)
+    QString m_truncationDirection; // "Left", "Right" or empty (not sent)
 };
 
 } // namespace mneme

@@ -13,7 +13,7 @@ using namespace embedders;
 namespace {
 
 constexpr int kDefaultBatch = 512;
-constexpr int kBatchLimit = 2048;   // the API's limit on inputs per request
+constexpr int kBatchLimit = 2048; // the API's limit on inputs per request
 constexpr int kEmbedTimeoutMs = 60000;
 
 int jinaModelDimension(const QString &model)
@@ -48,7 +48,7 @@ std::unique_ptr<JinaEmbedder> JinaEmbedder::create(const QString &key, const Jso
     d.extraKeys = {QStringLiteral("task"), QStringLiteral("dimensions"), QStringLiteral("dimension"),
                    QStringLiteral("normalized"), QStringLiteral("late_chunking"), QStringLiteral("max_batch")};
     ProviderSettings s = ProviderSettings::read(config, d);
-    s.string("task");           // type checks
+    s.string("task"); // type checks
     flag(s, "normalized");
     flag(s, "late_chunking");
     const int batch = maxBatch(s, kDefaultBatch, kBatchLimit);
@@ -66,7 +66,7 @@ HttpRequest JinaEmbedder::buildRequest(const QStringList &texts) const
     const ProviderSettings &s = settings();
     HttpRequest r;
     r.url = s.endpoint(pathEndsWith(s.baseUrl, QStringLiteral("/v1")) ? QStringLiteral("/embeddings")
-                                                                       : QStringLiteral("/v1/embeddings"));
+                                                                      : QStringLiteral("/v1/embeddings"));
     if (!s.apiKey.isEmpty())
         r.headers.append({"Authorization", "Bearer " + s.apiKey.toUtf8()});
     Json body = Json::object();

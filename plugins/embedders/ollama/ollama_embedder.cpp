@@ -29,7 +29,7 @@ std::unique_ptr<OllamaEmbedder> OllamaEmbedder::create(const QString &key, const
     d.provider = key;
     d.defaultModel = QStringLiteral("nomic-embed-text");
     d.defaultBaseUrl = QStringLiteral("http://localhost:11434");
-    d.apiKeyEnv = {QStringLiteral("OLLAMA_API_KEY")};   // only for a server behind an authenticating proxy
+    d.apiKeyEnv = {QStringLiteral("OLLAMA_API_KEY")}; // only for a server behind an authenticating proxy
     d.baseUrlEnv = {QStringLiteral("OLLAMA_HOST")};
     d.apiKeyRequired = false;
     d.defaultTimeoutMs = kEmbedTimeoutMs;
@@ -52,12 +52,14 @@ std::unique_ptr<OllamaEmbedder> OllamaEmbedder::create(const QString &key, const
     if (s.config.contains("options") && !s.config["options"].is_null() && !s.config["options"].is_object())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder's \"options\" must be an object of model parameters "
-                                   "(e.g. {\"num_ctx\": 8192}).").arg(key));
+                                   "(e.g. {\"num_ctx\": 8192}).")
+                        .arg(key));
     if (s.config.contains("keep_alive") && !s.config["keep_alive"].is_null() && !s.config["keep_alive"].is_string()
         && !s.config["keep_alive"].is_number())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder's \"keep_alive\" must be a duration such as \"5m\" or a number "
-                                   "of seconds.").arg(key));
+                                   "of seconds.")
+                        .arg(key));
     flag(s, "truncate"); // type check
     const int batch = maxBatch(s, kDefaultBatch, kBatchLimit);
     return std::unique_ptr<OllamaEmbedder>(new OllamaEmbedder(std::move(s), d, batch));

@@ -12,7 +12,7 @@ using namespace embedders;
 
 namespace {
 
-constexpr int kOpenAiBatchLimit = 2048;     // inputs per request the API accepts
+constexpr int kOpenAiBatchLimit = 2048; // inputs per request the API accepts
 constexpr int kEmbedTimeoutMs = 60000;
 const char *const kDefaultAzureApiVersion = "2024-10-21";
 
@@ -24,11 +24,7 @@ const char *const kNoAzureEndpoint = "https://azure-endpoint-not-configured.inva
 
 OpenAiEmbedder::OpenAiEmbedder(ProviderSettings settings, ProviderDefaults defaults, int maxBatch, Flavor flavor,
                                QString deployment, QString apiVersion)
-    : HttpEmbedder(std::move(settings), defaults, maxBatch)
-    , m_flavor(flavor)
-    , m_deployment(std::move(deployment))
-    , m_apiVersion(std::move(apiVersion))
-    , m_keyEnv(defaults.apiKeyEnv)
+    : HttpEmbedder(std::move(settings), defaults, maxBatch), m_flavor(flavor), m_deployment(std::move(deployment)), m_apiVersion(std::move(apiVersion)), m_keyEnv(defaults.apiKeyEnv)
 {
     knownDimension(); // refuses a bad "dimensions" now rather than at the first embed
 }
@@ -57,7 +53,7 @@ std::unique_ptr<OpenAiEmbedder> OpenAiEmbedder::createAzure(const QString &key, 
     d.defaultBaseUrl = QString::fromLatin1(kNoAzureEndpoint);
     d.apiKeyEnv = {QStringLiteral("AZURE_API_KEY"), QStringLiteral("AZURE_OPENAI_API_KEY")};
     d.baseUrlEnv = {QStringLiteral("AZURE_API_BASE"), QStringLiteral("AZURE_OPENAI_ENDPOINT")};
-    d.apiKeyRequired = false;   // checked in buildRequest: Azure always needs one, whatever the URL
+    d.apiKeyRequired = false; // checked in buildRequest: Azure always needs one, whatever the URL
     d.defaultTimeoutMs = kEmbedTimeoutMs;
     d.extraKeys = {QStringLiteral("deployment_id"), QStringLiteral("deployment"), QStringLiteral("api_version"),
                    QStringLiteral("dimensions"), QStringLiteral("dimension"), QStringLiteral("max_batch")};
@@ -66,7 +62,8 @@ std::unique_ptr<OpenAiEmbedder> OpenAiEmbedder::createAzure(const QString &key, 
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder needs the Azure OpenAI resource's endpoint: set \"api_base\" "
                                    "(e.g. \"https://<resource>.openai.azure.com\") in its config or the environment "
-                                   "variable AZURE_API_BASE.").arg(key));
+                                   "variable AZURE_API_BASE.")
+                        .arg(key));
     // An endpoint written with its "/openai" part is the same endpoint.
     s.baseUrl = withoutPathSuffix(s.baseUrl, {QStringLiteral("/openai")});
 
@@ -74,11 +71,12 @@ std::unique_ptr<OpenAiEmbedder> OpenAiEmbedder::createAzure(const QString &key, 
     if (deployment.isEmpty())
         deployment = s.string("deployment");
     if (deployment.isEmpty())
-        deployment = s.model;   // deployments are often named after their model
+        deployment = s.model; // deployments are often named after their model
     if (deployment.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder needs a deployment: set \"deployment_id\" to the name of your "
-                                   "embedding model's deployment in the Azure OpenAI resource.").arg(key));
+                                   "embedding model's deployment in the Azure OpenAI resource.")
+                        .arg(key));
     if (s.model.isEmpty())
         s.model = deployment;
 

@@ -13,12 +13,15 @@ namespace mneme {
 class OpenAiEmbedder : public HttpEmbedder
 {
 public:
-    enum class Flavor { OpenAI, Azure };
+    enum class Flavor {
+        OpenAI,
+        Azure
+    };
 
     static std::unique_ptr<OpenAiEmbedder> createOpenAi(const QString &key, const Json &config);
     static std::unique_ptr<OpenAiEmbedder> createAzure(const QString &key, const Json &config);
 
-    QString id() const override;    // "openai/<model>", "azure/<model or deployment>"
+    QString id() const override; // "openai/<model>", "azure/<model or deployment>"
 
 protected:
     HttpRequest buildRequest(const QStringList &texts) const override;
@@ -30,8 +33,8 @@ private:
                    QString deployment, QString apiVersion);
 
     Flavor m_flavor;
-    QString m_deployment;   // Azure only
-    QString m_apiVersion;   // Azure only
+    QString m_deployment; // Azure only
+    QString m_apiVersion; // Azure only
     QStringList m_keyEnv;
 };
 

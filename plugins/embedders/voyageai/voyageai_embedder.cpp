@@ -13,7 +13,7 @@ using namespace embedders;
 namespace {
 
 constexpr int kDefaultBatch = 128;
-constexpr int kBatchLimit = 1000;   // the API's limit on inputs per request
+constexpr int kBatchLimit = 1000; // the API's limit on inputs per request
 constexpr int kEmbedTimeoutMs = 60000;
 
 int voyageModelDimension(const QString &model)
@@ -56,7 +56,8 @@ std::unique_ptr<VoyageAiEmbedder> VoyageAiEmbedder::create(const QString &key, c
     if (!inputType.isEmpty() && inputType != QLatin1String("query") && inputType != QLatin1String("document"))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The %1 embedder's \"input_type\" must be \"query\", \"document\" or null "
-                                   "(got \"%2\").").arg(key, s.string("input_type")));
+                                   "(got \"%2\").")
+                        .arg(key, s.string("input_type")));
     flag(s, "truncation"); // type check
     const int batch = maxBatch(s, kDefaultBatch, kBatchLimit);
     return std::unique_ptr<VoyageAiEmbedder>(new VoyageAiEmbedder(std::move(s), d, batch));
@@ -78,7 +79,7 @@ HttpRequest VoyageAiEmbedder::buildRequest(const QStringList &texts) const
     const ProviderSettings &s = settings();
     HttpRequest r;
     r.url = s.endpoint(pathEndsWith(s.baseUrl, QStringLiteral("/v1")) ? QStringLiteral("/embeddings")
-                                                                       : QStringLiteral("/v1/embeddings"));
+                                                                      : QStringLiteral("/v1/embeddings"));
     if (!s.apiKey.isEmpty())
         r.headers.append({"Authorization", "Bearer " + s.apiKey.toUtf8()});
     Json body = Json::object();

@@ -13,7 +13,7 @@ class VoyageAiEmbedder : public HttpEmbedder
 public:
     static std::unique_ptr<VoyageAiEmbedder> create(const QString &key, const Json &config);
 
-    QString id() const override;    // "voyageai/<model>" whichever key named it
+    QString id() const override; // "voyageai/<model>" whichever key named it
 
 protected:
     HttpRequest buildRequest(const QStringList &texts) const override;

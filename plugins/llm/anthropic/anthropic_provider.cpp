@@ -54,7 +54,7 @@ QString toolUseId(const QString &id)
 int promptTokensOf(const Json &usage)
 {
     return intAt(usage, "input_tokens") + intAt(usage, "cache_creation_input_tokens")
-        + intAt(usage, "cache_read_input_tokens");
+         + intAt(usage, "cache_read_input_tokens");
 }
 
 // Appends `blocks` to the conversation, merging them into the last turn when it has the same role.
@@ -188,7 +188,7 @@ HttpRequest AnthropicProvider::buildRequest(const ChatRequest &request, bool str
             if (!t.description.isEmpty())
                 tool["description"] = utf8(t.description);
             tool["input_schema"] = t.parameters.is_object() ? t.parameters
-                                                              : Json{{"type", "object"}, {"properties", Json::object()}};
+                                                            : Json{{"type", "object"}, {"properties", Json::object()}};
             tools.push_back(std::move(tool));
             names << t.name;
         }
@@ -215,14 +215,16 @@ HttpRequest AnthropicProvider::buildRequest(const ChatRequest &request, bool str
             body["tool_choice"] = std::move(toolChoice);
     } else if (!choice.isEmpty() && choice != QLatin1String("auto") && choice != QLatin1String("none")) {
         throw invalid(QStringLiteral("the tool choice \"%1\" needs tools, but the request offers none; add the tools "
-                                     "or leave the tool choice empty.").arg(choice));
+                                     "or leave the tool choice empty.")
+                          .arg(choice));
     }
 
     if (request.temperature) {
         const double t = *request.temperature;
         if (!(t >= 0.0 && t <= 1.0))
             throw invalid(QStringLiteral("Anthropic accepts a temperature from 0 to 1, not %1; lower the temperature "
-                                         "in the request or the config.").arg(t));
+                                         "in the request or the config.")
+                              .arg(t));
         body["temperature"] = t;
     }
     if (!request.stop.isEmpty()) {
@@ -247,7 +249,7 @@ HttpRequest AnthropicProvider::buildRequest(const ChatRequest &request, bool str
         http.headers.append({QByteArrayLiteral("anthropic-beta"), m_beta.toUtf8()});
     http.headers.append({QByteArrayLiteral("content-type"), QByteArrayLiteral("application/json")});
     http.headers.append({QByteArrayLiteral("accept"), stream ? QByteArrayLiteral("text/event-stream")
-                                                              : QByteArrayLiteral("application/json")});
+                                                             : QByteArrayLiteral("application/json")});
     http.body = QByteArray::fromStdString(body.dump());
     http.what = context();
     return http;
@@ -287,8 +289,9 @@ ChatResponse AnthropicProvider::parseResponse(const Json &body) const
         // thinking, redacted_thinking and server-side tool blocks carry nothing ChatResponse holds.
     }
     const QString stop = stringAt(body, "stop_reason");
-    out.finishReason = !stop.isEmpty() ? finishReason(stop)
-                     : out.toolCalls.empty() ? QStringLiteral("stop") : QStringLiteral("tool_calls");
+    out.finishReason = !stop.isEmpty()       ? finishReason(stop)
+                     : out.toolCalls.empty() ? QStringLiteral("stop")
+                                             : QStringLiteral("tool_calls");
     const Json usage = body.value("usage", Json::object());
     out.usage.promptTokens = promptTokensOf(usage);
     out.usage.completionTokens = intAt(usage, "output_tokens");

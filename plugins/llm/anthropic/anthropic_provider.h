@@ -35,8 +35,8 @@ private:
     // stream's error event).
     Error errorFromObject(const Json &error) const;
 
-    QString m_version;  // anthropic-version header
-    QString m_beta;     // anthropic-beta header, empty: none
+    QString m_version; // anthropic-version header
+    QString m_beta;    // anthropic-beta header, empty: none
 };
 
 } // namespace mneme

@@ -63,7 +63,7 @@ bool takesNoParameters(const Json &parameters)
     if (!parameters.is_object())
         return false;
     const bool noProperties = !parameters.contains("properties")
-        || (parameters["properties"].is_object() && parameters["properties"].empty());
+                           || (parameters["properties"].is_object() && parameters["properties"].empty());
     for (const char *k : {"anyOf", "oneOf", "allOf", "$ref", "additionalProperties", "patternProperties"}) {
         if (parameters.contains(k) && !(std::string(k) == "additionalProperties" && parameters[k] == false))
             return false;

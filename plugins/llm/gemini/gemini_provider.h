@@ -56,7 +56,7 @@ private:
     void remember(const QString &id, const CallMemo &memo) const;
     std::optional<CallMemo> recall(const QString &id) const;
 
-    Json m_safetySettings;              // the config's safety_settings, passed through; null: Gemini's defaults
+    Json m_safetySettings; // the config's safety_settings, passed through; null: Gemini's defaults
     mutable QMutex m_memoMutex;
     mutable std::map<QString, CallMemo> m_memo;
     mutable std::deque<QString> m_memoOrder;

@@ -85,14 +85,15 @@ public:
         }
 
         for (const char *k : {"not", "if", "then", "else", "patternProperties", "prefixItems", "dependentSchemas",
-                               "dependencies", "contains", "unevaluatedProperties", "unevaluatedItems", "propertyNames"}) {
+                              "dependencies", "contains", "unevaluatedProperties", "unevaluatedItems", "propertyNames"}) {
             if (schema.contains(k))
                 unsupported(path, QStringLiteral("\"%1\" has no equivalent").arg(QLatin1String(k)));
         }
 
         bool nullable = schema.contains("nullable") && schema["nullable"] == true;
 
-        const char *unionKey = schema.contains("anyOf") ? "anyOf" : schema.contains("oneOf") ? "oneOf" : nullptr;
+        const char *unionKey = schema.contains("anyOf") ? "anyOf" : schema.contains("oneOf") ? "oneOf"
+                                                                                             : nullptr;
         if (unionKey)
             return unionOf(schema, unionKey, nullable, path, depth);
 
@@ -278,7 +279,7 @@ private:
     }
 
     const Json &m_root;
-    std::vector<std::string> m_open;    // the references being inlined, outermost first
+    std::vector<std::string> m_open; // the references being inlined, outermost first
 };
 
 } // namespace

@@ -221,11 +221,11 @@ Error OllamaProvider::streamError(const Json &error) const
                      QStringLiteral("%1 failed: Ollama answered: %2. Download the model with `ollama pull %3`, or "
                                     "check the model name (`ollama list` shows what is installed).")
                          .arg(context(), message, settings().model));
-    if (lower.contains(QLatin1String("context")) && (lower.contains(QLatin1String("length")) || lower.contains(QLatin1String("window"))
-                                                      || lower.contains(QLatin1String("exceed"))))
+    if (lower.contains(QLatin1String("context")) && (lower.contains(QLatin1String("length")) || lower.contains(QLatin1String("window")) || lower.contains(QLatin1String("exceed"))))
         return Error(ErrorKind::ContextLength,
                      QStringLiteral("%1 failed: Ollama answered: %2. Shorten the prompt or raise \"num_ctx\" in the "
-                                    "provider's config.").arg(context(), message));
+                                    "provider's config.")
+                         .arg(context(), message));
     return Error(ErrorKind::ServerError,
                  QStringLiteral("%1 failed: Ollama reported an error while generating the reply: %2. Check the "
                                 "Ollama server's log (the model may have run out of memory); retry later.")
@@ -311,7 +311,8 @@ Error OllamaProvider::refineError(const Error &error) const
     if (error.httpStatus() == 404 && lower.contains(QLatin1String("model")) && lower.contains(QLatin1String("not found")))
         return Error(error.kind(),
                      QStringLiteral("%1 Download the model with `ollama pull %2`, or check the model name (`ollama list` "
-                                    "shows what is installed).").arg(error.message(), settings().model),
+                                    "shows what is installed).")
+                         .arg(error.message(), settings().model),
                      error.httpStatus());
     return error;
 }

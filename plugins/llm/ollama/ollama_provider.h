@@ -40,9 +40,9 @@ private:
     Error streamError(const Json &error) const;
 
     QUrl m_chatUrl;
-    Json m_options = Json::object();    // the config's "options", under the request's own
-    Json m_keepAlive;                   // null: Ollama's default
-    Json m_think;                       // null: the model's default
+    Json m_options = Json::object(); // the config's "options", under the request's own
+    Json m_keepAlive;                // null: Ollama's default
+    Json m_think;                    // null: the model's default
 };
 
 } // namespace mneme

@@ -31,7 +31,8 @@ ProviderSettings azureSettings(const Json &config)
     if (!name.match(deployment).hasMatch())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The azure provider's \"deployment_id\" \"%1\" is not a deployment name (letters, digits, "
-                                   "'.', '_' and '-').").arg(deployment));
+                                   "'.', '_' and '-').")
+                        .arg(deployment));
     // The base may be written with Azure's own /openai path; the deployment URL adds it.
     QString path = s.baseUrl.path();
     while (path.endsWith(QLatin1Char('/')))
@@ -39,7 +40,7 @@ ProviderSettings azureSettings(const Json &config)
     if (path.endsWith(QLatin1String("/openai")))
         s.baseUrl.setPath(path.chopped(7));
     if (s.model.isEmpty())
-        s.model = deployment;   // the deployment usually bears the model's name
+        s.model = deployment; // the deployment usually bears the model's name
     return s;
 }
 
@@ -59,8 +60,7 @@ ProviderDefaults AzureOpenAiProvider::defaults()
 }
 
 AzureOpenAiProvider::AzureOpenAiProvider(const Json &config, QObject *parent)
-    : OpenAiProvider(azureSettings(config), defaults(), true, parent)
-    , m_deployment(settings().string("deployment_id"))
+    : OpenAiProvider(azureSettings(config), defaults(), true, parent), m_deployment(settings().string("deployment_id"))
 {
     m_apiVersion = settings().string("api_version", qEnvironmentVariable("AZURE_API_VERSION").trimmed());
     if (m_apiVersion.isEmpty())
@@ -86,7 +86,8 @@ HttpHeaders AzureOpenAiProvider::authHeaders() const
     if (settings().apiKey.isEmpty())
         throw Error(ErrorKind::Authentication,
                     QStringLiteral("The azure provider has no API key: set \"api_key\" in its config or the environment "
-                                   "variable %1.").arg(defaults().apiKeyEnv.join(QStringLiteral(" / "))));
+                                   "variable %1.")
+                        .arg(defaults().apiKeyEnv.join(QStringLiteral(" / "))));
     return {{QByteArrayLiteral("api-key"), settings().apiKey.toUtf8()}};
 }
 

@@ -25,7 +25,7 @@ public:
 
 protected:
     QUrl chatUrl() const override;
-    HttpHeaders authHeaders() const override;   // throws Error(Authentication) without a key
+    HttpHeaders authHeaders() const override; // throws Error(Authentication) without a key
     bool sendsModel() const override;
 
 private:

@@ -54,7 +54,7 @@ QString argumentsText(const Json &arguments)
 std::string argumentsString(const Json &arguments)
 {
     if (arguments.is_object() && arguments.size() == 1 && arguments.contains("_raw") && arguments["_raw"].is_string())
-        return arguments["_raw"].get<std::string>();   // what the model wrote, when it was not JSON
+        return arguments["_raw"].get<std::string>(); // what the model wrote, when it was not JSON
     return arguments.dump();
 }
 
@@ -160,7 +160,8 @@ HttpHeaders configHeaders(const ProviderSettings &settings)
     const auto bad = [&] {
         return Error(ErrorKind::InvalidArgument,
                      QStringLiteral("The %1 provider's config key \"headers\" must be an object of header names and "
-                                    "string values, e.g. {\"HTTP-Referer\": \"https://example.com\"}.").arg(settings.provider));
+                                    "string values, e.g. {\"HTTP-Referer\": \"https://example.com\"}.")
+                         .arg(settings.provider));
     };
     if (!it->is_object())
         throw bad();
@@ -225,9 +226,7 @@ OpenAiProvider::OpenAiProvider(const ProviderSettings &settings, QObject *parent
 }
 
 OpenAiProvider::OpenAiProvider(ProviderSettings settings, ProviderDefaults defaults, bool nativeByDefault, QObject *parent)
-    : HttpChatProvider(withHeaderSecrets(std::move(settings)), std::move(defaults), parent)
-    , m_extraHeaders(configHeaders(this->settings()))
-    , m_nativeSchema(nativeByDefault)
+    : HttpChatProvider(withHeaderSecrets(std::move(settings)), std::move(defaults), parent), m_extraHeaders(configHeaders(this->settings())), m_nativeSchema(nativeByDefault)
 {
     const auto it = this->settings().config.find("supports_json_schema");
     if (it != this->settings().config.end() && !it->is_null()) {
@@ -266,7 +265,7 @@ QUrl OpenAiProvider::chatUrl() const
 HttpHeaders OpenAiProvider::authHeaders() const
 {
     if (settings().apiKey.isEmpty())
-        return {};  // a compatible server without a key (the public endpoint was refused before)
+        return {}; // a compatible server without a key (the public endpoint was refused before)
     return {{QByteArrayLiteral("Authorization"), QByteArrayLiteral("Bearer ") + settings().apiKey.toUtf8()}};
 }
 
@@ -313,9 +312,7 @@ Json OpenAiProvider::requestBody(const ChatRequest &request, bool stream) const
 
     if (!request.responseSchema.is_null() && nativeSchema(request))
         body["response_format"] = {{"type", "json_schema"},
-                                   {"json_schema", {{"name", schemaName(request.responseSchemaName)},
-                                                    {"schema", request.responseSchema},
-                                                    {"strict", strictCompatible(request.responseSchema)}}}};
+                                   {"json_schema", {{"name", schemaName(request.responseSchemaName)}, {"schema", request.responseSchema}, {"strict", strictCompatible(request.responseSchema)}}}};
     if (request.temperature)
         body["temperature"] = *request.temperature;
     if (request.maxTokens)
@@ -334,7 +331,7 @@ HttpRequest OpenAiProvider::buildRequest(const ChatRequest &request, bool stream
     HttpRequest http;
     http.url = chatUrl();
     http.headers = authHeaders();
-    http.headers += m_extraHeaders;    // after the credentials, so a configured header replaces ours
+    http.headers += m_extraHeaders; // after the credentials, so a configured header replaces ours
     http.headers.append({QByteArrayLiteral("Content-Type"), QByteArrayLiteral("application/json")});
     http.headers.append({QByteArrayLiteral("Accept"), stream ? QByteArrayLiteral("text/event-stream") : QByteArrayLiteral("application/json")});
     http.body = QByteArray::fromStdString(requestBody(request, stream).dump(-1, ' ', false, Json::error_handler_t::replace));
@@ -348,7 +345,7 @@ Error OpenAiProvider::errorFrom(const Json &error) const
     QString code = stringOf(error, "code").toLower();
     int status = 0;
     if (error.is_object() && error.contains("code") && error["code"].is_number_integer()) {
-        status = error["code"].get<int>();   // vLLM puts the HTTP status there
+        status = error["code"].get<int>(); // vLLM puts the HTTP status there
         code.clear();
     }
     if (message.isEmpty())
@@ -435,7 +432,7 @@ void OpenAiProvider::onStreamEvent(StreamState &state, const QByteArray &, const
     const Json choices = data.value("choices", Json::array());
     for (const Json &choice : choices) {
         if (!choice.is_object() || intOf(choice, "index") != 0)
-            continue;   // one reply is asked for (n = 1)
+            continue; // one reply is asked for (n = 1)
         const Json delta = choice.value("delta", Json::object());
         appendText(state, contentText(delta.value("content", Json())));
         const QString refusal = stringOf(delta, "refusal");

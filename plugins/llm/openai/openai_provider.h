@@ -48,12 +48,12 @@ protected:
     bool nativeSchema(const ChatRequest &request) const override;
 
 private:
-    OpenAiProvider(const ProviderSettings &settings, QObject *parent);  // "openai": native schema on OpenAI itself
+    OpenAiProvider(const ProviderSettings &settings, QObject *parent); // "openai": native schema on OpenAI itself
     Json requestBody(const ChatRequest &request, bool stream) const;
     // The typed Error for an error object in a reply or a stream ({"message", "type", "code"}).
     Error errorFrom(const Json &error) const;
 
-    HttpHeaders m_extraHeaders;     // organization, project, and the config's "headers"
+    HttpHeaders m_extraHeaders; // organization, project, and the config's "headers"
     bool m_nativeSchema = true;
 };
 

@@ -86,9 +86,7 @@ ReplayProvider::Settings ReplayProvider::Settings::read(const Json &config)
 }
 
 ReplayProvider::ReplayProvider(Settings settings, QObject *parent)
-    : LlmProvider(parent)
-    , m_settings(std::move(settings))
-    , m_fileMutex(std::make_shared<QMutex>())
+    : LlmProvider(parent), m_settings(std::move(settings)), m_fileMutex(std::make_shared<QMutex>())
 {
     if (m_settings.mode == Settings::Mode::Record) {
         PluginRegistry &registry = PluginRegistry::instance();
@@ -144,13 +142,15 @@ void ReplayProvider::load()
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("Line %1 of the replay cassette %2 is not an exchange ({\"request\": ..., "
                                        "\"response\": ...}); fix or re-record the cassette.")
-                            .arg(lineNumber).arg(m_settings.cassette));
+                            .arg(lineNumber)
+                            .arg(m_settings.cassette));
         try {
             m_exchanges.push_back(Exchange{j["request"], ChatResponse::fromJson(j["response"]), false});
         } catch (const std::exception &e) {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("Line %1 of the replay cassette %2 has a malformed response (%3).")
-                            .arg(lineNumber).arg(m_settings.cassette, QString::fromUtf8(e.what())));
+                            .arg(lineNumber)
+                            .arg(m_settings.cassette, QString::fromUtf8(e.what())));
         }
         if (m_model.isEmpty())
             m_model = m_exchanges.back().response.model;

@@ -21,10 +21,13 @@ class ReplayProvider : public LlmProvider
 public:
     struct Settings
     {
-        enum class Mode { Replay, Record };
+        enum class Mode {
+            Replay,
+            Record
+        };
         Mode mode = Mode::Replay;
         QString cassette;
-        Json llm;           // record: the provider to pass through to
+        Json llm; // record: the provider to pass through to
         static Settings read(const Json &config);
     };
 

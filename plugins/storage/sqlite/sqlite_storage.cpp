@@ -1,9 +1,9 @@
 #include "sqlite_storage.h"
 
 #include <mneme/core/error.h>
-#include <mneme/core/version.h>
 #include <mneme/core/scope_path.h>
 #include <mneme/core/stop_words.h>
+#include <mneme/core/version.h>
 
 #include <QCryptographicHash>
 #include <QDir>
@@ -129,8 +129,13 @@ struct RequiredTable
     int since;
 };
 const RequiredTable kRequiredTables[] = {
-    {"meta", 1}, {"records", 1}, {"records_fts", 1}, {"history", 1}, {"state", 2},
-    {"content_hashes", 4}, {"content_hashes_recent", 4},
+    {"meta", 1},
+    {"records", 1},
+    {"records_fts", 1},
+    {"history", 1},
+    {"state", 2},
+    {"content_hashes", 4},
+    {"content_hashes_recent", 4},
 };
 
 constexpr int kMaxStateKeyLength = 200;
@@ -611,11 +616,11 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
                 int *target;
                 const char *meaning;
             };
-            const Range range = key == QLatin1String("ann_threshold") ? Range{0, 2000000000, &o.annThreshold, "records (0: always approximate)"}
-                : key == QLatin1String("ann_m")                       ? Range{4, 64, &o.annM, "links per node"}
-                : key == QLatin1String("ann_ef_construction")         ? Range{10, 2000, &o.annEfConstruction, "candidates"}
-                : key == QLatin1String("ann_ef_search")               ? Range{10, 5000, &o.annEfSearch, "candidates"}
-                                                                      : Range{10, 10000000, &o.walCheckpointPages, "pages"};
+            const Range range = key == QLatin1String("ann_threshold")       ? Range{0, 2000000000, &o.annThreshold, "records (0: always approximate)"}
+                              : key == QLatin1String("ann_m")               ? Range{4, 64, &o.annM, "links per node"}
+                              : key == QLatin1String("ann_ef_construction") ? Range{10, 2000, &o.annEfConstruction, "candidates"}
+                              : key == QLatin1String("ann_ef_search")       ? Range{10, 5000, &o.annEfSearch, "candidates"}
+                                                                            : Range{10, 10000000, &o.walCheckpointPages, "pages"};
             if (!v.is_number_integer() || v.get<long long>() < range.low || v.get<long long>() > range.high)
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("sqlite storage: \"%1\" must be a whole number of %2 between %3 and %4")
@@ -1248,7 +1253,7 @@ std::vector<SqliteStorage::Row> SqliteStorage::selectRows(const RecordFilter &fi
 {
     const Where w = where(filter, withPrivacy);
     QByteArray sql = QByteArray("SELECT ") + kRecordColumns + (withEmbedding ? ", r.embedding" : "")
-        + " FROM records r WHERE " + w.sql;
+                   + " FROM records r WHERE " + w.sql;
     Statement st(*this, sql);
     st.bindAll(w.args);
     RecordFilter check = filter;
@@ -1578,7 +1583,7 @@ void SqliteStorage::loadIndex()
             m_index.setParams(params);
             // A file of this store and generation, not from its future, with few dead nodes: catch up.
             const bool usable = stamp.storeId == m_storeId && stamp.generation == m_indexGeneration
-                && stamp.seq <= m_indexSeq && m_index.deletedNodes() * 3 <= m_index.graphNodes();
+                             && stamp.seq <= m_indexSeq && m_index.deletedNodes() * 3 <= m_index.graphNodes();
             if (usable) {
                 const qint64 target = m_indexSeq;
                 m_indexSeq = stamp.seq;
@@ -2113,8 +2118,9 @@ void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &fi
     const Where w = where(filter, true);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + columns + ", " + relevance + " AS relevance "
-                            "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
-                            "WHERE records_fts MATCH ? AND (" + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
+                                                                             "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
+                                                                             "WHERE records_fts MATCH ? AND ("
+                            + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
     st.bindBytes(1, match);
     st.bindAll(w.args, 2);
     st.bind(int(w.args.size()) + 2, post ? -1 : limit);
@@ -2125,7 +2131,7 @@ void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &fi
 }
 
 std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, const RecordFilter &requested, int limit,
-                                                     double contextWeight)
+                                                       double contextWeight)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
@@ -2305,7 +2311,8 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes h CROSS JOIN records r ON r.rid = h.rid WHERE h.hash = ?1"
             + kMatch + " ORDER BY h.rid LIMIT 1",
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes_recent h CROSS JOIN records r ON r.rid = h.rid "
-            "WHERE h.hash = ?1" + kMatch + " ORDER BY h.rid LIMIT 1",
+                                                 "WHERE h.hash = ?1"
+            + kMatch + " ORDER BY h.rid LIMIT 1",
     };
     const auto firstIn = [&](const QByteArray &sql) -> std::optional<Row> {
         Statement st(*this, sql);

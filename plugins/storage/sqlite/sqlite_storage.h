@@ -1,8 +1,8 @@
 #pragma once
 
-#include <mneme/core/storage_backend.h>
 #include "vector_index.h"
 #include "wal_checkpointer.h"
+#include <mneme/core/storage_backend.h>
 
 #include <QByteArray>
 #include <QHash>
@@ -11,8 +11,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <variant>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 struct sqlite3;
@@ -30,7 +30,7 @@ class SqliteStorage : public StorageBackend
 public:
     struct Options
     {
-        QString path;               // a file, or ":memory:"
+        QString path; // a file, or ":memory:"
         bool readOnly = false;
         int busyTimeoutMs = 10000;
         // From this many records with vectors on, searches use the approximate (HNSW) index, kept in
@@ -52,16 +52,16 @@ public:
     struct IndexStats
     {
         bool loaded = false;
-        bool approximate = false;   // an HNSW graph (else a flat exact scan)
-        bool fromFile = false;      // the graph was read from the index file, not built
-        qint64 fileLoads = 0;       // index files read and accepted
-        qint64 builds = 0;          // graphs built from the records table
-        qint64 saves = 0;           // index files written
-        qint64 replayed = 0;        // history entries applied by catching up (file or other processes)
-        std::size_t vectors = 0;    // records with a vector in the index
+        bool approximate = false; // an HNSW graph (else a flat exact scan)
+        bool fromFile = false;    // the graph was read from the index file, not built
+        qint64 fileLoads = 0;     // index files read and accepted
+        qint64 builds = 0;        // graphs built from the records table
+        qint64 saves = 0;         // index files written
+        qint64 replayed = 0;      // history entries applied by catching up (file or other processes)
+        std::size_t vectors = 0;  // records with a vector in the index
         std::size_t deletedNodes = 0;
-        qint64 seq = 0;             // the last history seq the index reflects
-        qint64 checkpoints = 0;     // WAL checkpoints run by the background thread
+        qint64 seq = 0;               // the last history seq the index reflects
+        qint64 checkpoints = 0;       // WAL checkpoints run by the background thread
         qint64 inlineCheckpoints = 0; // ... and by the writing connection itself (the thread fell behind)
     };
 
@@ -249,10 +249,10 @@ private:
     // the store's size when counted: reused while the store has grown by less than a twentieth.
     QHash<QByteArray, qint64> m_termCounts;
     qint64 m_termCountsRecords = -1;
-    QString m_storeId;          // meta store_id: names the store in the index file
+    QString m_storeId;            // meta store_id: names the store in the index file
     qint64 m_indexGeneration = 0; // meta reset_generation the index reflects
-    qint64 m_indexSeq = 0;      // last history seq the index reflects
-    qint64 m_unsaved = 0;       // changes the index file does not hold
+    qint64 m_indexSeq = 0;        // last history seq the index reflects
+    qint64 m_unsaved = 0;         // changes the index file does not hold
     IndexStats m_stats;
     mutable QMutex m_mutex;
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.

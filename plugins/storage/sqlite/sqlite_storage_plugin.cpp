@@ -1,7 +1,7 @@
 #include "sqlite_storage_plugin.h"
 
-#include <mneme/core/error.h>
 #include "sqlite_storage.h"
+#include <mneme/core/error.h>
 
 namespace mneme {
 

@@ -7,6 +7,7 @@
 
 #include <QFile>
 #include <QSaveFile>
+#include <queue>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -14,7 +15,6 @@
 #include <exception>
 #include <limits>
 #include <mutex>
-#include <queue>
 #include <thread>
 
 namespace mneme {
@@ -50,8 +50,7 @@ public:
 private:
     static float distance(const void *a, const void *b, const void *param)
     {
-        return 1.0f - VectorMath::dot(static_cast<const float *>(a), static_cast<const float *>(b),
-                                      *static_cast<const std::size_t *>(param));
+        return 1.0f - VectorMath::dot(static_cast<const float *>(a), static_cast<const float *>(b), *static_cast<const std::size_t *>(param));
     }
     std::size_t m_dim;
 };
@@ -201,13 +200,13 @@ struct VectorIndex::Ann
 // A RecordFilter's conditions resolved against the interned attribute tables.
 struct VectorIndex::Filter
 {
-    bool nothing = false;       // selects no record at all
-    bool trivial = true;        // selects every record
+    bool nothing = false; // selects no record at all
+    bool trivial = true;  // selects every record
     std::vector<std::uint8_t> scopeOk;
     std::vector<std::uint8_t> catSetOk;
     int onlySource = -1;
     bool hidePrivate = false;
-    int visibleSource = -2;     // matches no record
+    int visibleSource = -2; // matches no record
     bool hasBefore = false, hasAfter = false;
     qint64 before = 0, after = 0;
 
@@ -608,7 +607,7 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
     // Privacy hides nothing in an index without private records: such a filter stays trivial (a plain
     // graph walk, no selectivity estimate).
     f.hidePrivate = filter.applyPrivacy && !filter.includePrivate && !m_private.empty()
-        && std::memchr(m_private.data(), 1, m_private.size()) != nullptr;
+                 && std::memchr(m_private.data(), 1, m_private.size()) != nullptr;
     if (f.hidePrivate) {
         f.trivial = false;
         if (!filter.source.isEmpty()) {
@@ -748,8 +747,8 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     hnswlib::VisitedList *visitedList = g.visited_list_pool_->getFreeVisitedList();
     hnswlib::vl_type *visited = visitedList->mass;
     const hnswlib::vl_type tag = visitedList->curV;
-    std::priority_queue<Pair> top;            // the best allowed so far, worst on top
-    std::priority_queue<Pair> candidates;     // negated distances: nearest on top
+    std::priority_queue<Pair> top;        // the best allowed so far, worst on top
+    std::priority_queue<Pair> candidates; // negated distances: nearest on top
     float lowerBound;
     if (allowed(current)) {
         lowerBound = currentDist;

@@ -42,7 +42,7 @@ public:
         QString source;
         bool isPrivate = false;
         bool hasCreated = false;
-        qint64 createdMs = 0;     // milliseconds since the epoch, UTC
+        qint64 createdMs = 0; // milliseconds since the epoch, UTC
         double importance = 0;
     };
 
@@ -57,7 +57,7 @@ public:
     struct Hit
     {
         qint64 rowid = 0;
-        double score = 0;         // cosine similarity
+        double score = 0; // cosine similarity
     };
 
     struct AnnParams
@@ -70,7 +70,11 @@ public:
 
     // How search() finds neighbours: Auto picks by layout and filter selectivity; Exact always scans;
     // Graph walks the HNSW graph (filter applied during the walk) whenever there is one.
-    enum class Mode { Auto, Exact, Graph };
+    enum class Mode {
+        Auto,
+        Exact,
+        Graph
+    };
 
     // What the file written by save() says about the store it reflects.
     struct Stamp
@@ -163,15 +167,15 @@ private:
 
     // Per slot. Flat layout: slots 0..size()-1 are all live. Approximate: slot = graph node.
     std::vector<qint64> m_rowids;
-    std::vector<std::int32_t> m_scope;      // index into m_scopeNames
-    std::vector<std::int32_t> m_catSet;     // index into m_catSets
-    std::vector<std::int32_t> m_source;     // index into m_sourceNames
+    std::vector<std::int32_t> m_scope;  // index into m_scopeNames
+    std::vector<std::int32_t> m_catSet; // index into m_catSets
+    std::vector<std::int32_t> m_source; // index into m_sourceNames
     std::vector<std::uint8_t> m_private;
-    std::vector<qint64> m_created;          // INT64_MIN when unknown
+    std::vector<qint64> m_created; // INT64_MIN when unknown
     std::vector<double> m_importance;
     bool m_importanceMissing = false;
 
-    std::vector<float> m_vectors;           // flat layout only: size() * dimension(), normalised
+    std::vector<float> m_vectors;             // flat layout only: size() * dimension(), normalised
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
     std::unique_ptr<Ann> m_ann;
     QSet<qint64> m_unvectored;
@@ -182,7 +186,7 @@ private:
     QStringList m_sourceNames;
     QHash<QString, int> m_categoryIds;
     QStringList m_categoryNames;
-    QHash<QString, int> m_catSetIds;        // sorted category ids joined by ','
+    QHash<QString, int> m_catSetIds; // sorted category ids joined by ','
     std::vector<std::vector<std::int32_t>> m_catSets;
 };
 

@@ -18,7 +18,8 @@ std::unique_ptr<Tool> CalculatorPlugin::createTool(const QString &key, const Jso
             if (it.key() != "precision")
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("unknown configuration key \"%1\" for the calculator; the accepted key is precision "
-                                           "(significant digits, 1 to 17).").arg(QString::fromStdString(it.key())));
+                                           "(significant digits, 1 to 17).")
+                                .arg(QString::fromStdString(it.key())));
             if (!it.value().is_number_integer() || it.value().get<int>() < 1 || it.value().get<int>() > 17)
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("the calculator's \"precision\" must be an integer from 1 to 17, not %1.")

@@ -273,7 +273,8 @@ double CalculatorTool::evaluate(const QString &expression)
     if (!std::isfinite(value))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("The expression \"%1\" has no finite value (it overflows or leaves the domain of a "
-                                   "function, such as sqrt of a negative number).").arg(expression.left(80)));
+                                   "function, such as sqrt of a negative number).")
+                        .arg(expression.left(80)));
     return value;
 }
 
