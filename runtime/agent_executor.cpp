@@ -68,6 +68,7 @@ struct AgentExecutor::Run
     bool forcedRequest = false;
     QString stepText; // what the model wrote with the tool calls being run
     AgentResult result;
+    int finalTokens = 0; // completion tokens of the reply that gave the final answer (0: unknown)
     QFuture<ChatResponse> pendingChat;
     bool chatInFlight = false;
     // Tools started and not yet answered, so a cancellation can close them.
@@ -353,6 +354,8 @@ void AgentExecutor::step(const std::shared_ptr<Run> &run)
 
 void AgentExecutor::onReply(const std::shared_ptr<Run> &run, const ChatResponse &reply)
 {
+    // The reply's completion tokens are the final answer's when the answer is the reply's whole text.
+    run->finalTokens = !run->react && reply.toolCalls.empty() ? reply.usage.completionTokens : 0;
     if (run->forcedRequest) {
         // Whatever comes back now is the answer; tool calls are no longer honoured.
         run->result.finalAnswer = run->react ? parseReact(reply.text).finalAnswer : reply.text.trimmed();
@@ -368,6 +371,10 @@ void AgentExecutor::onReply(const std::shared_ptr<Run> &run, const ChatResponse 
             return;
         }
         run->messages.push_back(ChatMessage::assistant(reply.text, reply.toolCalls));
+        SessionMessage said(run->messages.back());
+        if (reply.usage.completionTokens > 0)
+            said.tokens = reply.usage.completionTokens;
+        run->result.transcript << said;
         run->stepText = reply.text.trimmed();
         runTools(run, reply.toolCalls);
         return;
@@ -412,10 +419,12 @@ void AgentExecutor::runTools(const std::shared_ptr<Run> &run, std::vector<ToolCa
         for (size_t i = 0; i < batch->calls.size(); ++i) {
             const AgentToolCall &outcome = batch->outcomes[i];
             run->result.toolCalls.push_back(outcome);
-            if (run->react)
+            if (run->react) {
                 run->messages.push_back(ChatMessage::user(QStringLiteral("Observation: ") + outcome.output));
-            else
+            } else {
                 run->messages.push_back(ChatMessage::toolResult(batch->calls[i].id, outcome.name, outcome.output));
+                run->result.transcript << SessionMessage(run->messages.back());
+            }
         }
         reportStep(run, AgentStep{run->result.iterations, run->stepText, batch->outcomes, false});
         if (run->done) // the step callback may have cancelled the run
@@ -544,6 +553,12 @@ void AgentExecutor::finish(const std::shared_ptr<Run> &run)
     if (!run->promise.isCanceled())
         reportStep(run, AgentStep{run->result.iterations, run->result.finalAnswer, {}, true});
     run->done = true;
+    if (!run->result.finalAnswer.isEmpty()) {
+        SessionMessage answer(ChatMessage::assistant(run->result.finalAnswer));
+        if (run->finalTokens > 0)
+            answer.tokens = run->finalTokens;
+        run->result.transcript << answer;
+    }
     if (!run->promise.isCanceled())
         run->promise.addResult(run->result);
     run->promise.finish();

@@ -3,6 +3,7 @@
 #include <mneme/core/json.h>
 #include <mneme/core/llm_provider.h>
 #include <mneme/core/tool.h>
+#include <mneme/memory/session_message.h>
 #include <mneme/runtime/export.h>
 
 #include <QFuture>
@@ -62,6 +63,10 @@ struct MNEME_RUNTIME_EXPORT AgentResult
     std::vector<AgentToolCall> toolCalls;
     TokenUsage usage;         // summed over every LLM call
     bool forcedFinal = false; // maxIterations was reached and the answer was asked for without tools
+    // What the turn added to the conversation, as a chat memory stores it: with native tool calling the
+    // assistant's messages with their tool calls, each call's result, and the final answer; with the
+    // text protocol the final answer alone. Assistant messages carry the provider's completion tokens.
+    QList<SessionMessage> transcript;
 };
 
 // Runs one agent turn to a final answer: sends the messages with the tools, runs the tools the model

@@ -846,6 +846,10 @@ int SqliteStorage::storedSchemaVersion(bool *hasTables, bool *hasMeta)
         while (st.step(QStringLiteral("reading the schema")))
             tables << st.text(0);
     }
+    // Tables named chat_* belong to the chat sessions that share the file (the memory library's
+    // SqliteChatStore): a file holding only them is still empty for the memory store.
+    tables.erase(std::remove_if(tables.begin(), tables.end(), [](const QString &t) { return t.startsWith(QLatin1String("chat_")); }),
+                 tables.end());
     m_tables = tables;
     *hasTables = !tables.isEmpty();
     *hasMeta = tables.contains(QStringLiteral("meta"));

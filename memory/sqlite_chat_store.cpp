@@ -1,0 +1,868 @@
+#include <mneme/memory/sqlite_chat_store.h>
+
+#include <mneme/core/error.h>
+#include <mneme/core/version.h>
+
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QMutexLocker>
+#include <QThread>
+#include <QUrl>
+#include <QUuid>
+#include <limits>
+#include <sqlite3.h>
+
+namespace mneme {
+
+namespace {
+
+// One step of the schema: applying `sql` to a store at version `version - 1` brings it to `version`.
+// Later versions append steps; a step is never edited once released. Every table is named chat_*,
+// the prefix the memory store leaves alone when the two share a file.
+struct Migration
+{
+    int version;
+    const char *sql;
+};
+
+constexpr Migration kMigrations[] = {
+    {1, R"SQL(
+CREATE TABLE chat_meta(
+    key TEXT PRIMARY KEY NOT NULL,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE chat_sessions(
+    session TEXT PRIMARY KEY NOT NULL,
+    uid TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    next_seq INTEGER NOT NULL DEFAULT 1,
+    next_flush INTEGER NOT NULL DEFAULT 1
+) WITHOUT ROWID;
+
+CREATE TABLE chat_messages(
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    tool_call_id TEXT NOT NULL DEFAULT '',
+    tool_calls TEXT NOT NULL DEFAULT '[]',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    at INTEGER NOT NULL,
+    tokens INTEGER,
+    flush INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+CREATE INDEX chat_messages_flush ON chat_messages(session, flush, seq);
+
+CREATE TABLE chat_flushes(
+    session TEXT NOT NULL,
+    flush INTEGER NOT NULL,
+    session_uid TEXT NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    tokens INTEGER NOT NULL,
+    pending TEXT NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    claimed_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    completed_at INTEGER,
+    PRIMARY KEY (session, flush)
+) WITHOUT ROWID;
+
+CREATE TABLE chat_block_states(
+    session TEXT NOT NULL,
+    block TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (session, block)
+) WITHOUT ROWID;
+)SQL"},
+};
+
+constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
+static_assert(kMigrations[kLatestSchema - 1].version == kLatestSchema);
+
+constexpr int kMaxSessionIdLength = 200;
+
+const QStringList kTables = {QStringLiteral("chat_meta"), QStringLiteral("chat_sessions"), QStringLiteral("chat_messages"),
+                             QStringLiteral("chat_flushes"), QStringLiteral("chat_block_states")};
+
+void checkSessionId(const QString &id)
+{
+    if (id.trimmed().isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a chat session needs an id, such as \"default\" or \"user-42\""));
+    if (id.size() > kMaxSessionIdLength)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the chat session id \"%1...\" is %2 characters long; use at most %3")
+                        .arg(id.left(40))
+                        .arg(id.size())
+                        .arg(kMaxSessionIdLength));
+    for (const QChar c : id)
+        if (c.category() == QChar::Other_Control)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the chat session id must not contain control characters (tabs, line breaks, ...)"));
+}
+
+QByteArray jsonText(const Json &j)
+{
+    return QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace));
+}
+
+Json callsJson(const std::vector<ToolCall> &calls)
+{
+    Json a = Json::array();
+    for (const ToolCall &c : calls)
+        a.push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+    return a;
+}
+
+qint64 nowMs()
+{
+    return QDateTime::currentMSecsSinceEpoch();
+}
+
+QDateTime fromMs(qint64 ms)
+{
+    return QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
+}
+
+QString newUid()
+{
+    return QUuid::createUuid().toString(QUuid::WithoutBraces);
+}
+
+} // namespace
+
+// A prepared statement, finalized when it goes out of scope.
+class SqliteChatStore::Statement
+{
+public:
+    Statement(const SqliteChatStore &store, const char *sql) : m_store(store)
+    {
+        const int rc = sqlite3_prepare_v2(store.m_db, sql, -1, &m_st, nullptr);
+        if (rc != SQLITE_OK)
+            store.fail(rc, QStringLiteral("preparing a query"));
+    }
+    ~Statement() { sqlite3_finalize(m_st); }
+    Statement(const Statement &) = delete;
+    Statement &operator=(const Statement &) = delete;
+
+    Statement &bind(int index, const QString &text) { return bind(index, text.toUtf8()); }
+    Statement &bind(int index, const QByteArray &bytes)
+    {
+        check(sqlite3_bind_text(m_st, index, bytes.constData(), int(bytes.size()), SQLITE_TRANSIENT));
+        return *this;
+    }
+    Statement &bind(int index, qint64 value)
+    {
+        check(sqlite3_bind_int64(m_st, index, value));
+        return *this;
+    }
+    Statement &bindNull(int index)
+    {
+        check(sqlite3_bind_null(m_st, index));
+        return *this;
+    }
+    // True when a row is ready.
+    bool step(const QString &doing)
+    {
+        const int rc = sqlite3_step(m_st);
+        if (rc == SQLITE_ROW)
+            return true;
+        if (rc != SQLITE_DONE)
+            m_store.fail(rc, doing);
+        return false;
+    }
+    QString text(int column) const
+    {
+        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(m_st, column));
+        return p ? QString::fromUtf8(p, sqlite3_column_bytes(m_st, column)) : QString();
+    }
+    qint64 int64(int column) const { return sqlite3_column_int64(m_st, column); }
+    bool isNull(int column) const { return sqlite3_column_type(m_st, column) == SQLITE_NULL; }
+    // Ready to run again with new values.
+    void reset()
+    {
+        sqlite3_reset(m_st);
+        sqlite3_clear_bindings(m_st);
+    }
+
+private:
+    void check(int rc)
+    {
+        if (rc != SQLITE_OK)
+            m_store.fail(rc, QStringLiteral("binding a value"));
+    }
+
+    const SqliteChatStore &m_store;
+    sqlite3_stmt *m_st = nullptr;
+};
+
+// BEGIN IMMEDIATE ... COMMIT, rolled back when left by an exception.
+class SqliteChatStore::Transaction
+{
+public:
+    Transaction(SqliteChatStore &store, const QString &doing) : m_store(store), m_doing(doing)
+    {
+        m_store.exec("BEGIN IMMEDIATE", m_doing);
+    }
+    ~Transaction()
+    {
+        if (!m_committed)
+            sqlite3_exec(m_store.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+    }
+    void commit()
+    {
+        m_store.exec("COMMIT", m_doing);
+        m_committed = true;
+    }
+
+private:
+    SqliteChatStore &m_store;
+    QString m_doing;
+    bool m_committed = false;
+};
+
+SqliteChatStore::SqliteChatStore(const QString &path) : SqliteChatStore(Options{path}) {}
+
+SqliteChatStore::SqliteChatStore(const Options &options) : m_options(options)
+{
+    try {
+        open();
+    } catch (...) {
+        if (m_db)
+            sqlite3_close_v2(m_db);
+        m_db = nullptr;
+        throw;
+    }
+}
+
+SqliteChatStore::~SqliteChatStore()
+{
+    if (m_db)
+        sqlite3_close_v2(m_db);
+}
+
+int SqliteChatStore::latestSchemaVersion()
+{
+    return kLatestSchema;
+}
+
+void SqliteChatStore::fail(int rc, const QString &doing) const
+{
+    const QString detail = m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QString::fromUtf8(sqlite3_errstr(rc));
+    switch (rc & 0xff) {
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is not a chat store or is damaged (%2 while %3); Mneme did not change "
+                                                       "it. Move it away or give the chat memory another file")
+                                            .arg(m_location, detail, doing));
+    case SQLITE_READONLY:
+        throw Error(ErrorKind::ReadOnlyStore, QStringLiteral("the chat store %1 cannot be written (%2 while %3); check the "
+                                                             "permissions of the file and its folder")
+                                                  .arg(m_location, detail, doing));
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        throw Error(ErrorKind::Storage, QStringLiteral("the chat store %1 stayed locked by another connection for more than %2 ms "
+                                                       "while %3; retry, or raise busyTimeoutMs")
+                                            .arg(m_location)
+                                            .arg(m_options.busyTimeoutMs)
+                                            .arg(doing));
+    case SQLITE_FULL:
+        throw Error(ErrorKind::Storage,
+                    QStringLiteral("the disk holding %1 is full (while %2); free some space and retry").arg(m_location, doing));
+    default:
+        throw Error(ErrorKind::Storage, QStringLiteral("SQLite failed on %1 while %2: %3").arg(m_location, doing, detail));
+    }
+}
+
+void SqliteChatStore::exec(const char *sql, const QString &doing)
+{
+    char *err = nullptr;
+    const int rc = sqlite3_exec(m_db, sql, nullptr, nullptr, &err);
+    sqlite3_free(err);
+    if (rc != SQLITE_OK)
+        fail(rc, doing);
+}
+
+void SqliteChatStore::checkOpen() const
+{
+    if (!m_db)
+        throw Error(ErrorKind::Storage, QStringLiteral("the chat store %1 is closed; open it again to use it").arg(m_location));
+}
+
+void SqliteChatStore::open()
+{
+    if (m_options.path.trimmed().isEmpty())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the chat store needs a path (the memory store's file, such as .mneme/memory.db, or \":memory:\")"));
+    if (m_options.busyTimeoutMs < 0)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("busyTimeoutMs of the chat store must not be negative"));
+    const bool inMemory = m_options.path == QLatin1String(":memory:");
+    QByteArray uri = ":memory:";
+    if (inMemory) {
+        m_location = m_options.path;
+    } else {
+        const QFileInfo fi(m_options.path);
+        m_location = fi.absoluteFilePath();
+        if (fi.exists() && fi.isDir())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1 is a folder; give the chat store a file inside it, such as %1/memory.db").arg(m_location));
+        if (!fi.exists() && !QDir().mkpath(fi.absolutePath()))
+            throw Error(ErrorKind::ReadOnlyStore,
+                        QStringLiteral("cannot create the folder %1 for the chat store; check its permissions or choose another path")
+                            .arg(fi.absolutePath()));
+        if ((fi.exists() && !fi.isWritable()) || !QFileInfo(fi.absolutePath()).isWritable())
+            throw Error(ErrorKind::ReadOnlyStore, QStringLiteral("the chat store %1 cannot be written by this user (the file or its "
+                                                                 "folder); fix the permissions or choose another path")
+                                                      .arg(m_location));
+        // A file: URI, so that no character of the path is taken for a URI parameter.
+        uri = "file:" + QUrl::toPercentEncoding(m_location, "/");
+    }
+    const int rc = sqlite3_open_v2(uri.constData(), &m_db,
+                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr);
+    if (rc != SQLITE_OK)
+        fail(rc, QStringLiteral("opening the file"));
+    sqlite3_extended_result_codes(m_db, 1);
+    sqlite3_busy_timeout(m_db, m_options.busyTimeoutMs);
+
+    const int version = storedVersion();
+    if (version > kLatestSchema)
+        throw Error(ErrorKind::SchemaTooNew,
+                    QStringLiteral("%1 was written by a newer Mneme (chat schema %2; this build reads up to %3): upgrade Mneme to "
+                                   "use its chat sessions. The file was not changed")
+                        .arg(m_location)
+                        .arg(version)
+                        .arg(kLatestSchema));
+    if (version < kLatestSchema)
+        migrate();
+    if (inMemory)
+        return;
+
+    // Switching to WAL needs a moment alone with the file; another process opening it at the same
+    // instant makes it busy, so retry within the busy timeout.
+    QElapsedTimer timer;
+    timer.start();
+    for (;;) {
+        char *err = nullptr;
+        const int walRc = sqlite3_exec(m_db, "PRAGMA journal_mode = WAL", nullptr, nullptr, &err);
+        sqlite3_free(err);
+        if (walRc == SQLITE_OK)
+            break;
+        if (((walRc & 0xff) != SQLITE_BUSY && (walRc & 0xff) != SQLITE_LOCKED) || timer.elapsed() > m_options.busyTimeoutMs)
+            fail(walRc, QStringLiteral("switching to WAL mode"));
+        QThread::msleep(10);
+    }
+    {
+        Statement mode(*this, "PRAGMA journal_mode");
+        if (mode.step(QStringLiteral("reading the journal mode")) && mode.text(0).toLower() != QLatin1String("wal"))
+            throw Error(ErrorKind::Storage, QStringLiteral("cannot switch the chat store %1 to WAL mode (it stays in %2 mode); the "
+                                                           "file system may not support it")
+                                                .arg(m_location, mode.text(0)));
+    }
+    exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
+}
+
+// The chat schema's version: 0 for a file without chat tables that may have them (empty, or a memory
+// store); throws for anything else.
+int SqliteChatStore::storedVersion()
+{
+    QStringList tables;
+    {
+        Statement st(*this, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
+        while (st.step(QStringLiteral("reading the schema")))
+            tables << st.text(0);
+    }
+    tables.removeAll(QStringLiteral("sqlite_sequence"));
+    if (!tables.contains(QStringLiteral("chat_meta"))) {
+        const bool memoryStore = tables.contains(QStringLiteral("meta")) && tables.contains(QStringLiteral("records"));
+        if (tables.isEmpty() || memoryStore)
+            return 0;
+        QString what = QStringLiteral("a SQLite database that is neither a Mneme memory store nor a chat store");
+        if (tables.contains(QStringLiteral("flow_states")))
+            what = QStringLiteral("a flow-state store");
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is %2; Mneme did not change it. Keep chat sessions in the memory "
+                                                       "store's file (the default) or in a file of their own")
+                                            .arg(m_location, what));
+    }
+    int version = -1;
+    {
+        Statement st(*this, "SELECT value FROM chat_meta WHERE key = 'schema_version'");
+        if (st.step(QStringLiteral("reading the chat schema version"))) {
+            bool ok = false;
+            version = st.text(0).toInt(&ok);
+            if (!ok)
+                version = -1;
+        }
+    }
+    if (version < 1)
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: its chat_meta table has no valid schema_version; Mneme did "
+                                                       "not change it. Move it away or give the chat memory another file")
+                                            .arg(m_location));
+    if (version <= kLatestSchema) {
+        for (const QString &t : kTables)
+            if (!tables.contains(t))
+                throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: its table \"%2\" is missing; Mneme did not change it. "
+                                                               "Move it away or give the chat memory another file")
+                                                    .arg(m_location, t));
+    }
+    return version;
+}
+
+void SqliteChatStore::migrate()
+{
+    Transaction tx(*this, QStringLiteral("upgrading the chat schema"));
+    // Another process may have created or upgraded the chat tables while we waited for the lock.
+    const int current = storedVersion();
+    if (current > kLatestSchema)
+        return; // the caller's next open reports it; nothing to do here
+    for (const Migration &m : kMigrations) {
+        if (m.version <= current)
+            continue;
+        exec(m.sql, QStringLiteral("upgrading the chat schema to version %1").arg(m.version));
+        Statement st(*this, "INSERT INTO chat_meta(key, value) VALUES ('schema_version', ?) "
+                            "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+        st.bind(1, QString::number(m.version)).step(QStringLiteral("recording the chat schema version"));
+        if (m.version == 1) {
+            Statement by(*this, "INSERT INTO chat_meta(key, value) VALUES ('created_by', ?)");
+            by.bind(1, QStringLiteral("mneme " MNEME_VERSION_STR)).step(QStringLiteral("recording the creator"));
+        }
+    }
+    tx.commit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions
+
+std::optional<SessionInfo> SqliteChatStore::sessionLocked(const QString &id)
+{
+    Statement st(*this, "SELECT s.session, s.uid, s.created_at, s.updated_at, s.next_flush - 1, "
+                        "(SELECT count(*) FROM chat_messages m WHERE m.session = s.session AND m.flush = 0), "
+                        "(SELECT count(*) FROM chat_messages m WHERE m.session = s.session AND m.flush <> 0), "
+                        "(SELECT coalesce(min(f.flush), 0) FROM chat_flushes f WHERE f.session = s.session AND f.completed_at IS NULL) "
+                        "FROM chat_sessions s WHERE s.session = ?");
+    st.bind(1, id);
+    if (!st.step(QStringLiteral("reading chat session %1").arg(id)))
+        return std::nullopt;
+    SessionInfo s;
+    s.id = st.text(0);
+    s.uid = st.text(1);
+    s.createdAt = fromMs(st.int64(2));
+    s.updatedAt = fromMs(st.int64(3));
+    s.flushes = st.int64(4);
+    s.activeMessages = int(st.int64(5));
+    s.archivedMessages = int(st.int64(6));
+    s.pendingFlush = st.int64(7);
+    return s;
+}
+
+SessionInfo SqliteChatStore::ensureSessionLocked(const QString &id)
+{
+    if (std::optional<SessionInfo> s = sessionLocked(id))
+        return *s;
+    const qint64 now = nowMs();
+    Statement st(*this, "INSERT INTO chat_sessions(session, uid, created_at, updated_at) VALUES (?, ?, ?, ?)");
+    st.bind(1, id).bind(2, newUid()).bind(3, now).bind(4, now).step(QStringLiteral("creating chat session %1").arg(id));
+    return *sessionLocked(id);
+}
+
+void SqliteChatStore::touchLocked(const QString &session)
+{
+    Statement st(*this, "UPDATE chat_sessions SET updated_at = ? WHERE session = ?");
+    st.bind(1, nowMs()).bind(2, session).step(QStringLiteral("updating chat session %1").arg(session));
+}
+
+QList<SessionInfo> SqliteChatStore::sessions()
+{
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    QStringList ids;
+    {
+        Statement st(*this, "SELECT session FROM chat_sessions ORDER BY updated_at DESC, session");
+        while (st.step(QStringLiteral("listing chat sessions")))
+            ids << st.text(0);
+    }
+    QList<SessionInfo> out;
+    for (const QString &id : ids)
+        if (std::optional<SessionInfo> s = sessionLocked(id))
+            out << *s;
+    return out;
+}
+
+std::optional<SessionInfo> SqliteChatStore::session(const QString &id)
+{
+    checkSessionId(id);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    return sessionLocked(id);
+}
+
+SessionInfo SqliteChatStore::openSession(const QString &id)
+{
+    checkSessionId(id);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    if (std::optional<SessionInfo> s = sessionLocked(id))
+        return *s;
+    Transaction tx(*this, QStringLiteral("creating chat session %1").arg(id));
+    const SessionInfo s = ensureSessionLocked(id);
+    tx.commit();
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+QList<SessionMessage> SqliteChatStore::append(const QString &session, const QList<SessionMessage> &messages)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    Transaction tx(*this, QStringLiteral("storing messages of chat session %1").arg(session));
+    ensureSessionLocked(session);
+    qint64 seq = 0;
+    {
+        Statement st(*this, "SELECT next_seq FROM chat_sessions WHERE session = ?");
+        st.bind(1, session).step(QStringLiteral("numbering messages of chat session %1").arg(session));
+        seq = st.int64(0);
+    }
+    const QDateTime now = QDateTime::currentDateTimeUtc();
+    QList<SessionMessage> stored;
+    Statement ins(*this, "INSERT INTO chat_messages(session, seq, role, content, name, tool_call_id, tool_calls, metadata, at, "
+                         "tokens, flush) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)");
+    for (SessionMessage m : messages) {
+        m.seq = seq++;
+        m.flush = 0;
+        if (!m.at.isValid())
+            m.at = now;
+        m.at = m.at.toUTC();
+        const ChatMessage &c = m.message;
+        ins.reset();
+        ins.bind(1, session)
+            .bind(2, m.seq)
+            .bind(3, ChatMessage::roleName(c.role))
+            .bind(4, c.content)
+            .bind(5, c.name)
+            .bind(6, c.toolCallId)
+            .bind(7, jsonText(callsJson(c.toolCalls)))
+            .bind(8, jsonText(m.metadata))
+            .bind(9, m.at.toMSecsSinceEpoch());
+        if (m.tokens)
+            ins.bind(10, qint64(*m.tokens));
+        else
+            ins.bindNull(10);
+        ins.step(QStringLiteral("storing a message of chat session %1").arg(session));
+        stored << m;
+    }
+    {
+        Statement st(*this, "UPDATE chat_sessions SET next_seq = ?, updated_at = ? WHERE session = ?");
+        st.bind(1, seq).bind(2, nowMs()).bind(3, session).step(QStringLiteral("numbering messages of chat session %1").arg(session));
+    }
+    tx.commit();
+    return stored;
+}
+
+QList<SessionMessage> SqliteChatStore::messagesLocked(const QString &session, const char *where, qint64 a, qint64 b)
+{
+    const QByteArray sql = QByteArray("SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, at, tokens, flush "
+                                      "FROM chat_messages WHERE session = ? AND ")
+                         + where + " ORDER BY seq";
+    Statement st(*this, sql.constData());
+    st.bind(1, session).bind(2, a).bind(3, b);
+    QList<SessionMessage> out;
+    while (st.step(QStringLiteral("reading messages of chat session %1").arg(session))) {
+        SessionMessage m;
+        m.seq = st.int64(0);
+        const std::optional<ChatMessage::Role> role = SessionMessage::roleFromName(st.text(1));
+        const Json calls = Json::parse(st.text(5).toStdString(), nullptr, false);
+        const Json meta = Json::parse(st.text(6).toStdString(), nullptr, false);
+        if (!role || !calls.is_array() || !meta.is_object())
+            throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: message %2 of chat session %3 cannot be read (its role, tool "
+                                                           "calls or metadata); Mneme did not change it")
+                                                .arg(m_location)
+                                                .arg(m.seq)
+                                                .arg(session));
+        m.message.role = *role;
+        m.message.content = st.text(2);
+        m.message.name = st.text(3);
+        m.message.toolCallId = st.text(4);
+        for (const Json &c : calls)
+            m.message.toolCalls.push_back(ToolCall{QString::fromStdString(c.value("id", std::string())),
+                                                   QString::fromStdString(c.value("name", std::string())),
+                                                   c.value("arguments", Json::object())});
+        m.metadata = meta;
+        m.at = fromMs(st.int64(7));
+        if (!st.isNull(8))
+            m.tokens = int(st.int64(8));
+        m.flush = st.int64(9);
+        out << m;
+    }
+    return out;
+}
+
+QList<SessionMessage> SqliteChatStore::messages(const QString &session, bool includeArchived)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    // The flush bounds: 0..0 is the active history, 0..max every message.
+    return messagesLocked(session, "flush BETWEEN ? AND ?", 0, includeArchived ? std::numeric_limits<qint64>::max() : 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flushes
+
+std::optional<FlushRecord> SqliteChatStore::pendingLocked(const QString &session, bool withMessages)
+{
+    Statement st(*this, "SELECT flush, session_uid, first_seq, last_seq, tokens, pending, owner, claimed_at FROM chat_flushes "
+                        "WHERE session = ? AND completed_at IS NULL ORDER BY flush LIMIT 1");
+    st.bind(1, session);
+    if (!st.step(QStringLiteral("reading the pending flush of chat session %1").arg(session)))
+        return std::nullopt;
+    FlushRecord f;
+    f.flush = st.int64(0);
+    f.sessionUid = st.text(1);
+    f.firstSeq = st.int64(2);
+    f.lastSeq = st.int64(3);
+    f.tokens = int(st.int64(4));
+    const Json pending = Json::parse(st.text(5).toStdString(), nullptr, false);
+    if (!pending.is_array())
+        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: flush %2 of chat session %3 has no readable list of pending "
+                                                       "blocks; Mneme did not change it")
+                                            .arg(m_location)
+                                            .arg(f.flush)
+                                            .arg(session));
+    for (const Json &b : pending)
+        if (b.is_string())
+            f.pendingBlocks << QString::fromStdString(b.get<std::string>());
+    f.owner = st.text(6);
+    f.claimedAt = fromMs(st.int64(7));
+    if (withMessages)
+        f.messages = messagesLocked(session, "flush = ? AND flush = ?", f.flush, f.flush);
+    return f;
+}
+
+std::optional<FlushRecord> SqliteChatStore::beginFlush(const QString &session, qint64 firstSeq, qint64 lastSeq, int tokens,
+                                                       const QStringList &blocks, const QString &owner)
+{
+    checkSessionId(session);
+    if (firstSeq < 1 || lastSeq < firstSeq)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("a flush of chat session %1 needs messages: seq %2 to %3 is no range").arg(session).arg(firstSeq).arg(lastSeq));
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    const QString doing = QStringLiteral("flushing messages of chat session %1").arg(session);
+    Transaction tx(*this, doing);
+    if (pendingLocked(session, false))
+        return std::nullopt;
+    {
+        Statement st(*this, "SELECT min(seq) FROM chat_messages WHERE session = ? AND flush = 0");
+        st.bind(1, session);
+        if (!st.step(doing) || st.isNull(0) || st.int64(0) != firstSeq)
+            return std::nullopt;
+    }
+    const std::optional<SessionInfo> info = sessionLocked(session);
+    if (!info)
+        return std::nullopt;
+    const qint64 flush = info->flushes + 1;
+    const qint64 now = nowMs();
+    {
+        Statement st(*this, "UPDATE chat_messages SET flush = ? WHERE session = ? AND flush = 0 AND seq BETWEEN ? AND ?");
+        st.bind(1, flush).bind(2, session).bind(3, firstSeq).bind(4, lastSeq).step(doing);
+    }
+    {
+        Statement st(*this, "INSERT INTO chat_flushes(session, flush, session_uid, first_seq, last_seq, tokens, pending, owner, "
+                            "claimed_at, created_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        st.bind(1, session).bind(2, flush).bind(3, info->uid).bind(4, firstSeq).bind(5, lastSeq).bind(6, qint64(tokens));
+        st.bind(7, jsonText(Json(blocks))).bind(8, owner).bind(9, now).bind(10, now);
+        if (blocks.isEmpty())
+            st.bind(11, now); // no block to wait for: done as it begins
+        else
+            st.bindNull(11);
+        st.step(doing);
+    }
+    {
+        Statement st(*this, "UPDATE chat_sessions SET next_flush = ?, updated_at = ? WHERE session = ?");
+        st.bind(1, flush + 1).bind(2, now).bind(3, session).step(doing);
+    }
+    FlushRecord f;
+    f.flush = flush;
+    f.sessionUid = info->uid;
+    f.firstSeq = firstSeq;
+    f.lastSeq = lastSeq;
+    f.tokens = tokens;
+    f.pendingBlocks = blocks;
+    f.owner = owner;
+    f.claimedAt = fromMs(now);
+    f.messages = messagesLocked(session, "flush = ? AND flush = ?", flush, flush);
+    tx.commit();
+    return f;
+}
+
+std::optional<FlushRecord> SqliteChatStore::pendingFlush(const QString &session)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    return pendingLocked(session, true);
+}
+
+bool SqliteChatStore::claimFlush(const QString &session, qint64 flush, const QString &expectedOwner, const QString &owner)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    const QString doing = QStringLiteral("claiming flush %1 of chat session %2").arg(flush).arg(session);
+    Transaction tx(*this, doing);
+    Statement st(*this, "UPDATE chat_flushes SET owner = ?, claimed_at = ? WHERE session = ? AND flush = ? AND owner = ? "
+                        "AND completed_at IS NULL");
+    st.bind(1, owner).bind(2, nowMs()).bind(3, session).bind(4, flush).bind(5, expectedOwner).step(doing);
+    const bool claimed = sqlite3_changes(m_db) == 1;
+    tx.commit();
+    return claimed;
+}
+
+void SqliteChatStore::completeBlock(const QString &session, qint64 flush, const QString &block, const Json &state)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    const QString doing = QStringLiteral("recording block %1 of flush %2 of chat session %3").arg(block).arg(flush).arg(session);
+    Transaction tx(*this, doing);
+    std::optional<FlushRecord> f = pendingLocked(session, false);
+    if (!f || f->flush != flush || !f->pendingBlocks.contains(block))
+        return;
+    f->pendingBlocks.removeAll(block);
+    const qint64 now = nowMs();
+    {
+        Statement st(*this, "INSERT INTO chat_block_states(session, block, state, updated_at) VALUES (?, ?, ?, ?) "
+                            "ON CONFLICT(session, block) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at");
+        st.bind(1, session).bind(2, block).bind(3, jsonText(state)).bind(4, now).step(doing);
+    }
+    {
+        Statement st(*this, "UPDATE chat_flushes SET pending = ?, claimed_at = ?, completed_at = ? WHERE session = ? AND flush = ?");
+        st.bind(1, jsonText(Json(f->pendingBlocks))).bind(2, now);
+        if (f->pendingBlocks.isEmpty())
+            st.bind(3, now);
+        else
+            st.bindNull(3);
+        st.bind(4, session).bind(5, flush).step(doing);
+    }
+    touchLocked(session);
+    tx.commit();
+}
+
+void SqliteChatStore::abandonBlocks(const QString &session, qint64 flush, const QStringList &blocks)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    const QString doing = QStringLiteral("dropping blocks from flush %1 of chat session %2").arg(flush).arg(session);
+    Transaction tx(*this, doing);
+    std::optional<FlushRecord> f = pendingLocked(session, false);
+    if (!f || f->flush != flush)
+        return;
+    for (const QString &b : blocks)
+        f->pendingBlocks.removeAll(b);
+    const qint64 now = nowMs();
+    Statement st(*this, "UPDATE chat_flushes SET pending = ?, completed_at = ? WHERE session = ? AND flush = ?");
+    st.bind(1, jsonText(Json(f->pendingBlocks)));
+    if (f->pendingBlocks.isEmpty())
+        st.bind(2, now);
+    else
+        st.bindNull(2);
+    st.bind(3, session).bind(4, flush).step(doing);
+    tx.commit();
+}
+
+QMap<QString, Json> SqliteChatStore::blockStates(const QString &session)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    Statement st(*this, "SELECT block, state FROM chat_block_states WHERE session = ?");
+    st.bind(1, session);
+    QMap<QString, Json> out;
+    while (st.step(QStringLiteral("reading the block states of chat session %1").arg(session))) {
+        const Json state = Json::parse(st.text(1).toStdString(), nullptr, false);
+        if (state.is_discarded())
+            throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the state of block %2 of chat session %3 is not JSON; "
+                                                           "Mneme did not change it")
+                                                .arg(m_location, st.text(0), session));
+        out.insert(st.text(0), state);
+    }
+    return out;
+}
+
+int SqliteChatStore::clearSession(const QString &session)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    const QString doing = QStringLiteral("clearing chat session %1").arg(session);
+    Transaction tx(*this, doing);
+    ensureSessionLocked(session);
+    int deleted = 0;
+    {
+        Statement st(*this, "DELETE FROM chat_messages WHERE session = ?");
+        st.bind(1, session).step(doing);
+        deleted = sqlite3_changes(m_db);
+    }
+    for (const char *sql : {"DELETE FROM chat_flushes WHERE session = ?", "DELETE FROM chat_block_states WHERE session = ?"}) {
+        Statement st(*this, sql);
+        st.bind(1, session).step(doing);
+    }
+    {
+        Statement st(*this, "UPDATE chat_sessions SET uid = ?, updated_at = ? WHERE session = ?");
+        st.bind(1, newUid()).bind(2, nowMs()).bind(3, session).step(doing);
+    }
+    tx.commit();
+    return deleted;
+}
+
+bool SqliteChatStore::deleteSession(const QString &session)
+{
+    checkSessionId(session);
+    QMutexLocker lock(&m_mutex);
+    checkOpen();
+    const QString doing = QStringLiteral("deleting chat session %1").arg(session);
+    Transaction tx(*this, doing);
+    for (const char *sql : {"DELETE FROM chat_messages WHERE session = ?", "DELETE FROM chat_flushes WHERE session = ?",
+                            "DELETE FROM chat_block_states WHERE session = ?"}) {
+        Statement st(*this, sql);
+        st.bind(1, session).step(doing);
+    }
+    Statement st(*this, "DELETE FROM chat_sessions WHERE session = ?");
+    st.bind(1, session).step(doing);
+    const bool existed = sqlite3_changes(m_db) == 1;
+    tx.commit();
+    return existed;
+}
+
+void SqliteChatStore::close()
+{
+    QMutexLocker lock(&m_mutex);
+    if (m_db)
+        sqlite3_close_v2(m_db);
+    m_db = nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Json SessionInfo::toJson() const
+{
+    return Json{{"id", id},
+                {"uid", uid},
+                {"created_at", toIso(createdAt)},
+                {"updated_at", toIso(updatedAt)},
+                {"active_messages", activeMessages},
+                {"archived_messages", archivedMessages},
+                {"flushes", flushes},
+                {"pending_flush", pendingFlush}};
+}
+
+} // namespace mneme

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <mneme/memory/chat_store.h>
+#include <mneme/memory/export.h>
+
+#include <QMutex>
+#include <QString>
+
+struct sqlite3;
+
+namespace mneme {
+
+// Chat sessions in SQLite, by default in the long-term memory's own store file, beside its records:
+// tables chat_meta, chat_sessions, chat_messages, chat_flushes and chat_block_states (the memory
+// store ignores tables named chat_*, and this store ignores the memory's). The memory store's
+// conventions: WAL mode, synchronous=FULL (a write that returned is on disk), a busy timeout, every
+// write one BEGIN IMMEDIATE transaction (several processes may share the file), a versioned schema
+// in chat_meta migrated on open. ":memory:" keeps the sessions in this object only.
+//
+// A file that is neither empty, nor a memory store, nor a chat store (a flow-state store, another
+// SQLite database, anything else), one written by a newer Mneme, or a damaged one is refused with a
+// clear error and left untouched. Thread-safe: one mutex guards the connection.
+class MNEME_MEMORY_EXPORT SqliteChatStore : public ChatStore
+{
+public:
+    struct Options
+    {
+        QString path;
+        int busyTimeoutMs = 10000;
+    };
+
+    // Opens the file, creating it (and its folder) when missing. Throws Error: InvalidArgument for an
+    // empty path or a folder, Corrupt for a file that is not a store or is damaged, SchemaTooNew,
+    // ReadOnlyStore when the file or its folder cannot be written, Storage otherwise.
+    explicit SqliteChatStore(const QString &path);
+    explicit SqliteChatStore(const Options &options);
+    ~SqliteChatStore() override;
+    SqliteChatStore(const SqliteChatStore &) = delete;
+    SqliteChatStore &operator=(const SqliteChatStore &) = delete;
+
+    // The schema version this build writes and the newest it reads.
+    static int latestSchemaVersion();
+
+    QString location() const override { return m_location; }
+    QList<SessionInfo> sessions() override;
+    std::optional<SessionInfo> session(const QString &id) override;
+    SessionInfo openSession(const QString &id) override;
+    QList<SessionMessage> append(const QString &session, const QList<SessionMessage> &messages) override;
+    QList<SessionMessage> messages(const QString &session, bool includeArchived) override;
+    std::optional<FlushRecord> beginFlush(const QString &session, qint64 firstSeq, qint64 lastSeq, int tokens,
+                                          const QStringList &blocks, const QString &owner) override;
+    std::optional<FlushRecord> pendingFlush(const QString &session) override;
+    bool claimFlush(const QString &session, qint64 flush, const QString &expectedOwner, const QString &owner) override;
+    void completeBlock(const QString &session, qint64 flush, const QString &block, const Json &state) override;
+    void abandonBlocks(const QString &session, qint64 flush, const QStringList &blocks) override;
+    QMap<QString, Json> blockStates(const QString &session) override;
+    int clearSession(const QString &session) override;
+    bool deleteSession(const QString &session) override;
+    void close() override;
+
+private:
+    class Statement;
+    class Transaction;
+    void open();
+    void migrate();
+    int storedVersion();
+    void exec(const char *sql, const QString &doing);
+    [[noreturn]] void fail(int rc, const QString &doing) const;
+    void checkOpen() const;
+    // Lookups inside a transaction (the mutex held).
+    std::optional<SessionInfo> sessionLocked(const QString &id);
+    SessionInfo ensureSessionLocked(const QString &id);
+    std::optional<FlushRecord> pendingLocked(const QString &session, bool withMessages);
+    QList<SessionMessage> messagesLocked(const QString &session, const char *where, qint64 a, qint64 b);
+    void touchLocked(const QString &session);
+
+    Options m_options;
+    QString m_location;
+    sqlite3 *m_db = nullptr;
+    QMutex m_mutex;
+};
+
+} // namespace mneme
