@@ -14,10 +14,11 @@
 
 namespace mneme::test {
 
-// One token per white-space-separated word; a message costs TokenCounter::kMessageOverhead more.
+// One token per white-space-separated word (markup included: "<memory>\n<x>\nw w\n</x>\n</memory>" is
+// six); a message costs TokenCounter::kMessageOverhead more.
 inline TokenCounter wordCounter()
 {
-    return TokenCounter([](const QString &text) { return int(text.split(QLatin1Char(' '), Qt::SkipEmptyParts).size()); });
+    return TokenCounter([](const QString &text) { return int(text.simplified().split(QLatin1Char(' '), Qt::SkipEmptyParts).size()); });
 }
 
 // `n` words ("w w w ...").
