@@ -4,6 +4,7 @@
 #include "memory/serial_executor_p.h"
 #include <mneme/core/scope_path.h>
 #include <mneme/flows/flow_persistence.h>
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/event_bus.h>
 
@@ -96,6 +97,12 @@ std::shared_ptr<Memory> FlowPrivate::requireMemory(const char *call)
         builtInMemory = memory;
     }
     return builtInMemory;
+}
+
+QList<std::shared_ptr<ChatMemory>> FlowPrivate::existingChatMemories() const
+{
+    QMutexLocker lock(&memoryMutex);
+    return chatMemories.values();
 }
 
 QThreadPool *FlowPrivate::pool() const
@@ -475,6 +482,40 @@ void Flow::setMemory(std::shared_ptr<Memory> memory)
     d->refuseWhileRunning(QStringLiteral("setMemory()"));
     QMutexLocker lock(&d->memoryMutex);
     d->givenMemory = std::move(memory);
+    // Their blocks keep their content in the previous memory.
+    d->chatMemories.clear();
+    d->chatStore.reset();
+}
+
+std::shared_ptr<ChatMemory> Flow::chatMemory(const QString &sessionId)
+{
+    {
+        QMutexLocker lock(&d->memoryMutex);
+        if (const std::shared_ptr<ChatMemory> existing = d->chatMemories.value(sessionId))
+            return existing;
+    }
+    const ChatMemoryConfig &config = d->options.chatMemoryConfig;
+    std::shared_ptr<Memory> memory;
+    {
+        QMutexLocker lock(&d->memoryMutex);
+        const bool hasMemory = d->givenMemory || d->options.memory;
+        lock.unlock();
+        if (hasMemory)
+            memory = d->requireMemory("chatMemory()");
+    }
+    QMutexLocker lock(&d->memoryMutex);
+    if (const std::shared_ptr<ChatMemory> existing = d->chatMemories.value(sessionId))
+        return existing;
+    if (!d->chatStore)
+        d->chatStore = ChatMemory::defaultStore(config, memory.get());
+    auto chat = std::make_shared<ChatMemory>(sessionId, config, d->chatStore,
+                                             ChatMemory::buildBlocks(config.memoryBlocks, memory.get(), config.llm));
+    if (chat->thread() != thread())
+        chat->moveToThread(thread());
+    if (d->options.eventBus)
+        d->options.eventBus->attachChatMemory(chat.get());
+    d->chatMemories.insert(sessionId, chat);
+    return chat;
 }
 
 MemoryRecord Flow::remember(const QString &content, const RememberOptions &options)

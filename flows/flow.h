@@ -26,6 +26,7 @@
 namespace mneme {
 
 class FlowPrivate;
+class ChatMemory;
 class Memory;
 
 // An event-driven pipeline authored in C++ (CrewAI's Flow): named steps that start the flow, listen
@@ -204,6 +205,13 @@ public:
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QFuture<QList<MemoryMatch>> recallAsync(const QString &query, const RecallOptions &options = {});
     QStringList extractMemories(const QString &content);
+    // A chat session for the flow's agents (AgentConfig::chatMemory, an AgentChat) or its own use:
+    // built on first use from FlowOptions::chatMemoryConfig, in the flow memory's file (or the config's
+    // storage), its vector and long_term blocks over the flow's memory; the same object for the same
+    // id afterwards. A run ends after the flushes of the chat memories built are done. setMemory()
+    // drops the chat memories built over the previous memory. Throws Error(InvalidArgument) for an
+    // invalid configuration or session id, and what building the memory throws.
+    std::shared_ptr<ChatMemory> chatMemory(const QString &sessionId);
 
 Q_SIGNALS:
     void flowStarted(const QString &flowId, const QJsonObject &inputs);

@@ -2,6 +2,7 @@
 
 #include <mneme/core/json.h>
 #include <mneme/flows/export.h>
+#include <mneme/memory/chat_memory_config.h>
 #include <mneme/memory/memory_config.h>
 
 #include <QString>
@@ -29,6 +30,9 @@ struct MNEME_FLOWS_EXPORT FlowOptions
     // remember / recall / extractMemories throw. A Memory given with Flow::setMemory() wins over both.
     bool memory = true;
     MemoryConfig memoryConfig;
+    // The chat sessions of Flow::chatMemory(): their settings and blocks (vector and long_term blocks
+    // over the flow's memory), and their store (chatMemoryConfig.storage, else the flow memory's file).
+    ChatMemoryConfig chatMemoryConfig;
 
     // Where the state is saved; null: nowhere. See SqliteFlowPersistence for the embedded default.
     std::shared_ptr<FlowPersistence> persistence;

@@ -15,6 +15,8 @@
 
 namespace mneme {
 
+class ChatMemory;
+class ChatStore;
 class EventBus;
 class FlowRun;
 class SerialExecutor;
@@ -44,6 +46,8 @@ public:
     // The memory, building the built-in one when needed; throws "No memory configured ..." when off.
     // A call holds on to it, so a setMemory() meanwhile cannot destroy it under the call.
     std::shared_ptr<Memory> requireMemory(const char *call);
+    // The chat memories built so far.
+    QList<std::shared_ptr<ChatMemory>> existingChatMemories() const;
     QThreadPool *pool() const;
     // The serial thread saves run on, started on first use.
     SerialExecutor &persistenceWriter();
@@ -76,6 +80,9 @@ public:
     mutable QMutex memoryMutex;
     std::shared_ptr<Memory> givenMemory;
     std::shared_ptr<Memory> builtInMemory;
+    // Chat sessions of chatMemory(), by id, and their store (declared after the memories: destroyed first).
+    std::shared_ptr<ChatStore> chatStore;
+    QHash<QString, std::shared_ptr<ChatMemory>> chatMemories;
 
     std::unique_ptr<SerialExecutor> writer;
     std::shared_ptr<FlowRun> run;

@@ -7,6 +7,7 @@
 #include "memory/serial_executor_p.h"
 #include "runtime/future_util_p.h"
 #include <mneme/flows/flow_persistence.h>
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/event_bus.h>
 
@@ -233,9 +234,17 @@ void FlowRun::maybeFinish()
 void FlowRun::finish()
 {
     m_finishing = true;
-    // Saves still queued on the memory's writer belong to this run: they are done before it is.
-    if (std::shared_ptr<Memory> memory = d.existingMemory()) {
-        m_drained = QtConcurrent::run(d.pool(), [memory]() { memory->drainWrites(); });
+    // Saves still queued on the memory's writer, and the flushes of its chat memories, belong to this
+    // run: they are done before it is.
+    const std::shared_ptr<Memory> memory = d.existingMemory();
+    const QList<std::shared_ptr<ChatMemory>> chats = d.existingChatMemories();
+    if (memory || !chats.isEmpty()) {
+        m_drained = QtConcurrent::run(d.pool(), [memory, chats]() {
+            for (const std::shared_ptr<ChatMemory> &chat : chats)
+                chat->drain();
+            if (memory)
+                memory->drainWrites();
+        });
         whenFinished(d.context, m_drained, [self = shared_from_this()](const QFuture<void> &) {
             if (!self->m_abandoned)
                 self->complete();

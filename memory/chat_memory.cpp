@@ -229,11 +229,11 @@ bool ChatMemoryPrivate::applyFlush(const FlushRecord &flush)
         if (!missing.isEmpty()) {
             // Blocks of the flush the session no longer has: nobody can apply it to them.
             chatStore->abandonBlocks(session, flush.flush, missing);
-            for (const QString &name : missing)
-                Q_EMIT q->flushFailed(session, flush.flush, name,
-                                      QStringLiteral("the chat memory has no block %1 any more; flush %2 was dropped for it")
-                                          .arg(name)
-                                          .arg(flush.flush));
+            qCWarning(lcChat).noquote() << QStringLiteral("chat session %1: flush %2 was recorded for blocks the chat memory no longer "
+                                                          "has (%3); it is dropped for them")
+                                               .arg(session)
+                                               .arg(flush.flush)
+                                               .arg(missing.join(QStringLiteral(", ")));
         }
         restoreStates();
     } catch (const std::exception &e) {
@@ -268,8 +268,10 @@ bool ChatMemoryPrivate::applyFlush(const FlushRecord &flush)
         }
         Q_EMIT q->blockFlushed(session, flush.flush, name, blockClock.nsecsElapsed() / 1e6);
     }
-    Q_EMIT q->flushCompleted(session, flush.flush, int(flush.messages.size()), flush.tokens, flush.pendingBlocks,
-                             clock.nsecsElapsed() / 1e6);
+    QStringList applied = flush.pendingBlocks;
+    for (const QString &name : missing)
+        applied.removeAll(name);
+    Q_EMIT q->flushCompleted(session, flush.flush, int(flush.messages.size()), flush.tokens, applied, clock.nsecsElapsed() / 1e6);
     return true;
 }
 

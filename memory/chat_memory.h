@@ -139,8 +139,9 @@ Q_SIGNALS:
     void blockFlushed(const QString &sessionId, qint64 flush, const QString &block, double durationMs);
     void flushCompleted(const QString &sessionId, qint64 flush, int messages, int tokens, const QStringList &blocks,
                         double durationMs);
-    // A block failed on a flush (the flush stays recorded and is applied again by the next put), or a
-    // recorded block no longer exists (it is dropped from the flush).
+    // A block failed on a flush (the flush stays recorded and is applied again by the next put); `block`
+    // is empty for a storage failure of the flush itself. (A block the flush was recorded for and the
+    // chat memory no longer has is dropped from it with a warning.)
     void flushFailed(const QString &sessionId, qint64 flush, const QString &block, const QString &error);
     // get() shortened a block (tokensAfter > 0) or left it out (0) to fit token_limit.
     void blockTruncated(const QString &sessionId, const QString &block, int tokensBefore, int tokensAfter);

@@ -1,8 +1,12 @@
 #include <mneme/runtime/agent.h>
 
+#include "runtime/agent_kickoff_p.h"
 #include <mneme/core/error.h>
 #include <mneme/memory/memory.h>
 
+#include <QCoreApplication>
+#include <QEventLoop>
+#include <QFutureWatcher>
 #include <QSet>
 #include <QUuid>
 
@@ -70,6 +74,50 @@ QString Agent::systemPrompt(const QString &role, const QString &goal, const QStr
     return QStringLiteral("You are %1.\n%2\n\nYour goal: %3\n\nWork on the task you are given until you can give its "
                           "complete final answer.")
         .arg(role.trimmed(), backstory.trimmed(), goal.trimmed());
+}
+
+QFuture<AgentOutput> Agent::kickoff(const QString &prompt, const AgentKickoffOptions &options)
+{
+    if (prompt.trimmed().isEmpty())
+        return QtFuture::makeExceptionalFuture<AgentOutput>(
+            Error(ErrorKind::InvalidArgument, QStringLiteral("Agent \"%1\": kickoff needs a prompt, the request to work on.").arg(role())));
+    // Held by a shared_ptr, the agent stays alive for the kickoff; otherwise its owner keeps it alive.
+    std::shared_ptr<Agent> self = weak_from_this().lock();
+    if (!self)
+        self = std::shared_ptr<Agent>(std::shared_ptr<Agent>(), this);
+    return AgentKickoff::start(std::move(self), prompt, options);
+}
+
+AgentOutput Agent::kickoffAndWait(const QString &prompt, const AgentKickoffOptions &options)
+{
+    if (!QCoreApplication::instance())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("Agent::kickoffAndWait needs a QCoreApplication (or QApplication): create one first."));
+    QFuture<AgentOutput> future = kickoff(prompt, options);
+    QEventLoop loop;
+    QFutureWatcher<AgentOutput> watcher;
+    QObject::connect(&watcher, &QFutureWatcherBase::finished, &loop, &QEventLoop::quit);
+    watcher.setFuture(future);
+    if (!future.isFinished())
+        loop.exec();
+    future.waitForFinished(); // rethrows the kickoff's Error
+    if (future.isCanceled() || future.resultCount() == 0)
+        throw Error(ErrorKind::Cancelled, QStringLiteral("Agent \"%1\": the kickoff was cancelled.").arg(role()));
+    return future.result();
+}
+
+Json AgentOutput::toJson() const
+{
+    Json calls = Json::array();
+    for (const AgentToolCall &c : toolCalls)
+        calls.push_back({{"name", c.name}, {"arguments", c.arguments}, {"output", c.output}, {"is_error", c.isError}});
+    return Json{{"raw", raw},
+                {"agent_role", agentRole},
+                {"tool_calls", calls},
+                {"token_usage",
+                 {{"prompt_tokens", usage.promptTokens}, {"completion_tokens", usage.completionTokens}, {"total_tokens", usage.totalTokens()}}},
+                {"llm_requests", llmRequests},
+                {"iterations", iterations}};
 }
 
 } // namespace mneme

@@ -6,6 +6,7 @@
 #include <mneme/runtime/llm_ref.h>
 #include <mneme/runtime/memory_ref.h>
 
+#include <QFuture>
 #include <QString>
 #include <functional>
 #include <memory>
@@ -13,6 +14,8 @@
 
 namespace mneme {
 
+class ChatMemory;
+class EventBus;
 class Memory;
 
 // What an agent is: who it is (role, goal, backstory), the model it thinks with, the tools it may
@@ -25,6 +28,7 @@ struct MNEME_RUNTIME_EXPORT AgentConfig
     LlmRef llm;                                          // required: a provider, or a model string / spec
     std::vector<std::shared_ptr<Tool>> tools;            // a task's own tools replace these
     MemoryRef memory;                                    // not set: the crew's memory; see MemoryRef
+    std::shared_ptr<ChatMemory> chatMemory;              // a chat session every execution reads and adds to (docs/chat-memory.md)
     int maxIter = 25;                                    // LLM calls with tools before the final answer is forced
     int maxExecutionTime = 0;                            // seconds one execution may take; 0: no limit
     int maxRetryLimit = 2;                               // re-executions after a transient failure (see docs/crews.md)
@@ -34,6 +38,26 @@ struct MNEME_RUNTIME_EXPORT AgentConfig
     std::function<void(const AgentStep &)> stepCallback; // after each tool step and the final answer
 };
 
+// How Agent::kickoff() runs.
+struct MNEME_RUNTIME_EXPORT AgentKickoffOptions
+{
+    EventBus *eventBus = nullptr; // null: EventBus::instance(); must outlive the kickoff
+};
+
+// What Agent::kickoff() returns (CrewAI's LiteAgentOutput).
+struct MNEME_RUNTIME_EXPORT AgentOutput
+{
+    QString raw; // the final answer
+    QString agentRole;
+    std::vector<AgentToolCall> toolCalls;
+    TokenUsage usage; // every LLM call of the kickoff
+    int llmRequests = 0;
+    int iterations = 0;
+
+    // {"raw", "agent_role", "tool_calls", "token_usage": {...}, "llm_requests", "iterations"}
+    Json toJson() const;
+};
+
 // An agent. Built once and shared (std::shared_ptr) by the tasks and crews that use it; it holds no
 // state of any one run, so several crews may use it at the same time.
 //
@@ -41,7 +65,7 @@ struct MNEME_RUNTIME_EXPORT AgentConfig
 // (Error(Plugin) for an LLM provider no plugin answers to). With `memory = true` the agent gets a
 // Memory of its own, built from MemoryRef::own's configuration (default: the embedded store), with
 // this agent's LLM for memory analysis.
-class MNEME_RUNTIME_EXPORT Agent
+class MNEME_RUNTIME_EXPORT Agent : public std::enable_shared_from_this<Agent>
 {
 public:
     explicit Agent(AgentConfig config);
@@ -61,6 +85,16 @@ public:
 
     // The system message of the agent's turns.
     static QString systemPrompt(const QString &role, const QString &goal, const QString &backstory);
+
+    // Runs the agent on its own, without a crew (CrewAI's Agent.kickoff): with its role, its tools,
+    // its memory (recalled into the prompt first, the answer's facts saved after; the memory tools
+    // too) and its chat memory, publishing the same events as in a crew. Returns at once; the run
+    // advances on the event loop of the calling thread. The future fails with the run's typed Error;
+    // cancelling it stops the run. It resolves after the memory saves it started are written. An
+    // agent not held by a std::shared_ptr must outlive the kickoff.
+    QFuture<AgentOutput> kickoff(const QString &prompt, const AgentKickoffOptions &options = {});
+    // Blocking, for scripts and tests: runs an event loop until the kickoff ends (not on a GUI thread).
+    AgentOutput kickoffAndWait(const QString &prompt, const AgentKickoffOptions &options = {});
 
 private:
     AgentConfig m_config;

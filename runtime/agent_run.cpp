@@ -2,6 +2,7 @@
 
 #include "runtime/future_util_p.h"
 #include <mneme/core/error.h>
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/event_bus.h>
 
@@ -95,6 +96,22 @@ QThreadPool *AgentRun::memoryPool()
     return pool;
 }
 
+QFuture<void> AgentRun::saveFacts(const MemoryRef &memory, const QString &role, const QString &blob, EventBus *bus)
+{
+    // Extraction may call the LLM and blocks: it runs on a worker thread. Failures are reported, never thrown.
+    return QtConcurrent::run(memoryPool(), [memory, role, blob, bus] {
+        try {
+            const QStringList facts = memory.extractMemories(blob);
+            if (!facts.isEmpty())
+                memory.rememberFacts(facts, role);
+        } catch (const std::exception &e) {
+            qWarning().noquote() << "mneme: could not save the output of agent" << role << "to memory:" << e.what();
+            bus->publish(agentEvent(events::kMemorySaveFailed,
+                                    {{"value", "task output"}, {"agent_role", role}, {"error", QString::fromUtf8(e.what())}}, {}, {}));
+        }
+    });
+}
+
 QString AgentRun::memorySection(const QString &block)
 {
     return QStringLiteral("\n\n# Memories from earlier work\n%1\n\nThese memories were chosen automatically and may be "
@@ -118,7 +135,7 @@ void AgentRun::begin()
     if (m_a.memory.isUsable())
         retrieve();
     else
-        execute();
+        prepare();
 }
 
 void AgentRun::retrieve()
@@ -167,9 +184,47 @@ void AgentRun::retrieve()
             return;
         const QFuture<QString> f = watcher->future();
         m_memoryBlock = f.resultCount() > 0 ? f.result() : QString();
-        execute();
+        prepare();
     });
     watcher->setFuture(job);
+}
+
+QString AgentRun::userPrompt() const
+{
+    QString prompt = m_a.prompt;
+    if (!m_memoryBlock.trimmed().isEmpty())
+        prompt += memorySection(m_memoryBlock);
+    return prompt;
+}
+
+void AgentRun::prepare()
+{
+    if (m_done)
+        return;
+    if (!m_a.chat) {
+        execute();
+        return;
+    }
+    const std::vector<ChatMessage> framing = {
+        ChatMessage::system(Agent::systemPrompt(m_a.persona.role, m_a.persona.goal, m_a.persona.backstory)),
+        ChatMessage::user(userPrompt())};
+    QFuture<std::vector<ChatMessage>> messages;
+    try {
+        messages = m_a.chat->getAsync(framing);
+    } catch (const Error &e) {
+        fail(e);
+        return;
+    }
+    whenFinished(this, messages, [this](QFuture<std::vector<ChatMessage>> f) {
+        if (m_done)
+            return;
+        if (f.resultCount() == 0) {
+            fail(failureOf(f, QStringLiteral("Reading the chat memory was cancelled.")));
+            return;
+        }
+        m_messages = f.result();
+        execute();
+    });
 }
 
 void AgentRun::execute()
@@ -179,12 +234,11 @@ void AgentRun::execute()
     ++m_attempt;
     m_timedOut = false;
     const AgentConfig &cfg = m_a.agent->config();
-    std::vector<ChatMessage> messages;
-    messages.push_back(ChatMessage::system(Agent::systemPrompt(m_a.persona.role, m_a.persona.goal, m_a.persona.backstory)));
-    QString prompt = m_a.prompt;
-    if (!m_memoryBlock.trimmed().isEmpty())
-        prompt += memorySection(m_memoryBlock);
-    messages.push_back(ChatMessage::user(prompt));
+    std::vector<ChatMessage> messages = m_messages;
+    if (messages.empty()) {
+        messages.push_back(ChatMessage::system(Agent::systemPrompt(m_a.persona.role, m_a.persona.goal, m_a.persona.backstory)));
+        messages.push_back(ChatMessage::user(userPrompt()));
+    }
 
     AgentOptions options;
     options.maxIterations = cfg.maxIter;
@@ -195,6 +249,8 @@ void AgentRun::execute()
         m_executor->deleteLater();
     m_executor = new AgentExecutor(m_a.agent->llm(), this);
     m_a.bus->attachExecutor(m_executor, m_a.agent->id(), m_a.taskId, m_eventId);
+    if (m_a.onExecutor)
+        m_a.onExecutor(m_executor);
     if (const auto tally = m_a.tally)
         connect(m_executor, &AgentExecutor::llmCallCompleted, this,
                 [tally](int, int prompt, int completion) { tally->add(TokenUsage{prompt, completion}, 1); });
@@ -281,6 +337,13 @@ void AgentRun::finish()
     if (m_executor)
         m_executor->deleteLater();
     deleteLater();
+}
+
+QFuture<QList<SessionMessage>> ChatTurns::record(const std::shared_ptr<ChatMemory> &chat, const QString &input, const AgentResult &result)
+{
+    QList<SessionMessage> turn{SessionMessage(ChatMessage::user(input))};
+    turn += result.transcript;
+    return chat->putMessagesAsync(turn);
 }
 
 } // namespace mneme

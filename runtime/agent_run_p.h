@@ -22,6 +22,7 @@ class QTimer;
 
 namespace mneme {
 
+class ChatMemory;
 class EventBus;
 
 // Token usage of one task, added to by every LLM call its agents make (every attempt, delegated
@@ -78,7 +79,19 @@ struct Assignment
     std::shared_ptr<ExecutionRef> execution;
     // Where each LLM call's tokens are counted as it completes.
     std::shared_ptr<UsageTally> tally;
+    // A chat session that frames the run: the messages are its get() of the system prompt and the user
+    // message (the history that fits and its blocks' content around them). Storing the exchange is the
+    // caller's (ChatTurns::record), once it accepts the output.
+    std::shared_ptr<ChatMemory> chat;
+    // Called with each attempt's executor as it is created (to follow its stream and tool signals).
+    std::function<void(AgentExecutor *)> onExecutor;
 };
+
+// The exchanges of agents with a chat memory.
+namespace ChatTurns {
+// Stores `input` as the user's message and the run's transcript after it, in the background.
+QFuture<QList<SessionMessage>> record(const std::shared_ptr<ChatMemory> &chat, const QString &input, const AgentResult &result);
+} // namespace ChatTurns
 
 // Recalls memories into the prompt, runs the agent's tool loop, and retries transient failures
 // (server errors, rate limits, network, timeouts, malformed replies) up to the agent's maxRetryLimit.
@@ -98,6 +111,10 @@ public:
     // The threads blocking memory work runs on (recall, fact extraction, drains): a pool of the
     // runtime's own, so slow LLM-backed memory calls never hold the global pool that tools run on.
     static QThreadPool *memoryPool();
+    // Turns `blob` (an agent's work and its output) into facts and saves them under the agent's root
+    // of `memory`, on the memory pool. Failures are reported (memory_save_failed on `bus`, a warning),
+    // never thrown.
+    static QFuture<void> saveFacts(const MemoryRef &memory, const QString &role, const QString &blob, EventBus *bus);
 
     ~AgentRun() override;
     // Stops it now: the executor's request and tools are reported ended, then agent_execution_error,
@@ -108,10 +125,14 @@ private:
     AgentRun(Assignment assignment, QObject *parent);
     void begin();
     void retrieve();
+    // With a chat memory: the messages of the run, from it, then execute().
+    void prepare();
     void execute();
     void onExecuted(QFuture<AgentResult> f);
     void fail(const Error &error);
     void finish();
+    // The user message: the prompt, with the recalled memories when there are any.
+    QString userPrompt() const;
     // Aborts the coworker runs this execution's delegation tools started, newest first.
     void abortCoworkers();
 
@@ -119,6 +140,7 @@ private:
     QPromise<AgentResult> m_promise;
     QString m_eventId;
     QString m_memoryBlock;
+    std::vector<ChatMessage> m_messages; // from the chat memory; empty: the system and user message
     int m_attempt = 0;
     bool m_timedOut = false;
     bool m_done = false;

@@ -3,6 +3,7 @@
 #include "runtime/crew_run_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/event_bus.h>
@@ -88,6 +89,30 @@ Crew::Crew(CrewConfig config, QObject *parent)
             memories.insert(m);
     for (mneme::Memory *m : memories)
         m_bus->attachMemory(m);
+
+    // Chat sessions for the agents without one of their own, in one store.
+    if (m_config.chatMemory) {
+        const std::shared_ptr<ChatStore> store = ChatMemory::defaultStore(m_config.chatMemoryConfig, m_memory.memory());
+        for (const auto &a : everyone) {
+            if (a->config().chatMemory || m_chatMemories.contains(a.get()))
+                continue;
+            const QString session = QStringLiteral("crew/%1/%2").arg(ScopePath::sanitizeName(m_config.name), ScopePath::sanitizeName(a->role()));
+            m_chatMemories.insert(a.get(), std::make_shared<ChatMemory>(
+                                               session, m_config.chatMemoryConfig, store,
+                                               ChatMemory::buildBlocks(m_config.chatMemoryConfig.memoryBlocks, m_memory.memory(),
+                                                                       m_config.chatMemoryConfig.llm)));
+        }
+    }
+    for (const auto &a : everyone)
+        if (const std::shared_ptr<ChatMemory> chat = chatMemoryOf(a))
+            m_bus->attachChatMemory(chat.get());
+}
+
+std::shared_ptr<ChatMemory> Crew::chatMemoryOf(const std::shared_ptr<Agent> &agent) const
+{
+    if (!agent)
+        return nullptr;
+    return agent->config().chatMemory ? agent->config().chatMemory : m_chatMemories.value(agent.get());
 }
 
 Crew::~Crew()
@@ -97,6 +122,7 @@ Crew::~Crew()
     // Background memory work (recalls, fact extraction) uses memories this crew may own.
     for (QFuture<void> &f : m_background)
         f.waitForFinished();
+    m_chatMemories.clear(); // their blocks use the crew's memory: they go first
     if (m_ownMemory)
         m_ownMemory->close();
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <mneme/core/json.h>
+#include <mneme/memory/chat_memory_config.h>
 #include <mneme/memory/memory_config.h>
 #include <mneme/runtime/agent.h>
 #include <mneme/runtime/export.h>
@@ -10,6 +11,7 @@
 #include <mneme/runtime/task_output.h>
 
 #include <QFuture>
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <functional>
@@ -18,6 +20,7 @@
 
 namespace mneme {
 
+class ChatMemory;
 class EventBus;
 class Memory;
 class CrewRun;
@@ -44,6 +47,15 @@ struct MNEME_RUNTIME_EXPORT CrewConfig
     MemoryConfig memoryConfig; // base of the built Memory (storage path, weights, ...)
     Json embedder;             // the built Memory's embedder (null: memoryConfig's)
     LlmRef chatLlm;
+
+    // Chat sessions: with `chatMemory` on, each agent without a chat memory of its own
+    // (AgentConfig::chatMemory) gets the session "crew/<sanitised name>/<sanitised role>", in
+    // chatMemoryConfig.storage (else the crew memory's file, else the default memory file), with
+    // chatMemoryConfig's settings and blocks (vector and long_term blocks over the crew's memory).
+    // Every execution of the agent reads it, and each accepted output is added to it with its
+    // prompt, so an agent remembers earlier kickoffs as a conversation.
+    bool chatMemory = false;
+    ChatMemoryConfig chatMemoryConfig;
 
     bool verbose = false;                                 // print the event trace to stderr while a kickoff runs
     std::function<void(const TaskOutput &)> taskCallback; // after every task (after the task's own callback)
@@ -85,6 +97,8 @@ public:
     MemoryRef memoryRef() const { return m_memory; }
     // The manager of a hierarchical crew (yours, or the one the crew built); else null.
     std::shared_ptr<Agent> manager() const { return m_manager; }
+    // The chat memory `agent` uses in this crew: its own, the crew's session for it, or null.
+    std::shared_ptr<ChatMemory> chatMemoryOf(const std::shared_ptr<Agent> &agent) const;
 
     // Runs the tasks with {placeholders} filled from `inputs` (a JSON object; placeholders are filled
     // only when it is not empty). The future fails with the failing task's typed Error, or is cancelled
@@ -120,6 +134,7 @@ private:
     EventBus *m_bus = nullptr;
     std::unique_ptr<mneme::Memory> m_ownMemory;
     MemoryRef m_memory;
+    QHash<const Agent *, std::shared_ptr<ChatMemory>> m_chatMemories; // sessions the crew made (chatMemory on)
     std::shared_ptr<Agent> m_manager;
     std::vector<CrewRun *> m_runs;
     std::vector<QFuture<void>> m_background; // memory work on worker threads, waited for on destruction

@@ -3,6 +3,7 @@
 #include "runtime/future_util_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/json_reply.h>
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/event_bus.h>
@@ -153,6 +154,8 @@ void CrewRun::begin()
                                                text(a->config().backstory, who + QStringLiteral(" backstory"))});
             if (mneme::Memory *m = memoryOf(a).memory())
                 m_memories.insert(m);
+            if (const std::shared_ptr<ChatMemory> chat = m_crew->chatMemoryOf(a))
+                m_chatMemories.insert(chat.get());
         }
         if (m_crew->m_memory.memory())
             m_memories.insert(m_crew->m_memory.memory());
@@ -366,11 +369,13 @@ QFuture<QString> CrewRun::runCoworker(const std::vector<std::shared_ptr<Agent>> 
     auto answer = std::make_shared<QPromise<QString>>();
     answer->start();
     QPointer<CrewRun> self(this);
-    whenFinished(owner, work, [self, answer, coworker, request, expected](QFuture<AgentResult> f) {
+    whenFinished(owner, work, [self, answer, coworker, request, expected, prompt](QFuture<AgentResult> f) {
         if (f.resultCount() > 0) {
             const AgentResult r = f.result();
-            if (self)
+            if (self) {
                 self->saveToMemory(coworker, request, expected, r.finalAnswer);
+                self->recordChat(coworker, prompt, r, r.finalAnswer);
+            }
             answer->addResult(r.finalAnswer);
         } else {
             try {
@@ -406,6 +411,7 @@ Assignment CrewRun::assignmentFor(const std::shared_ptr<Agent> &agent, const QSt
     a.parentEventId = parentEventId;
     a.tally = tally;
     a.bus = bus();
+    a.chat = m_crew->chatMemoryOf(agent);
     a.savesBefore = m_saves;
     const auto crewStep = m_crew->m_config.stepCallback;
     const auto agentStep = agent->config().stepCallback;
@@ -431,34 +437,43 @@ void CrewRun::saveToMemory(const std::shared_ptr<Agent> &agent, const QString &d
     if (m_done || !memory.isUsable() || memory.isReadOnly() || output.contains(kDelegationMarker) || output.trimmed().isEmpty())
         return;
     const QString role = personaOf(agent).role;
-    const QString blob = memoryBlob(description, role, expectedOutput, output);
-    EventBus *events = bus();
-    // Extraction may call the LLM and blocks: it runs on a worker thread. Failures are reported, never thrown.
-    QFuture<void> job = QtConcurrent::run(AgentRun::memoryPool(), [memory, role, blob, events] {
-        try {
-            const QStringList facts = memory.extractMemories(blob);
-            if (!facts.isEmpty())
-                memory.rememberFacts(facts, role);
-        } catch (const std::exception &e) {
-            qWarning().noquote() << "mneme: could not save the output of agent" << role << "to memory:" << e.what();
-            events->publish(makeEvent(events::kMemorySaveFailed,
-                                      {{"value", "task output"}, {"agent_role", role}, {"error", QString::fromUtf8(e.what())}},
-                                      QStringLiteral("agent")));
-        }
-    });
+    QFuture<void> job = AgentRun::saveFacts(memory, role, memoryBlob(description, role, expectedOutput, output), bus());
     m_saves << job;
     track(job);
+}
+
+void CrewRun::recordChat(const std::shared_ptr<Agent> &agent, const QString &prompt, const AgentResult &result, const QString &output)
+{
+    const std::shared_ptr<ChatMemory> chat = m_crew ? m_crew->chatMemoryOf(agent) : nullptr;
+    if (!chat || m_done)
+        return;
+    AgentResult accepted = result;
+    if (!accepted.transcript.isEmpty() && accepted.transcript.last().message.toolCalls.empty()
+        && accepted.transcript.last().message.content != output) {
+        accepted.transcript.last().message.content = output;
+        accepted.transcript.last().tokens.reset(); // the provider's count was for the replaced text
+    }
+    try {
+        QFuture<void> job(ChatTurns::record(chat, prompt, accepted));
+        m_saves << job;
+        track(job);
+    } catch (const Error &e) {
+        qWarning().noquote() << "mneme: could not add the exchange of agent" << personaOf(agent).role << "to its chat memory:" << e.message();
+    }
 }
 
 void CrewRun::drainThen(std::function<void()> then)
 {
     const QList<QFuture<void>> saves = m_saves;
     const QList<mneme::Memory *> memories = m_memories.values();
+    const QList<ChatMemory *> chats = m_chatMemories.values();
     // Waiting blocks, so it happens on a worker thread: first for the extraction jobs (which submit
-    // the saves), then for each memory's writer.
-    QFuture<void> drain = QtConcurrent::run(AgentRun::memoryPool(), [saves, memories] {
+    // the saves), then for each memory's writer and each chat memory's flushes.
+    QFuture<void> drain = QtConcurrent::run(AgentRun::memoryPool(), [saves, memories, chats] {
         for (QFuture<void> f : saves)
             f.waitForFinished();
+        for (ChatMemory *c : chats)
+            c->drain();
         for (mneme::Memory *m : memories)
             m->drainWrites();
     });
@@ -623,6 +638,7 @@ void TaskRun::attempt()
     QString prompt = Task::prompt(m_job.description, m_job.expectedOutput, cfg.outputJson, cfg.markdown);
     if (!m_job.context.trimmed().isEmpty())
         prompt += QStringLiteral("\n\nContext from earlier tasks:\n") + m_job.context;
+    m_prompt = prompt;
     if (!m_feedback.isEmpty())
         prompt += m_feedback;
 
@@ -648,6 +664,7 @@ void TaskRun::onAgentDone(QFuture<AgentResult> f)
         return;
     }
     const AgentResult result = f.result(); // its tokens are in the tally already, call by call
+    m_result = result;
     m_output.raw = result.finalAnswer;
     m_output.json = Json();
     m_output.outputFormat = TaskOutput::Format::Raw;
@@ -886,6 +903,7 @@ void TaskRun::complete()
     }
     m_job.task->setOutput(m_output);
     m_run->saveToMemory(m_agent, m_job.description, m_job.expectedOutput, m_output.raw);
+    m_run->recordChat(m_agent, m_prompt, m_result, m_output.raw);
     m_done = true;
     m_run->bus()->close(m_eventId, makeEvent(events::kTaskCompleted,
                                              {{"task_name", m_job.task->displayName()},

@@ -53,6 +53,10 @@ public:
     // waits for it before it reports. Skipped for read-only memory and for delegation transcripts.
     void saveToMemory(const std::shared_ptr<Agent> &agent, const QString &description, const QString &expectedOutput,
                       const QString &output);
+    // Adds an accepted exchange to the agent's chat memory, if it has one, in the background (the
+    // kickoff waits for it): the prompt, the run's transcript, its last answer as `output` (a guardrail
+    // may have replaced the text). A failure is reported, never thrown.
+    void recordChat(const std::shared_ptr<Agent> &agent, const QString &prompt, const AgentResult &result, const QString &output);
     void track(QFuture<void> work);
     // The delegate / ask tools' work: `coworker` (matched by role, ignoring case and quotes) runs the
     // request with its own tools and memory, under the delegating agent's execution.
@@ -101,6 +105,7 @@ private:
     bool m_closed = false; // the kickoff's end event is published: nothing more happens
     QList<QFuture<void>> m_saves;
     QSet<mneme::Memory *> m_memories;
+    QSet<ChatMemory *> m_chatMemories; // drained before the kickoff reports
     std::unique_ptr<ConsoleListener> m_console;
 };
 
@@ -151,6 +156,8 @@ private:
     std::vector<int> m_guardrailRetries;
     int m_schemaRetries = 0;
     bool m_done = false;
+    QString m_prompt;     // the last attempt's prompt, without feedback on earlier attempts
+    AgentResult m_result; // the last attempt's result
     QFuture<AgentResult> m_agentFuture;
     QFuture<ChatResponse> m_llmFuture;
 };

@@ -1,5 +1,6 @@
 #include <mneme/runtime/event_bus.h>
 
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 #include <mneme/runtime/agent_executor.h>
 
@@ -45,6 +46,8 @@ QString startTypeOf(const QString &type)
         {QLatin1String(kFlowFailed), QLatin1String(kFlowStarted)},
         {QLatin1String(kMethodExecutionFinished), QLatin1String(kMethodExecutionStarted)},
         {QLatin1String(kMethodExecutionFailed), QLatin1String(kMethodExecutionStarted)},
+        {QLatin1String(kChatMemoryFlushCompleted), QLatin1String(kChatMemoryFlushStarted)},
+        {QLatin1String(kChatMemoryFlushFailed), QLatin1String(kChatMemoryFlushStarted)},
     };
     return pairs.value(type);
 }
@@ -155,6 +158,8 @@ QString EventBus::publishAs(Event event, bool inheritParent)
         Q_EMIT memoryEvent(event);
     else if (t.startsWith(QLatin1String("flow_")) || t.startsWith(QLatin1String("method_execution_")))
         Q_EMIT flowEvent(event);
+    else if (t.startsWith(QLatin1String("chat_")))
+        Q_EMIT chatEvent(event);
     return event.id;
 }
 
@@ -371,6 +376,13 @@ void EventBus::attachMemory(Memory *memory)
             endOrPublish(QLatin1String(events::kMemorySaveFailed), {{"value", value}, {"error", error}}, src);
         },
         direct);
+    attachLlmCalls(memory, src);
+}
+
+template<typename Sender>
+void EventBus::attachLlmCalls(Sender *sender, const QString &src)
+{
+    const auto direct = Qt::DirectConnection;
     // Analysis calls of one batch run concurrently on one thread: each end pairs with the oldest open
     // start of its step on its thread, by id, so none closes another's start.
     struct Calls
@@ -392,14 +404,14 @@ void EventBus::attachMemory(Memory *memory)
     };
     auto calls = std::make_shared<Calls>();
     connect(
-        memory, &Memory::llmCallStarted, this, [this, src, calls](const QString &step, const QString &model) {
+        sender, &Sender::llmCallStarted, this, [this, src, calls](const QString &step, const QString &model) {
             const QString id = open(Event::make(QLatin1String(events::kLlmCallStarted), {{"step", step}, {"model", model}}, src));
             QMutexLocker lock(&calls->mutex);
             calls->open[qMakePair(QThread::currentThreadId(), step)].push_back(id);
         },
         direct);
     connect(
-        memory, &Memory::llmCallCompleted, this,
+        sender, &Sender::llmCallCompleted, this,
         [this, src, calls](const QString &step, const QString &model, double ms, int prompt, int completion) {
             const Event e = Event::make(QLatin1String(events::kLlmCallCompleted),
                                         {{"step", step}, {"model", model}, {"duration_ms", ms}, {"prompt_tokens", prompt}, {"completion_tokens", completion}},
@@ -409,7 +421,7 @@ void EventBus::attachMemory(Memory *memory)
         direct);
     // A call that could not even start (no LLM configured) fails without a start.
     connect(
-        memory, &Memory::llmCallFailed, this,
+        sender, &Sender::llmCallFailed, this,
         [this, src, calls](const QString &step, const QString &model, const QString &error, double ms) {
             const Event e = Event::make(QLatin1String(events::kLlmCallFailed),
                                         {{"step", step}, {"model", model}, {"error", error}, {"duration_ms", ms}}, src);
@@ -419,6 +431,99 @@ void EventBus::attachMemory(Memory *memory)
                 publishAs(e, false);
         },
         direct);
+}
+
+void EventBus::attachChatMemory(ChatMemory *chat)
+{
+    {
+        QMutexLocker lock(&m_openMutex);
+        if (!chat || m_chatMemories.contains(chat))
+            return;
+        m_chatMemories.insert(chat);
+    }
+    connect(
+        chat, &QObject::destroyed, this, [this, chat] {
+            QMutexLocker lock(&m_openMutex);
+            m_chatMemories.remove(chat);
+        },
+        Qt::DirectConnection);
+    const QString src = QStringLiteral("chat_memory");
+    const auto direct = Qt::DirectConnection;
+    connect(
+        chat, &ChatMemory::messagesStored, this,
+        [this, src](const QString &session, const QList<SessionMessage> &messages) {
+            if (messages.isEmpty())
+                return;
+            QStringList roles;
+            for (const SessionMessage &m : messages)
+                roles << ChatMessage::roleName(m.message.role);
+            publish(Event::make(QLatin1String(events::kChatMessageStored),
+                                {{"session_id", session}, {"count", messages.size()}, {"first_seq", messages.first().seq}, {"last_seq", messages.last().seq}, {"roles", roles}},
+                                src));
+        },
+        direct);
+    // A flush's events pair by id: its start is opened on the chat memory's thread and closed there.
+    struct Flushes
+    {
+        QMutex mutex;
+        QHash<QPair<QString, qint64>, QString> open; // (session, flush) -> start event id
+    };
+    auto flushes = std::make_shared<Flushes>();
+    connect(
+        chat, &ChatMemory::flushStarted, this,
+        [this, src, flushes](const QString &session, qint64 flush, int messages, int tokens, const QStringList &blocks) {
+            const QString id = open(Event::make(QLatin1String(events::kChatMemoryFlushStarted),
+                                                {{"session_id", session}, {"flush", flush}, {"messages", messages}, {"tokens", tokens}, {"blocks", blocks}},
+                                                src));
+            QMutexLocker lock(&flushes->mutex);
+            flushes->open.insert(qMakePair(session, flush), id);
+        },
+        direct);
+    const auto startOf = [flushes](const QString &session, qint64 flush, bool take) {
+        QMutexLocker lock(&flushes->mutex);
+        const auto key = qMakePair(session, flush);
+        return take ? flushes->open.take(key) : flushes->open.value(key);
+    };
+    connect(
+        chat, &ChatMemory::blockFlushed, this,
+        [this, src, startOf](const QString &session, qint64 flush, const QString &block, double ms) {
+            Event e = Event::make(QLatin1String(events::kChatMemoryBlockFlushed),
+                                  {{"session_id", session}, {"flush", flush}, {"block", block}, {"duration_ms", ms}}, src);
+            e.parentId = startOf(session, flush, false);
+            publishAs(e, e.parentId.isEmpty());
+        },
+        direct);
+    const auto finish = [this, startOf](const Event &e, const QString &session, qint64 flush) {
+        if (const QString id = startOf(session, flush, true); !id.isEmpty())
+            close(id, e);
+        else
+            publishAs(e, false); // a flush another writer began, or a failure before any flush
+    };
+    connect(
+        chat, &ChatMemory::flushCompleted, this,
+        [src, finish](const QString &session, qint64 flush, int messages, int tokens, const QStringList &blocks, double ms) {
+            finish(Event::make(QLatin1String(events::kChatMemoryFlushCompleted),
+                               {{"session_id", session}, {"flush", flush}, {"messages", messages}, {"tokens", tokens}, {"blocks", blocks}, {"duration_ms", ms}},
+                               src),
+                   session, flush);
+        },
+        direct);
+    connect(
+        chat, &ChatMemory::flushFailed, this,
+        [src, finish](const QString &session, qint64 flush, const QString &block, const QString &error) {
+            finish(Event::make(QLatin1String(events::kChatMemoryFlushFailed),
+                               {{"session_id", session}, {"flush", flush}, {"block", block}, {"error", error}}, src),
+                   session, flush);
+        },
+        direct);
+    connect(
+        chat, &ChatMemory::blockTruncated, this,
+        [this, src](const QString &session, const QString &block, int before, int after) {
+            publish(Event::make(QLatin1String(events::kChatMemoryBlockTruncated),
+                                {{"session_id", session}, {"block", block}, {"tokens_before", before}, {"tokens_after", after}}, src));
+        },
+        direct);
+    attachLlmCalls(chat, src);
 }
 
 void EventBus::attachExecutor(AgentExecutor *executor, const QString &agentId, const QString &taskId,

@@ -15,6 +15,7 @@
 namespace mneme {
 
 class AgentExecutor;
+class ChatMemory;
 class Memory;
 
 // Event type names. A `*_started` type opens a scope that its completed / failed (finished / error)
@@ -56,6 +57,13 @@ inline constexpr char kMethodExecutionStarted[] = "method_execution_started";
 inline constexpr char kMethodExecutionFinished[] = "method_execution_finished";
 inline constexpr char kMethodExecutionFailed[] = "method_execution_failed";
 inline constexpr char kFlowRouterLabelEmitted[] = "flow_router_label_emitted";
+// Chat memory (memory/ChatMemory): messages stored, flushes to the memory blocks, truncations.
+inline constexpr char kChatMessageStored[] = "chat_message_stored";
+inline constexpr char kChatMemoryFlushStarted[] = "chat_memory_flush_started";
+inline constexpr char kChatMemoryFlushCompleted[] = "chat_memory_flush_completed";
+inline constexpr char kChatMemoryFlushFailed[] = "chat_memory_flush_failed";
+inline constexpr char kChatMemoryBlockFlushed[] = "chat_memory_block_flushed";
+inline constexpr char kChatMemoryBlockTruncated[] = "chat_memory_block_truncated";
 
 // The `*_started` type an end type closes; empty when `type` closes nothing.
 MNEME_RUNTIME_EXPORT QString startTypeOf(const QString &type);
@@ -154,6 +162,11 @@ public:
     // and must pair there. Attaching a Memory that is already attached does nothing.
     void attachMemory(Memory *memory);
     bool isAttached(Memory *memory) const;
+    // Republishes a ChatMemory's signals as chat events (source "chat_memory"): chat_message_stored,
+    // chat_memory_flush_started / _completed / _failed (paired by id) with a chat_memory_block_flushed
+    // per block inside, chat_memory_block_truncated, and its blocks' LLM calls as llm_call events with
+    // a `step`. Attaching one that is already attached does nothing.
+    void attachChatMemory(ChatMemory *chatMemory);
     // Republishes the executor's LLM calls, stream chunks and tool runs (source "agent") with these
     // agent and task ids. The events of one executor pair among themselves (open() / close()), so
     // executors interleaving on one thread keep theirs apart; their parent is `parentId` (an agent
@@ -171,6 +184,8 @@ Q_SIGNALS:
     void memoryEvent(const mneme::Event &event);
     // flow_* and method_execution_* events.
     void flowEvent(const mneme::Event &event);
+    // chat_* events.
+    void chatEvent(const mneme::Event &event);
 
 private:
     struct Frame
@@ -198,6 +213,10 @@ private:
     mutable QMutex m_openMutex;
     QHash<QString, Frame> m_open; // open() starts not yet closed, by id
     QSet<Memory *> m_memories;    // attached, until destroyed
+    QSet<ChatMemory *> m_chatMemories;
+    // Republishes the llmCall* signals of a Memory or ChatMemory as llm_call events of `source`.
+    template<typename Sender>
+    void attachLlmCalls(Sender *sender, const QString &source);
 
     // Stacks live in a thread_local map keyed by a per-bus serial (never reused, unlike an address):
     // unlike QThreadStorage it tolerates a bus dying before the threads that published on it.

@@ -7,6 +7,7 @@
 #include "memory_test_util.h"
 #include "temp_store.h"
 #include <mneme/flows/flow.h>
+#include <mneme/memory/chat_memory.h>
 #include <mneme/memory/memory.h>
 
 #include <QElapsedTimer>
@@ -83,6 +84,7 @@ private Q_SLOTS:
     void memoryOutlivesTheCallsUsingIt();
     void cancellingDuringTheDrainFailsTheRun_data();
     void cancellingDuringTheDrainFailsTheRun();
+    void chatMemoryForTheFlowsAgents();
 };
 
 void TestFlowMemory::builtInMemoryIsRootedAtTheFlowName_data()
@@ -293,6 +295,36 @@ void TestFlowMemory::cancellingDuringTheDrainFailsTheRun()
     QCOMPARE(future.resultCount(), 0);
     if (!throughTheFuture)
         QCOMPARE(errorOf([&] { future.waitForFinished(); }).kind(), ErrorKind::Cancelled);
+}
+
+void TestFlowMemory::chatMemoryForTheFlowsAgents()
+{
+    TempStore dir;
+    FlowOptions options;
+    options.memoryConfig.storage = sqliteAt(dir.path());
+    options.chatMemoryConfig = ChatMemoryConfig::fromJson(Json::parse(R"({"token_limit": 200, "chat_history_token_ratio": 0.2,
+        "token_flush_size": 20, "memory_blocks": [{"type": "long_term", "scope": "/chat"}]})"));
+    Flow flow(QStringLiteral("SupportFlow"), options);
+    flow.start("talk", [&flow]() {
+        const std::shared_ptr<ChatMemory> chat = flow.chatMemory(QStringLiteral("customer-7"));
+        for (int i = 0; i < 4; ++i) {
+            chat->put(ChatMessage::user(QStringLiteral("My order number %1 arrived broken, I need a replacement by Friday.").arg(100 + i)));
+            chat->put(ChatMessage::assistant(QStringLiteral("I am sorry; a replacement for order %1 is on its way.").arg(100 + i)));
+        }
+        return chat->sessionId();
+    });
+    QCOMPARE(QString::fromStdString(flow.kickoffAndWait().get<std::string>()), QStringLiteral("customer-7"));
+    // One object per session, in the flow memory's file; its long-term block wrote into the flow's
+    // memory (under its root), and the run ended after the flushes.
+    const std::shared_ptr<ChatMemory> chat = flow.chatMemory(QStringLiteral("customer-7"));
+    QCOMPARE(chat.get(), flow.chatMemory(QStringLiteral("customer-7")).get());
+    QVERIFY(chat.get() != flow.chatMemory(QStringLiteral("customer-8")).get());
+    QCOMPARE(chat->store()->location(), flow.memory()->storage().location());
+    QVERIFY(chat->info().archivedMessages > 0);
+    QCOMPARE(chat->info().pendingFlush, 0);
+    const QList<MemoryRecord> facts = flow.memory()->listRecords(QStringLiteral("/chat"));
+    QVERIFY(!facts.isEmpty());
+    QVERIFY(facts.first().scope.startsWith(QLatin1String("/flow/supportflow/chat")));
 }
 
 QTEST_MAIN(TestFlowMemory)
