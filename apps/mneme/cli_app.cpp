@@ -1,5 +1,6 @@
 #include "cli_app.h"
 
+#include "chat_commands.h"
 #include "cli_arguments.h"
 #include "command_context.h"
 #include "console.h"
@@ -74,6 +75,7 @@ void CliApp::dispatch(CommandContext &context)
     TransferCommands transfer(context);
     EvalCommands evaluations(context);
     FlowCommands flows(context);
+    ChatCommands chats(context);
     const QMap<QString, std::function<void()>> commands = {
         {QStringLiteral("remember"), [&] { records.remember(); }},
         {QStringLiteral("remember-many"), [&] { transfer.rememberMany(); }},
@@ -94,6 +96,8 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("import"), [&] { transfer.importRecords(); }},
         {QStringLiteral("eval"), [&] { evaluations.eval(); }},
         {QStringLiteral("flow-graph"), [&] { flows.flowGraph(); }},
+        {QStringLiteral("chat"), [&] { chats.chat(); }},
+        {QStringLiteral("sessions"), [&] { chats.sessions(); }},
     };
     const auto it = commands.constFind(context.args().commandName());
     if (it == commands.constEnd())

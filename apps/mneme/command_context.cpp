@@ -25,20 +25,38 @@ CommandContext::CommandContext(const CliArguments &arguments, Console &console)
 
 CommandContext::~CommandContext() = default;
 
+namespace {
+
+// The keys of a --config file that belong to the chat command, not to MemoryConfig.
+const char *const kChatSections[] = {"chat_memory", "agent"};
+
+// The --config file as a JSON object (null without --config).
+Json configFile(const CliArguments &arguments)
+{
+    const std::optional<QString> file = arguments.configFile();
+    if (!file)
+        return Json();
+    QFile f(*file);
+    if (!f.open(QIODevice::ReadOnly))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("cannot read the configuration %1: %2; check the --config path").arg(*file, f.errorString()));
+    const QString text = QString::fromUtf8(f.readAll());
+    const Json json = parseJson(text, QStringLiteral("the configuration %1").arg(*file));
+    if (!json.is_object())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the configuration %1 must be a JSON object of MemoryConfig keys").arg(*file));
+    return json;
+}
+
+} // namespace
+
 MemoryConfig CommandContext::configFor(const CliArguments &arguments)
 {
     MemoryConfig config;
     if (const std::optional<QString> file = arguments.configFile()) {
-        QFile f(*file);
-        if (!f.open(QIODevice::ReadOnly))
-            throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("cannot read the configuration %1: %2; check the --config path")
-                            .arg(*file, f.errorString()));
-        const QString text = QString::fromUtf8(f.readAll());
-        const Json json = parseJson(text, QStringLiteral("the configuration %1").arg(*file));
-        if (!json.is_object())
-            throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("the configuration %1 must be a JSON object of MemoryConfig keys").arg(*file));
+        Json json = configFile(arguments);
+        for (const char *section : kChatSections)
+            json.erase(section);
         try {
             config = MemoryConfig::fromJson(json);
         } catch (const Error &e) {
@@ -58,6 +76,26 @@ MemoryConfig CommandContext::configFor(const CliArguments &arguments)
         config.storage = storage;
     }
     return config;
+}
+
+Json CommandContext::configSection(const char *key)
+{
+    const Json json = configFile(m_args);
+    return json.is_object() && json.contains(key) ? json[key] : Json();
+}
+
+QString CommandContext::storePath()
+{
+    const Json storage = config().storage;
+    if (storage.is_null())
+        return MemoryConfig::defaultStoragePath();
+    if (storage.is_string())
+        return QString::fromStdString(storage.get<std::string>());
+    if (storage.is_object() && storage.value("provider", std::string()) == "sqlite" && storage.contains("config")
+        && storage["config"].is_object() && storage["config"].contains("path") && storage["config"]["path"].is_string())
+        return QString::fromStdString(storage["config"]["path"].get<std::string>());
+    throw Error(ErrorKind::InvalidArgument, QStringLiteral("chat sessions are kept in the SQLite store's file, and the configured storage is "
+                                                           "not a SQLite file; give --db PATH"));
 }
 
 const MemoryConfig &CommandContext::config()

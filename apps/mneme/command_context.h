@@ -39,6 +39,12 @@ public:
     // The configuration the arguments ask for: --config FILE (MemoryConfig keys), then --db PATH as
     // the SQLite file. Throws Error(InvalidArgument) naming the file for a bad configuration.
     static MemoryConfig configFor(const CliArguments &arguments);
+    // The sections of the --config file that are not MemoryConfig keys: "chat_memory" (a
+    // ChatMemoryConfig) and "agent" (the agent of `mneme chat`); null when absent.
+    Json configSection(const char *key);
+    // The SQLite file of the store the arguments name (for the chat sessions kept beside it).
+    // Throws Error(InvalidArgument) when the configured storage is not a SQLite file.
+    QString storePath();
 
 private:
     void open(const MemoryConfig &config);

@@ -115,6 +115,16 @@ QList<CommandSpec> buildTable()
                 "Print a flow's graph in Graphviz DOT, from the JSON description the flow writes with Flow::toJson() or its "
                 "program prints with --flow-graph=json (FILE \"-\" reads standard input). Render it with: dot -Tsvg.",
                 1, 1, {}),
+        command("chat", "",
+                "Chat with an agent (the configuration's llm, and its \"agent\" and \"chat_memory\" sections) in a session "
+                "kept in the store: one message a line of standard input, /exit or the end of input to stop.",
+                0, 0, {value("session", "S", "the chat session to continue or start (default \"default\")")}),
+        command("sessions", "list|show|clear|delete [SESSION]",
+                "List the chat sessions of the store, show one (its messages and block states), clear one (delete its "
+                "messages and start it anew) or delete it.",
+                1, 2,
+                {flag("archived", "show: the messages flushed to the memory blocks too"),
+                 flag("yes", "clear, delete: confirm the deletion")}),
         command("help", "[COMMAND]", "Print the usage of mneme or of one command.", 0, 1, {}),
     };
 }
