@@ -4,8 +4,9 @@
 // makes (agent turns, tool calls, fact extraction, save analysis) lands in the cassette, so the
 // example later replays offline and deterministically.
 //
-//   record-example-cassettes <folder of the example binaries> <examples source folder>
+//   record-example-cassettes <folder of the example binaries> <examples source folder> [example...]
 //
+// (every example, or only those named)
 // Re-run it after changing an example's prompts; to record a real model instead, run the example
 // itself with MNEME_EXAMPLE_LLM='{"provider":"replay","config":{"mode":"record","cassette":"...","llm":"gpt-4o-mini"}}'.
 
@@ -61,6 +62,72 @@ Json bulletFacts(const QString &blob)
     return facts;
 }
 
+// The tool results of the request's current turn: after its last user message.
+QStringList turnToolResults(const Json &body)
+{
+    QStringList out;
+    for (const Json &m : body["messages"]) {
+        if (m.value("role", std::string()) == "user")
+            out.clear();
+        else if (m.value("role", std::string()) == "tool")
+            out << QString::fromStdString(m["content"].get<std::string>());
+    }
+    return out;
+}
+
+// What the chat example's conversation says, as facts, each with the words that give it away.
+const QList<QPair<QString, QString>> kChatFacts = {
+    {QStringLiteral("I'm Logan"), QStringLiteral("Logan is planning a trip to Lisbon in May with his sister Ana.")},
+    {QStringLiteral("1800 EUR"), QStringLiteral("Logan and Ana have a budget of 1800 EUR for the two of them.")},
+    {QStringLiteral("1160 EUR"), QStringLiteral("After two flights of 320 EUR, 1160 EUR are left for the rest of the trip.")},
+    {QStringLiteral("vegetarian"), QStringLiteral("Ana is vegetarian.")},
+    {QStringLiteral("eat fish"), QStringLiteral("Logan does not eat fish.")},
+    {QStringLiteral("walking"), QStringLiteral("Logan and Ana prefer walking over taxis.")},
+};
+
+// The facts of kChatFacts that `text` gives away and `known` does not hold yet.
+Json chatFacts(const QString &text, const QString &known = QString())
+{
+    Json facts = Json::array();
+    for (const auto &[cue, fact] : kChatFacts)
+        if (text.contains(cue) && !known.contains(fact))
+            facts.push_back(fact.toStdString());
+    return facts;
+}
+
+// The chat example's assistant, answering the last user message with what the request holds.
+ScriptedReply tripAssistant(const Json &body)
+{
+    const QString user = ScriptedLlm::messageOf(body, "user", true);
+    const QString all = QString::fromStdString(body["messages"].dump());
+    if (user.contains(QLatin1String("I'm Logan")))
+        return say(QStringLiteral("Welcome, Logan! Lisbon in May is warm and not yet crowded. Tell me what you and Ana enjoy."));
+    if (user.contains(QLatin1String("budget of 1800"))) {
+        const QStringList results = turnToolResults(body);
+        if (results.isEmpty())
+            return calls({{"calculator", {{"expression", "1800 - 2 * 320"}}}});
+        return say(QStringLiteral("That leaves %1 EUR for everything else, about 290 EUR a day over four days.").arg(results.first()));
+    }
+    if (user.contains(QLatin1String("vegetarian")))
+        return say(QStringLiteral("Try Principe Real: Ao 26 is fully vegetarian, and the stalls of Time Out Market have plenty without fish."));
+    if (user.contains(QLatin1String("walking")))
+        return say(QStringLiteral("Day one on foot: Alfama in the morning, the castle at noon, then down to the river for sunset at "
+                                  "Praca do Comercio."));
+    if (user.contains(QLatin1String("left of our budget")))
+        return say(all.contains(QLatin1String("1160")) ? QStringLiteral("You have 1160 EUR left for the rest of the trip, after the two flights of 320 EUR.")
+                                                       : QStringLiteral("I no longer know; could you tell me again?"));
+    QStringList known = {QStringLiteral("you are Logan, travelling to Lisbon in May with your sister Ana")};
+    if (all.contains(QLatin1String("vegetarian")))
+        known << QStringLiteral("Ana is vegetarian");
+    if (all.contains(QLatin1String("eat fish")))
+        known << QStringLiteral("you do not eat fish");
+    if (all.contains(QLatin1String("walking")))
+        known << QStringLiteral("you prefer walking");
+    if (all.contains(QLatin1String("1160")))
+        known << QStringLiteral("1160 EUR are left after the flights");
+    return say(QStringLiteral("Here is what I know: %1.").arg(known.join(QStringLiteral("; "))));
+}
+
 // The scripted model: what a sensible model would answer to each example's requests.
 ScriptedReply answer(const Json &body)
 {
@@ -69,6 +136,14 @@ ScriptedReply answer(const Json &body)
     const QString user = userOf(body);
     const QStringList results = toolResults(body);
 
+    if (step == QLatin1String("chat_facts")) { // the chat example's fact extraction block
+        const QString existing = user.section(QStringLiteral("</existing_facts>"), 0, 0);
+        return json({{"facts", chatFacts(user.section(QStringLiteral("<conversation>"), 1), existing)}});
+    }
+    if (step == QLatin1String("extracted_memories") && user.contains(QLatin1String("Text:\nuser: "))) // its long-term block
+        return json({{"memories", chatFacts(user)}});
+    if (system.contains(QLatin1String("You are Trip Assistant.")))
+        return tripAssistant(body);
     if (step == QLatin1String("extracted_memories")) {
         const QString blob = user.section(QStringLiteral("Text:\n"), 1);
         if (blob.contains(QLatin1String("Agent: Alice's Assistant")))
@@ -161,17 +236,20 @@ int main(int argc, char **argv)
 {
     QCoreApplication app(argc, argv);
     const QStringList args = app.arguments();
-    if (args.size() != 3) {
-        std::fprintf(stderr, "usage: record-example-cassettes <folder of the example binaries> <examples source folder>\n");
+    if (args.size() < 3) {
+        std::fprintf(stderr, "usage: record-example-cassettes <folder of the example binaries> <examples source folder> [example...]\n");
         return 2;
     }
+    QStringList examples = {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory"),
+                            QStringLiteral("crew_flow"), QStringLiteral("chat_agent")};
+    if (args.size() > 3)
+        examples = args.mid(3);
     ScriptedLlm model;
     model.setFallback(answer);
     const Json recorded = model.config(Json{{"model", "scripted-model"}});
 
     int failures = 0;
-    for (const QString &example : {QStringLiteral("research_crew"), QStringLiteral("hierarchical_crew"), QStringLiteral("private_memory"),
-                                   QStringLiteral("crew_flow")}) {
+    for (const QString &example : examples) {
         const QString cassette = QDir(args[2]).filePath(example + QLatin1Char('/') + example + QStringLiteral(".jsonl"));
         QFile::remove(cassette); // recording appends
         const Json spec = {{"provider", "replay"}, {"config", {{"mode", "record"}, {"cassette", cassette.toStdString()}, {"llm", recorded}}}};
