@@ -71,6 +71,194 @@ QString errorText(const std::exception &e)
     return text.isEmpty() ? QStringLiteral("unknown error") : text;
 }
 
+// One request of get(): the extra system messages, the history from `start`, the other extra
+// messages, and the blocks' content rendered into one of them; its tokens, history messages at their
+// stored counts, everything else by the counter. Blocks give way first, then the oldest history.
+class RequestWindow
+{
+public:
+    RequestWindow(const ChatMemoryConfig &config, const QList<SessionMessage> &history, const std::vector<int> &historyTokens,
+                  const std::vector<ChatMessage> &extra)
+        : m_config(config), m_history(history), m_historyTokens(historyTokens)
+    {
+        for (const SessionMessage &m : history) {
+            m_roles.push_back(m.message.role);
+            m_blockInput.push_back(m.message);
+        }
+        for (const ChatMessage &m : extra) {
+            (m.role == ChatMessage::Role::System ? m_extraSystem : m_extraOther).push_back(m);
+            m_blockInput.push_back(m);
+        }
+        while (m_start < m_history.size() && !ChatWindow::canStartAt(m_roles, size_t(m_start)))
+            ++m_start;
+    }
+
+    // Each block's content for the conversation (history and extra messages), in block order.
+    void collect(const std::vector<std::shared_ptr<MemoryBlock>> &blocks)
+    {
+        for (const auto &b : blocks) {
+            const QString content = b->get(m_blockInput);
+            if (!content.trimmed().isEmpty())
+                m_parts.push_back(Part{b, content, false});
+        }
+        rebuild();
+    }
+
+    // Over the limit, blocks are truncated by their own rule from the largest priority number down,
+    // then left out in the same order; priority 0 never gives way. `report(block, before, after)`.
+    void giveWayBlocks(const std::function<void(const QString &, int, int)> &report)
+    {
+        std::vector<size_t> order;
+        for (size_t i = 0; i < m_parts.size(); ++i)
+            if (m_parts[i].block->priority() > 0)
+                order.push_back(i);
+        std::stable_sort(order.begin(), order.end(),
+                         [this](size_t a, size_t b) { return m_parts[a].block->priority() > m_parts[b].block->priority(); });
+        for (const bool truncating : {true, false}) {
+            for (size_t i : order) {
+                if (m_built.tokens <= m_config.tokenLimit)
+                    return;
+                Part &p = m_parts[i];
+                if (p.dropped)
+                    continue;
+                const int before = sectionTokens(p);
+                const QString shorter = truncating ? p.block->truncate(p.content, m_built.tokens - m_config.tokenLimit) : QString();
+                if (!shorter.trimmed().isEmpty() && m_config.tokenCounter.count(p.block->render(shorter)) >= before)
+                    continue; // not shorter: left out in the second pass if need be
+                p.dropped = shorter.trimmed().isEmpty();
+                if (!p.dropped)
+                    p.content = shorter;
+                if (!m_truncated.contains(p.block->name()))
+                    m_truncated << p.block->name();
+                report(p.block->name(), before, p.dropped ? 0 : sectionTokens(p));
+                rebuild();
+            }
+        }
+    }
+
+    // Over the limit still, the oldest history is left out: the longest suffix that fits and starts
+    // with a user message, else with anything but a tool result; none at all only when the extra
+    // messages carry the conversation. False when nothing fits.
+    bool trimHistory()
+    {
+        if (m_built.tokens <= m_config.tokenLimit)
+            return true;
+        const qsizetype n = m_history.size();
+        for (const bool userOnly : {true, false})
+            for (qsizetype s = m_start + 1; s < n; ++s)
+                if (ChatWindow::canStartAt(m_roles, size_t(s)) && (!userOnly || m_roles[size_t(s)] == ChatMessage::Role::User) && tryStart(s))
+                    return true;
+        return !m_extraOther.empty() && tryStart(n);
+    }
+
+    // The tokens of the smallest request possible: the history from its last possible start.
+    int smallestTokens() const
+    {
+        qsizetype s = m_history.size() - 1;
+        while (s > 0 && !ChatWindow::canStartAt(m_roles, size_t(s)))
+            --s;
+        return build(std::max<qsizetype>(0, s)).tokens;
+    }
+
+    QStringList blockNames() const
+    {
+        QStringList names;
+        for (const Part &p : m_parts)
+            if (!p.dropped)
+                names << p.block->name();
+        return names;
+    }
+
+    ChatContext context() const
+    {
+        ChatContext ctx;
+        ctx.messages = m_built.messages;
+        ctx.tokens = m_built.tokens;
+        for (qsizetype i = m_start; i < m_history.size(); ++i)
+            ctx.historyTokens += m_historyTokens[size_t(i)];
+        ctx.memoryTokens = m_config.tokenCounter.count(m_memory);
+        ctx.historyMessages = int(m_history.size() - m_start);
+        ctx.omittedMessages = int(m_start);
+        ctx.blocks = blockNames();
+        ctx.truncatedBlocks = m_truncated;
+        return ctx;
+    }
+
+private:
+    struct Part
+    {
+        std::shared_ptr<MemoryBlock> block;
+        QString content;
+        bool dropped = false;
+    };
+    struct Built
+    {
+        std::vector<ChatMessage> messages;
+        int tokens = 0;
+    };
+
+    int sectionTokens(const Part &p) const { return m_config.tokenCounter.count(p.block->render(p.content)); }
+
+    Built build(qsizetype start) const
+    {
+        Built b;
+        std::vector<int> counts; // -1: counted by the counter
+        for (const ChatMessage &m : m_extraSystem) {
+            b.messages.push_back(m);
+            counts.push_back(-1);
+        }
+        for (qsizetype i = start; i < m_history.size(); ++i) {
+            b.messages.push_back(m_history[i].message);
+            counts.push_back(m_historyTokens[size_t(i)]);
+        }
+        for (const ChatMessage &m : m_extraOther) {
+            b.messages.push_back(m);
+            counts.push_back(-1);
+        }
+        if (!m_memory.isEmpty()) {
+            const size_t at = ChatWindow::insertMemory(b.messages, m_memory, m_config.insertMethod);
+            if (b.messages.size() > counts.size())
+                counts.insert(counts.begin() + qsizetype(at), -1);
+            else
+                counts[at] = -1;
+        }
+        for (size_t i = 0; i < b.messages.size(); ++i)
+            b.tokens += counts[i] >= 0 ? counts[i] : m_config.tokenCounter.count(b.messages[i]);
+        return b;
+    }
+
+    void rebuild()
+    {
+        std::vector<ChatWindow::Section> sections;
+        for (const Part &p : m_parts)
+            if (!p.dropped)
+                sections.push_back({p.block->section(), p.block->name(), p.block->render(p.content)});
+        m_memory = ChatWindow::renderMemory(sections);
+        m_built = build(m_start);
+    }
+
+    bool tryStart(qsizetype start)
+    {
+        Built b = build(start);
+        if (b.tokens > m_config.tokenLimit)
+            return false;
+        m_start = start;
+        m_built = std::move(b);
+        return true;
+    }
+
+    const ChatMemoryConfig &m_config;
+    const QList<SessionMessage> &m_history;
+    const std::vector<int> &m_historyTokens;
+    std::vector<ChatMessage::Role> m_roles;
+    std::vector<ChatMessage> m_extraSystem, m_extraOther, m_blockInput;
+    std::vector<Part> m_parts;
+    QStringList m_truncated;
+    QString m_memory; // the <memory> text of the blocks not left out
+    qsizetype m_start = 0;
+    Built m_built;
+};
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -209,6 +397,7 @@ bool ChatMemoryPrivate::recoverPending()
                                         .arg(pending->flush)
                                         .arg(pending->owner.isEmpty() ? QStringLiteral("a failed writer") : pending->owner);
     }
+    Q_EMIT q->flushStarted(session, pending->flush, int(pending->messages.size()), pending->tokens, pending->pendingBlocks);
     return applyFlush(*pending);
 }
 
@@ -310,176 +499,22 @@ ChatContext ChatMemoryPrivate::assemble(const std::vector<ChatMessage> &extra)
 {
     restoreStates();
     const QList<SessionMessage> active = chatStore->messages(session, false);
-    const size_t n = size_t(active.size());
-    const int limit = config.tokenLimit;
-    const TokenCounter &counter = config.tokenCounter;
-
-    std::vector<ChatMessage::Role> roles;
     std::vector<int> historyTokens;
-    std::vector<ChatMessage> extraSystem, extraOther, blockInput;
-    for (const SessionMessage &m : active) {
-        roles.push_back(m.message.role);
+    for (const SessionMessage &m : active)
         historyTokens.push_back(tokensOf(m));
-        blockInput.push_back(m.message);
-    }
-    for (const ChatMessage &m : extra) {
-        (m.role == ChatMessage::Role::System ? extraSystem : extraOther).push_back(m);
-        blockInput.push_back(m);
-    }
-
-    // The blocks' content, in declaration order.
-    struct Part
-    {
-        std::shared_ptr<MemoryBlock> block;
-        QString content;
-        bool dropped = false;
-    };
-    std::vector<Part> parts;
-    for (const auto &b : blocks) {
-        const QString content = b->get(blockInput);
-        if (!content.trimmed().isEmpty())
-            parts.push_back(Part{b, content, false});
-    }
-    const auto sectionTokens = [&counter](const Part &p) { return counter.count(p.block->render(p.content)); };
-    const auto memoryText = [&parts] {
-        std::vector<ChatWindow::Section> sections;
-        for (const Part &p : parts)
-            if (!p.dropped)
-                sections.push_back({p.block->section(), p.block->name(), p.block->render(p.content)});
-        return ChatWindow::renderMemory(sections);
-    };
-
-    // The request for a history starting at `start`, and its tokens (history messages at their stored counts).
-    struct Built
-    {
-        std::vector<ChatMessage> messages;
-        int tokens = 0;
-    };
-    QString memory = memoryText();
-    const auto build = [&](size_t start) {
-        Built b;
-        std::vector<int> counts;
-        for (const ChatMessage &m : extraSystem) {
-            b.messages.push_back(m);
-            counts.push_back(-1);
-        }
-        for (size_t i = start; i < n; ++i) {
-            b.messages.push_back(active[qsizetype(i)].message);
-            counts.push_back(historyTokens[i]);
-        }
-        for (const ChatMessage &m : extraOther) {
-            b.messages.push_back(m);
-            counts.push_back(-1);
-        }
-        if (!memory.isEmpty()) {
-            const size_t at = ChatWindow::insertMemory(b.messages, memory, config.insertMethod);
-            if (b.messages.size() > counts.size())
-                counts.insert(counts.begin() + qsizetype(at), -1);
-            else
-                counts[at] = -1;
-        }
-        for (size_t i = 0; i < b.messages.size(); ++i)
-            b.tokens += counts[i] >= 0 ? counts[i] : counter.count(b.messages[i]);
-        return b;
-    };
-
-    size_t start = 0;
-    while (start < n && !ChatWindow::canStartAt(roles, start))
-        ++start;
-    Built built = build(start);
-    ChatContext ctx;
-
-    // Blocks give way first: truncated by their own rule from the largest priority number down, then
-    // left out in the same order. Priority 0 never gives way.
-    std::vector<size_t> order;
-    for (size_t i = 0; i < parts.size(); ++i)
-        if (parts[i].block->priority() > 0)
-            order.push_back(i);
-    std::stable_sort(order.begin(), order.end(),
-                     [&parts](size_t a, size_t b) { return parts[a].block->priority() > parts[b].block->priority(); });
-    for (int pass = 0; pass < 2 && built.tokens > limit; ++pass) {
-        for (size_t i : order) {
-            if (built.tokens <= limit)
-                break;
-            Part &p = parts[i];
-            if (p.dropped)
-                continue;
-            const int before = sectionTokens(p);
-            QString shorter;
-            if (pass == 0) {
-                shorter = p.block->truncate(p.content, built.tokens - limit);
-                if (!shorter.trimmed().isEmpty() && counter.count(p.block->render(shorter)) >= before)
-                    continue; // no shorter: leave it to the second pass
-            }
-            if (shorter.trimmed().isEmpty())
-                p.dropped = true;
-            else
-                p.content = shorter;
-            const int after = p.dropped ? 0 : sectionTokens(p);
-            if (!ctx.truncatedBlocks.contains(p.block->name()))
-                ctx.truncatedBlocks << p.block->name();
-            Q_EMIT q->blockTruncated(session, p.block->name(), before, after);
-            memory = memoryText();
-            built = build(start);
-        }
-    }
-
-    // Then the oldest history: the longest suffix that fits and starts with a user message, else with
-    // anything but a tool result; none at all only when extra messages carry the conversation.
-    if (built.tokens > limit) {
-        std::optional<size_t> fit;
-        for (const bool userOnly : {true, false}) {
-            for (size_t s = start + 1; s < n && !fit; ++s) {
-                if (!ChatWindow::canStartAt(roles, s) || (userOnly && roles[s] != ChatMessage::Role::User))
-                    continue;
-                Built b = build(s);
-                if (b.tokens <= limit) {
-                    fit = s;
-                    built = std::move(b);
-                }
-            }
-            if (fit)
-                break;
-        }
-        if (!fit && !extraOther.empty()) {
-            Built b = build(n);
-            if (b.tokens <= limit) {
-                fit = n;
-                built = std::move(b);
-            }
-        }
-        if (!fit) {
-            int fixedTokens = 0;
-            QStringList fixedBlocks;
-            for (const Part &p : parts)
-                if (!p.dropped) {
-                    fixedTokens += sectionTokens(p);
-                    fixedBlocks << p.block->name();
-                }
-            throw Error(ErrorKind::ContextLength,
-                        QStringLiteral("chat session %1 cannot fit token_limit %2: the blocks that never give way (%3) take %4 "
-                                       "tokens and the extra messages with the latest history message %5 more. Raise "
-                                       "token_limit, give those blocks a priority above 0, or shorten the messages")
-                            .arg(session)
-                            .arg(limit)
-                            .arg(fixedBlocks.isEmpty() ? QStringLiteral("none") : fixedBlocks.join(QStringLiteral(", ")))
-                            .arg(fixedTokens)
-                            .arg(build(n == 0 ? 0 : n - 1).tokens - fixedTokens));
-        }
-        start = *fit;
-    }
-
-    ctx.messages = std::move(built.messages);
-    ctx.tokens = built.tokens;
-    for (size_t i = start; i < n; ++i)
-        ctx.historyTokens += historyTokens[i];
-    ctx.memoryTokens = counter.count(memory);
-    ctx.historyMessages = int(n - start);
-    ctx.omittedMessages = int(start);
-    for (const Part &p : parts)
-        if (!p.dropped)
-            ctx.blocks << p.block->name();
-    return ctx;
+    RequestWindow window(config, active, historyTokens, extra);
+    window.collect(blocks);
+    window.giveWayBlocks([this](const QString &block, int before, int after) { Q_EMIT q->blockTruncated(session, block, before, after); });
+    if (!window.trimHistory())
+        throw Error(ErrorKind::ContextLength,
+                    QStringLiteral("chat session %1 cannot fit token_limit %2: the blocks that never give way (%3), the extra messages "
+                                   "and the latest history message need %4 tokens. Raise token_limit, give those blocks a priority "
+                                   "above 0, or shorten the messages")
+                        .arg(session)
+                        .arg(config.tokenLimit)
+                        .arg(window.blockNames().isEmpty() ? QStringLiteral("none") : window.blockNames().join(QStringLiteral(", ")))
+                        .arg(window.smallestTokens()));
+    return window.context();
 }
 
 int ChatMemoryPrivate::clearSession()

@@ -133,7 +133,9 @@ public:
 
 Q_SIGNALS:
     void messagesStored(const QString &sessionId, const QList<mneme::SessionMessage> &messages);
-    // A flush was recorded (its messages left the history) and is about to reach the blocks.
+    // A flush was recorded (its messages left the history) and is about to reach the blocks; or a
+    // pending flush (left by a crash, a failure, a writer gone) is taken up again for the blocks
+    // still pending.
     void flushStarted(const QString &sessionId, qint64 flush, int messages, int tokens, const QStringList &blocks);
     // One block applied the flush (and its state was stored).
     void blockFlushed(const QString &sessionId, qint64 flush, const QString &block, double durationMs);

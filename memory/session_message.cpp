@@ -108,7 +108,8 @@ void SessionMessage::check(const SessionMessage &m)
 {
     const ChatMessage &msg = m.message;
     const QString role = ChatMessage::roleName(msg.role);
-    if (msg.content.trimmed().isEmpty() && msg.toolCalls.empty())
+    // A tool's result may be empty; any other message needs content (or, for the assistant, tool calls).
+    if (msg.content.trimmed().isEmpty() && msg.toolCalls.empty() && msg.role != ChatMessage::Role::Tool)
         throw bad(QStringLiteral("a %1 message needs content%2; an empty message cannot be stored")
                       .arg(role, msg.role == ChatMessage::Role::Assistant ? QStringLiteral(" or tool calls") : QString()));
     if (!msg.toolCalls.empty() && msg.role != ChatMessage::Role::Assistant)

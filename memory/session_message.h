@@ -41,7 +41,8 @@ struct MNEME_MEMORY_EXPORT SessionMessage
     static SessionMessage fromJson(const Json &json);
 
     // Throws Error(InvalidArgument) with what to fix when the message cannot be stored: an empty
-    // message (no content and no tool calls), a tool result without the id of the call it answers,
+    // message (no content, no tool calls; a tool's result may be empty), a tool result without the
+    // id of the call it answers,
     // tool calls on a message that is not the assistant's, a tool call without a name, metadata that
     // is not an object, a negative token count.
     static void check(const SessionMessage &message);

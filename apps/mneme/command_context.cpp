@@ -16,17 +16,6 @@ QString ms(double milliseconds)
     return QString::number(milliseconds, 'f', 1) + QStringLiteral(" ms");
 }
 
-} // namespace
-
-CommandContext::CommandContext(const CliArguments &arguments, Console &console)
-    : m_args(arguments), m_console(console)
-{
-}
-
-CommandContext::~CommandContext() = default;
-
-namespace {
-
 // The keys of a --config file that belong to the chat command, not to MemoryConfig.
 const char *const kChatSections[] = {"chat_memory", "agent"};
 
@@ -49,6 +38,13 @@ Json configFile(const CliArguments &arguments)
 }
 
 } // namespace
+
+CommandContext::CommandContext(const CliArguments &arguments, Console &console)
+    : m_args(arguments), m_console(console)
+{
+}
+
+CommandContext::~CommandContext() = default;
 
 MemoryConfig CommandContext::configFor(const CliArguments &arguments)
 {
