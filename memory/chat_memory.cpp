@@ -93,13 +93,19 @@ public:
             ++m_start;
     }
 
-    // Each block's content for the conversation (history and extra messages), in block order.
-    void collect(const std::vector<std::shared_ptr<MemoryBlock>> &blocks)
+    // Each block's content for the conversation (history and extra messages), in block order. A
+    // block whose get() fails is left out of this request and reported: `failed(block, error)`.
+    void collect(const std::vector<std::shared_ptr<MemoryBlock>> &blocks, const std::function<void(const QString &, const QString &)> &failed)
     {
         for (const auto &b : blocks) {
-            const QString content = b->get(m_blockInput);
-            if (!content.trimmed().isEmpty())
-                m_parts.push_back(Part{b, content, false});
+            try {
+                const QString content = b->get(m_blockInput);
+                if (!content.trimmed().isEmpty())
+                    m_parts.push_back(Part{b, content, false});
+            } catch (const std::exception &e) {
+                m_failed << b->name();
+                failed(b->name(), errorText(e));
+            }
         }
         rebuild();
     }
@@ -181,6 +187,7 @@ public:
         ctx.omittedMessages = int(m_start);
         ctx.blocks = blockNames();
         ctx.truncatedBlocks = m_truncated;
+        ctx.failedBlocks = m_failed;
         return ctx;
     }
 
@@ -254,6 +261,7 @@ private:
     std::vector<ChatMessage> m_extraSystem, m_extraOther, m_blockInput;
     std::vector<Part> m_parts;
     QStringList m_truncated;
+    QStringList m_failed;
     QString m_memory; // the <memory> text of the blocks not left out
     qsizetype m_start = 0;
     Built m_built;
@@ -503,7 +511,12 @@ ChatContext ChatMemoryPrivate::assemble(const std::vector<ChatMessage> &extra)
     for (const SessionMessage &m : active)
         historyTokens.push_back(tokensOf(m));
     RequestWindow window(config, active, historyTokens, extra);
-    window.collect(blocks);
+    window.collect(blocks, [this](const QString &block, const QString &error) {
+        qCWarning(lcChat).noquote() << QStringLiteral("chat session %1: block %2 could not give its content (%3); it is left out of "
+                                                      "this request")
+                                           .arg(session, block, error);
+        Q_EMIT q->blockFailed(session, block, error);
+    });
     window.giveWayBlocks([this](const QString &block, int before, int after) { Q_EMIT q->blockTruncated(session, block, before, after); });
     if (!window.trimHistory())
         throw Error(ErrorKind::ContextLength,

@@ -33,6 +33,7 @@ struct MNEME_MEMORY_EXPORT ChatContext
     int omittedMessages = 0;           // the oldest active messages left out to fit
     QStringList blocks;                // blocks whose content is included, in section order
     QStringList truncatedBlocks;       // blocks shortened or left out to fit
+    QStringList failedBlocks;          // blocks whose get() failed (left out; see ChatMemory::blockFailed)
 };
 
 // The short-term memory of one chat session, with long-term memory blocks (LlamaIndex's Memory): the
@@ -145,6 +146,8 @@ Q_SIGNALS:
     // is empty for a storage failure of the flush itself. (A block the flush was recorded for and the
     // chat memory no longer has is dropped from it with a warning.)
     void flushFailed(const QString &sessionId, qint64 flush, const QString &block, const QString &error);
+    // A block's get() failed (its Memory's embedder, a block of yours): get() leaves it out and goes on.
+    void blockFailed(const QString &sessionId, const QString &block, const QString &error);
     // get() shortened a block (tokensAfter > 0) or left it out (0) to fit token_limit.
     void blockTruncated(const QString &sessionId, const QString &block, int tokensBefore, int tokensAfter);
     // Around every LLM call of a block (steps chat_fact_extraction, chat_fact_condensation).

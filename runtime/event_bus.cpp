@@ -523,6 +523,12 @@ void EventBus::attachChatMemory(ChatMemory *chat)
                                 {{"session_id", session}, {"block", block}, {"tokens_before", before}, {"tokens_after", after}}, src));
         },
         direct);
+    connect(
+        chat, &ChatMemory::blockFailed, this,
+        [this, src](const QString &session, const QString &block, const QString &error) {
+            publish(Event::make(QLatin1String(events::kChatMemoryBlockFailed), {{"session_id", session}, {"block", block}, {"error", error}}, src));
+        },
+        direct);
     attachLlmCalls(chat, src);
 }
 

@@ -64,6 +64,7 @@ inline constexpr char kChatMemoryFlushCompleted[] = "chat_memory_flush_completed
 inline constexpr char kChatMemoryFlushFailed[] = "chat_memory_flush_failed";
 inline constexpr char kChatMemoryBlockFlushed[] = "chat_memory_block_flushed";
 inline constexpr char kChatMemoryBlockTruncated[] = "chat_memory_block_truncated";
+inline constexpr char kChatMemoryBlockFailed[] = "chat_memory_block_failed";
 
 // The `*_started` type an end type closes; empty when `type` closes nothing.
 MNEME_RUNTIME_EXPORT QString startTypeOf(const QString &type);
@@ -164,8 +165,8 @@ public:
     bool isAttached(Memory *memory) const;
     // Republishes a ChatMemory's signals as chat events (source "chat_memory"): chat_message_stored,
     // chat_memory_flush_started / _completed / _failed (paired by id) with a chat_memory_block_flushed
-    // per block inside, chat_memory_block_truncated, and its blocks' LLM calls as llm_call events with
-    // a `step`. Attaching one that is already attached does nothing.
+    // per block inside, chat_memory_block_truncated, chat_memory_block_failed, and its blocks' LLM calls
+    // as llm_call events with a `step`. Attaching one that is already attached does nothing.
     void attachChatMemory(ChatMemory *chatMemory);
     // Republishes the executor's LLM calls, stream chunks and tool runs (source "agent") with these
     // agent and task ids. The events of one executor pair among themselves (open() / close()), so

@@ -59,6 +59,8 @@ public:
     QString get(const std::vector<ChatMessage> &messages) override
     {
         lastInput = messages;
+        if (failGet)
+            throw Error(ErrorKind::Embedder, QStringLiteral("the test's block cannot embed"));
         return content;
     }
     void put(const QList<SessionMessage> &messages, const FlushContext &flush) override
@@ -85,8 +87,9 @@ public:
 
     QString content;
     bool truncates = true;
-    bool failNext = false;
-    int count = 0; // messages received, as restored from the store
+    bool failNext = false; // the next put() throws
+    bool failGet = false;  // every get() throws
+    int count = 0;         // messages received, as restored from the store
     std::vector<ChatMessage> lastInput;
     std::shared_ptr<Received> received;
 };

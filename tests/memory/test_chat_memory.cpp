@@ -102,6 +102,7 @@ private Q_SLOTS:
     void historyAtTheBudgetAndOneOver();
     void flushGoesToEveryBlockInOrderOnce();
     void blockFailureKeepsTheFlush();
+    void aFailingBlockIsLeftOutOfARequest();
     void finishesAFlushLeftByADeadWriter();
     void leavesALiveWritersFlushAlone();
     void getAtTheLimitAndOneOver();
@@ -408,6 +409,24 @@ void TestChatMemory::blockFailureKeepsTheFlush()
     QCOMPARE(a->count, 2);
     QCOMPARE(b->count, 2);
     QCOMPARE(received->blockOrder, (QStringList{QStringLiteral("a"), QStringLiteral("b"), QStringLiteral("b")}));
+}
+
+void TestChatMemory::aFailingBlockIsLeftOutOfARequest()
+{
+    auto good = std::make_shared<RecordingBlock>(QStringLiteral("good"), 1);
+    good->content = QStringLiteral("good content");
+    auto bad = std::make_shared<RecordingBlock>(QStringLiteral("bad"), 0);
+    bad->failGet = true;
+    ChatMemory memory(kSession, small(), memoryStore(), {good, bad});
+    QSignalSpy failed(&memory, &ChatMemory::blockFailed);
+    memory.put(ChatMessage::user(QStringLiteral("hello")));
+    const ChatContext ctx = memory.getContext();
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(failed.first().at(1).toString(), QStringLiteral("bad"));
+    QVERIFY(failed.first().at(2).toString().contains(QStringLiteral("cannot embed")));
+    QCOMPARE(ctx.failedBlocks, QStringList{QStringLiteral("bad")});
+    QCOMPARE(ctx.blocks, QStringList{QStringLiteral("good")});
+    QVERIFY(ctx.messages.front().content.contains(QStringLiteral("good content")));
 }
 
 void TestChatMemory::finishesAFlushLeftByADeadWriter()

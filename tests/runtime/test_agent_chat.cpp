@@ -51,6 +51,15 @@ std::shared_ptr<ChatMemory> chatMemory(std::vector<std::shared_ptr<MemoryBlock>>
                                         std::move(blocks));
 }
 
+// A block whose content cannot be had (its embedder is down, say).
+class BrokenBlock : public MemoryBlock
+{
+public:
+    BrokenBlock() : MemoryBlock(QStringLiteral("broken"), 1) {}
+    QString get(const std::vector<ChatMessage> &) override { throw Error(ErrorKind::Embedder, QStringLiteral("the embedder is down")); }
+    void put(const QList<SessionMessage> &, const FlushContext &) override {}
+};
+
 } // namespace
 
 class TestAgentChat : public QObject
@@ -335,6 +344,24 @@ private Q_SLOTS:
         QCOMPARE(blocks.size(), started.size());
         QCOMPARE(blocks.first().parentId, started.first().id);
         QVERIFY2(rec.pairingProblems().isEmpty(), qPrintable(rec.pairingProblems().join(QLatin1Char('\n'))));
+    }
+
+    void aFailingBlockIsLeftOutOfTheTurn()
+    {
+        m_llm->setFallback([](const Json &) { return text(QStringLiteral("Hi Logan.")); });
+        auto core = std::make_shared<StaticMemoryBlock>(QStringLiteral("core_info"), QStringLiteral("The user is Logan."));
+        AgentChat chat(agent(), chatMemory({std::make_shared<BrokenBlock>(), core}), AgentChatOptions{m_bus});
+        EventRecorder rec(m_bus);
+        QTest::ignoreMessage(QtWarningMsg, QRegularExpression(QStringLiteral("block broken could not give its content")));
+        QCOMPARE(chat.sendAndWait(QStringLiteral("Hello!")).text, QStringLiteral("Hi Logan."));
+        const QList<Event> failed = rec.ofType(events::kChatMemoryBlockFailed);
+        QCOMPARE(failed.size(), 1);
+        QCOMPARE(failed.first().sourceType, QStringLiteral("chat_memory"));
+        QCOMPARE(failed.first().properties["session_id"], "chat");
+        QCOMPARE(failed.first().properties["block"], "broken");
+        QVERIFY(QString::fromStdString(failed.first().properties["error"].get<std::string>()).contains(QLatin1String("the embedder is down")));
+        const QString sent = ScriptedLlm::messageOf(m_llm->requests(kNoTools).last(), "system");
+        QVERIFY2(sent.startsWith(QLatin1String("<memory>\n<static_memory>\nThe user is Logan.\n</static_memory>\n</memory>")), qPrintable(sent));
     }
 
     void crewGivesItsAgentsChatSessions()
