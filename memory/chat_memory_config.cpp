@@ -37,7 +37,10 @@ void checkPart(const Json &v, const char *key)
 
 int ChatMemoryConfig::flushSize() const
 {
-    return tokenFlushSize ? *tokenFlushSize : std::max(1, tokenLimit / 10);
+    constexpr int kDefaultFlushSize = 3000;
+    if (tokenFlushSize)
+        return *tokenFlushSize;
+    return tokenLimit > kDefaultFlushSize ? kDefaultFlushSize : std::max(1, tokenLimit / 10);
 }
 
 int ChatMemoryConfig::historyBudget() const

@@ -22,7 +22,8 @@ struct MNEME_MEMORY_EXPORT ChatMemoryConfig
     int tokenLimit = 30000;
     // The history's share of tokenLimit; past it the oldest messages are flushed to the blocks.
     double chatHistoryTokenRatio = 0.7;
-    // Tokens moved out of the history by one flush; unset: a tenth of tokenLimit (3000 by default).
+    // Tokens moved out of the history by one flush; unset: 3000 (LlamaIndex's default), or a tenth of
+    // tokenLimit when 3000 is not below it.
     std::optional<int> tokenFlushSize;
     InsertMethod insertMethod = InsertMethod::System;
     // The blocks ChatMemory::fromDefaults() builds, in order: a JSON array of block specs such as
@@ -38,7 +39,7 @@ struct MNEME_MEMORY_EXPORT ChatMemoryConfig
     // Counts tokens (not part of the JSON): TokenCounter::estimate() unless set.
     TokenCounter tokenCounter;
 
-    // tokenFlushSize, or a tenth of tokenLimit.
+    // tokenFlushSize, or its default for tokenLimit.
     int flushSize() const;
     // The most tokens the history keeps before a flush: tokenLimit x chatHistoryTokenRatio, rounded down.
     int historyBudget() const;

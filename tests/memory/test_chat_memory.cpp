@@ -132,6 +132,15 @@ void TestChatMemory::defaultsAreTheSeeds()
     QCOMPARE(j["token_flush_size"], 3000);
     QCOMPARE(j["insert_method"], "system");
     QVERIFY(j["memory_blocks"].is_array());
+    // Unset, the flush size stays 3000 while that is below the limit, else it is a tenth of the limit.
+    ChatMemoryConfig small;
+    small.tokenLimit = 3001;
+    QCOMPARE(small.flushSize(), 3000);
+    small.tokenLimit = 3000;
+    QCOMPARE(small.flushSize(), 300);
+    small.tokenLimit = 5;
+    QCOMPARE(small.flushSize(), 1);
+    small.validate();
 }
 
 void TestChatMemory::configFromJson()
@@ -142,7 +151,7 @@ void TestChatMemory::configFromJson()
                           {"type": "fact_extraction", "name": "facts", "max_facts": 10, "priority": 1}],
         "llm": {"provider": "openai", "config": {"model": "gpt-4o-mini", "api_key": "sk-secret-value"}}})"));
     QCOMPARE(c.tokenLimit, 40000);
-    QCOMPARE(c.flushSize(), 4000); // a tenth of the limit when not given
+    QCOMPARE(c.flushSize(), 3000); // LlamaIndex's default whatever the limit, when not given
     QCOMPARE(c.historyBudget(), 20000);
     QCOMPARE(c.insertMethod, InsertMethod::User);
     QCOMPARE(c.memoryBlocks.size(), size_t(2));
