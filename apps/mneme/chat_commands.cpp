@@ -236,11 +236,12 @@ void ChatCommands::show(const QString &session)
         m_ctx.console().writeJson(Json{{"session", info->toJson()}, {"messages", list}, {"block_states", blocks}});
         return;
     }
-    QString out = QStringLiteral("Session %1: %2 messages in the history, %3 flushed to its blocks in %4 flushes.\n")
+    QString out = QStringLiteral("Session %1: %2 messages in the history, %3 flushed to its blocks in %4 %5.\n")
                       .arg(info->id)
                       .arg(info->activeMessages)
                       .arg(info->archivedMessages)
-                      .arg(info->flushes);
+                      .arg(info->flushes)
+                      .arg(info->flushes == 1 ? QStringLiteral("flush") : QStringLiteral("flushes"));
     for (const SessionMessage &m : messages) {
         QString text = m.message.content;
         for (const ToolCall &call : m.message.toolCalls)
@@ -251,6 +252,9 @@ void ChatCommands::show(const QString &session)
                    .arg(m.isArchived() ? QStringLiteral(" (flush %1)").arg(m.flush) : QString())
                    .arg(toIso(m.at), Console::oneLine(text));
     }
+    for (auto it = states.begin(); it != states.end(); ++it)
+        if (!it.value().is_null())
+            out += QStringLiteral("block %1: %2\n").arg(it.key(), Console::oneLine(QString::fromStdString(it.value().dump())));
     m_ctx.console().write(out);
 }
 

@@ -1,6 +1,7 @@
 // `mneme chat` and `mneme sessions`: a chat recorded through the replay plugin in front of a scripted
 // model, the session continued by a second process, the same conversation replayed offline from the
-// cassette, the sessions listed, shown, cleared and deleted, and the errors of each.
+// cassette, a chat flushed into its blocks, the sessions listed, shown, cleared and deleted, and the
+// errors of each.
 
 #include "cli_runner.h"
 #include "scripted_llm.h"
@@ -101,6 +102,38 @@ private Q_SLOTS:
         QCOMPARE(str(show.json()["messages"][1]["role"]), QStringLiteral("assistant"));
         const CliRun table = run({QStringLiteral("sessions"), QStringLiteral("show"), QStringLiteral("default"), QStringLiteral("--db"), offline});
         QVERIFY2(table.out.contains("#2 assistant") && table.out.contains("Noted (2 messages)."), table.describe());
+    }
+
+    void flushedIntoItsBlocks()
+    {
+        m_llm->onJson(QStringLiteral("chat_facts"), Json{{"facts", {"The user is Ana, from Lisbon."}}});
+        writeConfig(Json{{"llm", m_llm->config()},
+                         {"chat_memory",
+                          {{"token_limit", 600},
+                           {"chat_history_token_ratio", 0.15},
+                           {"token_flush_size", 30},
+                           {"memory_blocks", Json::array({{{"type", "fact_extraction"}, {"name", "facts"}}})}}}});
+        const QString db = m_dir->path();
+        const CliRun r = chat(db, "My name is Ana and I live in Lisbon.\nI have a sister called Marta.\nWe travel to Porto in May.\n"
+                                  "We both like vegetarian food.\nThe train leaves at nine.\nWe come back on Sunday.\nWhat is my name?\n");
+        QVERIFY2(r.exitCode == 0, r.describe());
+        // The facts the flush gave the block come back in the last request's system message.
+        const QString last = ScriptedLlm::messageOf(m_llm->requests(QStringLiteral("search_memory")).last(), "system");
+        QVERIFY2(last.contains(QLatin1String("<fact>The user is Ana, from Lisbon.</fact>")), qPrintable(last));
+        const QString firstUser = ScriptedLlm::messageOf(m_llm->requests(QStringLiteral("search_memory")).last(), "user");
+        QVERIFY2(firstUser != QLatin1String("My name is Ana and I live in Lisbon."), qPrintable(firstUser)); // flushed out of the history
+        const Json listed = run({QStringLiteral("sessions"), QStringLiteral("list"), QStringLiteral("--db"), db, QStringLiteral("--json")}).json();
+        QVERIFY(listed[0]["flushes"].get<int>() >= 1);
+        QVERIFY(listed[0]["archived_messages"].get<int>() >= 2);
+        const CliRun shown = run({QStringLiteral("sessions"), QStringLiteral("show"), QStringLiteral("default"), QStringLiteral("--db"), db});
+        QVERIFY2(shown.exitCode == 0 && shown.out.contains(R"(block facts: {"facts":["The user is Ana, from Lisbon."]})"), shown.describe());
+        const CliRun json = run({QStringLiteral("sessions"), QStringLiteral("show"), QStringLiteral("default"), QStringLiteral("--db"), db,
+                                 QStringLiteral("--archived"), QStringLiteral("--json")});
+        QVERIFY2(json.exitCode == 0, json.describe());
+        const Json shownJson = json.json();
+        QCOMPARE(str(shownJson["block_states"]["facts"]), QStringLiteral(R"({"facts":["The user is Ana, from Lisbon."]})"));
+        QCOMPARE(str(shownJson["messages"][0]["content"]), QStringLiteral("My name is Ana and I live in Lisbon."));
+        QCOMPARE(shownJson["messages"][0]["flush"].get<int>(), 1);
     }
 
     void sessionsClearAndDelete()
