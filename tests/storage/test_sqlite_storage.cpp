@@ -2729,10 +2729,13 @@ void TestSqliteStorage::walIsCheckpointedInTheBackground()
         store->save(records);
         largestLog = std::max(largestLog, QFileInfo(path + QStringLiteral("-wal")).size());
     }
-    // 60 batches of about 20 pages of records each: without checkpoints the log would hold them all.
+    // 60 batches of about 20 pages of records each: without checkpoints the log would hold them all
+    // (about 1,200 pages). How far it grows between two checkpoints depends on when the background
+    // thread runs (on a loaded machine it once reached 490 pages), so the bound is half of that
+    // whole, not a figure of a quiet machine.
     const auto stats = store->indexStats();
     QVERIFY2(stats.checkpoints > 0, qPrintable(QString::number(stats.checkpoints)));
-    QVERIFY2(largestLog < 400 * 4096, qPrintable(QString::number(largestLog)));
+    QVERIFY2(largestLog < 600 * 4096, qPrintable(QString::number(largestLog)));
     QCOMPARE(store->count({}), 2400);
     // A second connection reads everything, checkpointed or not.
     auto other = openStore(path);
