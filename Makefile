@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PREFIX ?= /usr/local
 
-.PHONY: all deps configure build demo test bench install package check-packages clean
+.PHONY: all deps node-deps configure build demo test bench install package check-packages clean
 
 all: build
 
@@ -27,7 +27,12 @@ demo: configure
 	@echo
 	$(BUILD_DIR)/bin/research_crew
 
-test: build
+# The Node.js packages the MCP and REST tests talk to (pinned by tests/mcp/package-lock.json); the
+# only step of `make test` that uses the network, and only when the lock file changed.
+node-deps:
+	@bash scripts/install-node-deps.sh $(BUILD_DIR)
+
+test: build node-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --label-exclude slow
 
 bench: configure

@@ -57,6 +57,18 @@ Agent::Agent(AgentConfig config) : m_config(std::move(config)), m_id(QUuid::crea
                         QStringLiteral("Agent \"%1\" has two tools named \"%2\"; give each tool a unique name.").arg(role, tool->name()));
         names.insert(tool->name());
     }
+    QSet<QString> servers;
+    for (const McpServerConfig &server : m_config.mcpServers) {
+        try {
+            server.validate();
+        } catch (const Error &e) {
+            throw Error(e.kind(), QStringLiteral("Agent \"%1\": %2").arg(role, e.message()));
+        }
+        if (servers.contains(server.name))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("Agent \"%1\" has two MCP servers named \"%2\"; give each a unique name.").arg(role, server.name));
+        servers.insert(server.name);
+    }
     m_llm = m_config.llm.resolve();
 
     m_memory = m_config.memory;

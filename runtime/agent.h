@@ -4,6 +4,7 @@
 #include <mneme/runtime/agent_executor.h>
 #include <mneme/runtime/export.h>
 #include <mneme/runtime/llm_ref.h>
+#include <mneme/runtime/mcp_server_config.h>
 #include <mneme/runtime/memory_ref.h>
 
 #include <QFuture>
@@ -36,6 +37,9 @@ struct MNEME_RUNTIME_EXPORT AgentConfig
     bool verbose = false;                                // prints the crew's event trace to stderr while it runs
     bool stream = false;                                 // streams replies as llm_stream_chunk events
     std::function<void(const AgentStep &)> stepCallback; // after each tool step and the final answer
+    // MCP servers whose tools this agent gets besides its own: started by each kickoff of a crew that
+    // runs the agent, stopped when the kickoff ends. See docs/mcp.md.
+    std::vector<McpServerConfig> mcpServers;
 };
 
 // How Agent::kickoff() runs.

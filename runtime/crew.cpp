@@ -182,6 +182,35 @@ void Crew::validate() const
                                 .arg(crew, taskLabel(t)));
     }
 
+    QSet<QString> servers;
+    for (const McpServerConfig &server : c.mcpServers) {
+        try {
+            server.validate();
+        } catch (const Error &e) {
+            throw Error(e.kind(), QStringLiteral("%1: %2").arg(crew, e.message()));
+        }
+        if (servers.contains(server.name))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1 has two MCP servers named \"%2\"; give each a unique name.").arg(crew, server.name));
+        servers.insert(server.name);
+    }
+    std::vector<std::shared_ptr<Agent>> everyone = c.agents;
+    for (const auto &t : c.tasks)
+        if (t->config().agent)
+            everyone.push_back(t->config().agent);
+    for (const auto &a : everyone)
+        for (const McpServerConfig &server : a->config().mcpServers)
+            if (servers.contains(server.name))
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("%1: agent \"%2\" has an MCP server named \"%3\" like one of the crew's; "
+                                           "rename one of them (names tell them apart in events and errors).")
+                                .arg(crew, a->role(), server.name));
+    if (c.managerAgent && !c.managerAgent->config().mcpServers.empty())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("%1: the manager agent \"%2\" must have no MCP servers; it works by delegating to the "
+                                   "crew's agents, who may have them.")
+                        .arg(crew, c.managerAgent->role()));
+
     size_t trailingAsync = 0;
     for (auto it = c.tasks.rbegin(); it != c.tasks.rend() && (*it)->config().asyncExecution; ++it)
         ++trailingAsync;

@@ -6,6 +6,7 @@
 #include <mneme/runtime/agent.h>
 #include <mneme/runtime/export.h>
 #include <mneme/runtime/llm_ref.h>
+#include <mneme/runtime/mcp_server_config.h>
 #include <mneme/runtime/memory_ref.h>
 #include <mneme/runtime/task.h>
 #include <mneme/runtime/task_output.h>
@@ -56,6 +57,12 @@ struct MNEME_RUNTIME_EXPORT CrewConfig
     // prompt, so an agent remembers earlier kickoffs as a conversation.
     bool chatMemory = false;
     ChatMemoryConfig chatMemoryConfig;
+
+    // MCP servers whose tools every agent of the crew gets (not the manager of a hierarchical crew).
+    // Each kickoff starts them (and the agents' own, AgentConfig::mcpServers) before its first task,
+    // and stops them when it completes, fails or is cancelled; a server that cannot start fails the
+    // kickoff. See docs/mcp.md.
+    std::vector<McpServerConfig> mcpServers;
 
     bool verbose = false;                                 // print the event trace to stderr while a kickoff runs
     std::function<void(const TaskOutput &)> taskCallback; // after every task (after the task's own callback)

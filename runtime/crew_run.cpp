@@ -8,6 +8,7 @@
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/event_bus.h>
 #include <mneme/runtime/function_tool.h>
+#include <mneme/runtime/mcp_client.h>
 #include <mneme/runtime/memory_tools.h>
 
 #include <QDebug>
@@ -179,7 +180,128 @@ void CrewRun::begin()
         failKickoff(currentError(QStringLiteral("A beforeKickoff callback of crew \"%1\" failed").arg(cfg.name)));
         return;
     }
+    startMcpServers();
+}
+
+void CrewRun::startMcpServers()
+{
+    const CrewConfig &cfg = m_crew->m_config;
+    std::vector<std::pair<McpServerConfig, std::shared_ptr<Agent>>> wanted;
+    for (const McpServerConfig &server : cfg.mcpServers)
+        wanted.push_back({server, nullptr});
+    std::vector<std::shared_ptr<Agent>> agents = cfg.agents;
+    for (const auto &t : cfg.tasks)
+        if (t->config().agent)
+            agents.push_back(t->config().agent);
+    QSet<const Agent *> seen;
+    for (const auto &a : agents) {
+        if (seen.contains(a.get()))
+            continue;
+        seen.insert(a.get());
+        for (const McpServerConfig &server : a->config().mcpServers)
+            wanted.push_back({server, a});
+    }
+    if (wanted.empty()) {
+        advance();
+        return;
+    }
+    for (const auto &[config, agent] : wanted) {
+        McpServer server;
+        server.client = new McpClient(config, this);
+        server.agent = agent.get();
+        const bool http = config.transport() == McpServerConfig::Transport::Http;
+        const Json props{{"server_name", config.name},
+                         {"transport", http ? "http" : "stdio"},
+                         // The program or the URL without credentials and query: arguments may hold secrets.
+                         {"server", http ? config.url.toString(QUrl::RemoveUserInfo | QUrl::RemoveQuery) : config.command},
+                         {"agent_role", agent ? Json(personaOf(agent).role) : Json()}};
+        server.eventId = bus()->open(makeEvent(events::kMcpConnectionStarted, props, QStringLiteral("crew"), {},
+                                               agent ? agent->id() : QString(), m_eventId));
+        m_mcp.push_back(server);
+    }
+    m_mcpStarting = m_mcp.size();
+    // Started once all are recorded: one that fails fails the kickoff, which stops the others.
+    for (size_t i = 0; i < m_mcp.size() && !m_done; ++i)
+        whenFinished(this, m_mcp[i].client->start(), [this, i](QFuture<void> f) { mcpServerDone(i, f); });
+}
+
+void CrewRun::mcpServerDone(size_t index, QFuture<void> started)
+{
+    McpServer &server = m_mcp[index];
+    const QString name = server.client->config().name;
+    const QString eventId = std::exchange(server.eventId, QString());
+    if (started.isCanceled() || server.client->state() != McpClient::State::Ready) {
+        const Error e = failureOf(started);
+        if (!eventId.isEmpty())
+            bus()->close(eventId, makeEvent(events::kMcpConnectionFailed, {{"server_name", name}, {"error", e.message()}}, {}));
+        failKickoff(Error(e.kind(), QStringLiteral("Crew \"%1\": MCP server \"%2\" could not start: %3").arg(m_crew->name(), name, e.message()),
+                          e.httpStatus()));
+        return;
+    }
+    QStringList tools;
+    for (const auto &t : server.client->tools())
+        tools << t->name();
+    const Json info = server.client->serverInfo();
+    if (!eventId.isEmpty())
+        bus()->close(eventId, makeEvent(events::kMcpConnectionCompleted,
+                                        {{"server_name", name},
+                                         {"tools", tools},
+                                         {"protocol_version", server.client->protocolVersion()},
+                                         {"server_info", {{"name", info.value("name", std::string())}, {"version", info.value("version", std::string())}}}},
+                                        {}));
+    if (--m_mcpStarting > 0 || m_done)
+        return;
+    // Two servers of one agent offering the same tool name: which one a call reaches would be a guess.
+    for (auto it = m_personas.cbegin(); it != m_personas.cend(); ++it) {
+        QSet<QString> names;
+        for (const auto &t : mcpToolsFor(it.key())) {
+            if (names.contains(t->name())) {
+                failKickoff(Error(ErrorKind::InvalidArgument,
+                                  QStringLiteral("Crew \"%1\": agent \"%2\" gets two MCP tools named \"%3\" from different "
+                                                 "servers; give one of the servers a tool_prefix, or choose its tools with "
+                                                 "\"tools\".")
+                                      .arg(m_crew->name(), it.value().role, t->name())));
+                return;
+            }
+            names.insert(t->name());
+        }
+    }
     advance();
+}
+
+std::vector<std::shared_ptr<Tool>> CrewRun::mcpToolsFor(const Agent *agent) const
+{
+    std::vector<std::shared_ptr<Tool>> tools;
+    const bool manager = m_crew->m_manager && agent == m_crew->m_manager.get();
+    for (const McpServer &server : m_mcp) {
+        if (server.agent != agent && (server.agent || manager))
+            continue;
+        if (server.client->state() != McpClient::State::Ready && server.client->state() != McpClient::State::Stopped)
+            continue;
+        for (const auto &t : server.client->tools())
+            tools.push_back(t);
+    }
+    return tools;
+}
+
+void CrewRun::stopMcpServersThen(std::function<void()> then)
+{
+    for (McpServer &server : m_mcp)
+        if (!server.eventId.isEmpty())
+            bus()->close(std::exchange(server.eventId, QString()),
+                         makeEvent(events::kMcpConnectionFailed,
+                                   {{"server_name", server.client->config().name}, {"error", "the kickoff ended before the server was ready"}},
+                                   {}));
+    if (m_mcp.empty()) {
+        then();
+        return;
+    }
+    auto left = std::make_shared<size_t>(m_mcp.size());
+    for (McpServer &server : m_mcp)
+        whenFinished(this, server.client->stop(), [left, then](QFuture<void>) {
+            if (--*left == 0)
+                then();
+        });
 }
 
 void CrewRun::advance()
@@ -279,6 +401,9 @@ std::vector<std::shared_ptr<Tool>> CrewRun::toolsFor(const std::shared_ptr<Agent
         if (std::none_of(tools.begin(), tools.end(), [&](const auto &t) { return t->name() == name; }))
             tools.push_back(std::move(tool));
     };
+    // The agent's MCP tools; one of its own with the same name wins.
+    for (auto &tool : mcpToolsFor(agent.get()))
+        add(std::move(tool));
 
     if (!coworkers.empty()) {
         QStringList roles;
@@ -503,22 +628,25 @@ void CrewRun::finishKickoff()
         failKickoff(currentError(QStringLiteral("An afterKickoff callback of crew \"%1\" failed").arg(m_crew->name())), true);
         return;
     }
-    drainThen([this, output] {
-        if (std::exchange(m_closed, true))
-            return;
-        bus()->close(m_eventId, makeEvent(events::kCrewKickoffCompleted,
-                                          {{"crew_name", m_crew->name()},
-                                           {"output", output.raw},
-                                           {"total_tokens", output.tokenUsage.totalTokens()},
-                                           {"successful_requests", output.llmRequests}},
-                                          {}));
-        m_promise.addResult(output);
-        // The signal comes last: a slot may cancel or delete the crew (and with it this run).
-        QPointer<Crew> crew = m_crew;
-        settle();
-        if (crew)
-            Q_EMIT crew->kickoffCompleted(output);
-    });
+    drainThen([this, output] { stopMcpServersThen([this, output] { reportCompletion(output); }); });
+}
+
+void CrewRun::reportCompletion(const CrewOutput &output)
+{
+    if (std::exchange(m_closed, true))
+        return;
+    bus()->close(m_eventId, makeEvent(events::kCrewKickoffCompleted,
+                                      {{"crew_name", m_crew->name()},
+                                       {"output", output.raw},
+                                       {"total_tokens", output.tokenUsage.totalTokens()},
+                                       {"successful_requests", output.llmRequests}},
+                                      {}));
+    m_promise.addResult(output);
+    // The signal comes last: a slot may cancel or delete the crew (and with it this run).
+    QPointer<Crew> crew = m_crew;
+    settle();
+    if (crew)
+        Q_EMIT crew->kickoffCompleted(output);
 }
 
 void CrewRun::failKickoff(const Error &error, bool afterTasks)
@@ -528,16 +656,19 @@ void CrewRun::failKickoff(const Error &error, bool afterTasks)
     m_done = true;
     abortTasks();
     // Saves of the tasks that completed are written before the failure is reported: none is lost.
-    drainThen([this, error] {
-        if (std::exchange(m_closed, true))
-            return;
-        bus()->close(m_eventId, makeEvent(events::kCrewKickoffFailed, {{"crew_name", m_crew->name()}, {"error", error.message()}}, {}));
-        m_promise.setException(error);
-        QPointer<Crew> crew = m_crew;
-        settle();
-        if (crew)
-            Q_EMIT crew->kickoffFailed(error.message());
-    });
+    drainThen([this, error] { stopMcpServersThen([this, error] { reportFailure(error); }); });
+}
+
+void CrewRun::reportFailure(const Error &error)
+{
+    if (std::exchange(m_closed, true))
+        return;
+    bus()->close(m_eventId, makeEvent(events::kCrewKickoffFailed, {{"crew_name", m_crew->name()}, {"error", error.message()}}, {}));
+    m_promise.setException(error);
+    QPointer<Crew> crew = m_crew;
+    settle();
+    if (crew)
+        Q_EMIT crew->kickoffFailed(error.message());
 }
 
 void CrewRun::cancel()
@@ -549,6 +680,8 @@ void CrewRun::cancel()
     abortTasks();
     if (!m_promise.isCanceled())
         m_promise.future().cancel();
+    // The servers are told to stop now and exit on their own timers; nothing waits for them.
+    stopMcpServersThen([] {});
     const QString message = QStringLiteral("The kickoff of crew \"%1\" was cancelled.").arg(m_crew->name());
     bus()->close(m_eventId, makeEvent(events::kCrewKickoffFailed, {{"crew_name", m_crew->name()}, {"error", message}}, {}));
     QPointer<Crew> crew = m_crew;

@@ -19,6 +19,7 @@
 namespace mneme {
 
 class ConsoleListener;
+class McpClient;
 
 class CrewRun : public QObject
 {
@@ -81,10 +82,20 @@ private:
     };
 
     void begin();
+    // Starts the MCP servers of the crew and of its agents, then advance(); a server that cannot
+    // start fails the kickoff.
+    void startMcpServers();
+    void mcpServerDone(size_t index, QFuture<void> started);
+    // The MCP tools `agent` gets: its own servers' and (unless it is the manager) the crew's.
+    std::vector<std::shared_ptr<Tool>> mcpToolsFor(const Agent *agent) const;
+    // Stops every MCP server of the kickoff; calls `then` once all have exited.
+    void stopMcpServersThen(std::function<void()> then);
     void advance();
     void startTask(size_t index);
     QString contextFor(size_t index) const;
     void finishKickoff();
+    void reportCompletion(const CrewOutput &output);
+    void reportFailure(const Error &error);
     // `afterTasks`: the tasks are done (an afterKickoff callback failed), so m_done is already set.
     void failKickoff(const Error &error, bool afterTasks = false);
     void abortTasks();
@@ -107,6 +118,16 @@ private:
     QSet<mneme::Memory *> m_memories;
     QSet<ChatMemory *> m_chatMemories; // drained before the kickoff reports
     std::unique_ptr<ConsoleListener> m_console;
+
+    // The kickoff's MCP servers, children of this run (so they never outlive it).
+    struct McpServer
+    {
+        McpClient *client = nullptr;
+        const Agent *agent = nullptr; // null: the crew's, for every agent but the manager
+        QString eventId;              // mcp_connection_started, until it is closed
+    };
+    std::vector<McpServer> m_mcp;
+    size_t m_mcpStarting = 0;
 };
 
 // One task of a kickoff: the agent's execution, guardrails, structured output, output file,

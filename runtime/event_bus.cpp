@@ -42,6 +42,8 @@ QString startTypeOf(const QString &type)
         {QLatin1String(kMemoryRetrievalFailed), QLatin1String(kMemoryRetrievalStarted)},
         {QLatin1String(kLlmGuardrailCompleted), QLatin1String(kLlmGuardrailStarted)},
         {QLatin1String(kLlmGuardrailFailed), QLatin1String(kLlmGuardrailStarted)},
+        {QLatin1String(kMcpConnectionCompleted), QLatin1String(kMcpConnectionStarted)},
+        {QLatin1String(kMcpConnectionFailed), QLatin1String(kMcpConnectionStarted)},
         {QLatin1String(kFlowFinished), QLatin1String(kFlowStarted)},
         {QLatin1String(kFlowFailed), QLatin1String(kFlowStarted)},
         {QLatin1String(kMethodExecutionFinished), QLatin1String(kMethodExecutionStarted)},

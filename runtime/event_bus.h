@@ -49,6 +49,10 @@ inline constexpr char kMemoryRetrievalFailed[] = "memory_retrieval_failed";
 inline constexpr char kLlmGuardrailStarted[] = "llm_guardrail_started";
 inline constexpr char kLlmGuardrailCompleted[] = "llm_guardrail_completed";
 inline constexpr char kLlmGuardrailFailed[] = "llm_guardrail_failed";
+// A kickoff starting one MCP server (McpServerConfig) and reading its tools.
+inline constexpr char kMcpConnectionStarted[] = "mcp_connection_started";
+inline constexpr char kMcpConnectionCompleted[] = "mcp_connection_completed";
+inline constexpr char kMcpConnectionFailed[] = "mcp_connection_failed";
 // Flows (flows/): a run, its steps (CrewAI's method execution events) and the labels routers emit.
 inline constexpr char kFlowStarted[] = "flow_started";
 inline constexpr char kFlowFinished[] = "flow_finished";
