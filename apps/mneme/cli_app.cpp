@@ -8,6 +8,7 @@
 #include "flow_commands.h"
 #include "record_commands.h"
 #include "scope_commands.h"
+#include "server_commands.h"
 #include "transfer_commands.h"
 
 #include <mneme/core/error.h>
@@ -76,6 +77,7 @@ void CliApp::dispatch(CommandContext &context)
     EvalCommands evaluations(context);
     FlowCommands flows(context);
     ChatCommands chats(context);
+    ServerCommands servers(context);
     const QMap<QString, std::function<void()>> commands = {
         {QStringLiteral("remember"), [&] { records.remember(); }},
         {QStringLiteral("remember-many"), [&] { transfer.rememberMany(); }},
@@ -98,6 +100,8 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("flow-graph"), [&] { flows.flowGraph(); }},
         {QStringLiteral("chat"), [&] { chats.chat(); }},
         {QStringLiteral("sessions"), [&] { chats.sessions(); }},
+        {QStringLiteral("mcp"), [&] { servers.mcp(); }},
+        {QStringLiteral("serve"), [&] { servers.serve(); }},
     };
     const auto it = commands.constFind(context.args().commandName());
     if (it == commands.constEnd())

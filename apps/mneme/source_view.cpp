@@ -1,0 +1,276 @@
+#include "source_view.h"
+
+#include <mneme/core/error.h>
+#include <mneme/core/scope_path.h>
+
+#include <algorithm>
+
+namespace mneme::cli {
+
+namespace {
+
+constexpr int kPage = 1000;
+constexpr int kForgetBatch = 500;
+
+} // namespace
+
+SourceView::SourceView(Memory &memory, QString source) : m_memory(memory), m_source(std::move(source)) {}
+
+bool SourceView::sees(const MemoryRecord &record) const
+{
+    return !record.isPrivate || (!m_source.isEmpty() && record.source == m_source);
+}
+
+bool SourceView::seesJson(const Json &record) const
+{
+    if (!record.is_object())
+        return true; // no record on that side of the change
+    const auto isPrivate = record.find("private");
+    if (isPrivate == record.end() || !isPrivate->is_boolean() || !isPrivate->get<bool>())
+        return true;
+    const auto source = record.find("source");
+    return !m_source.isEmpty() && source != record.end() && source->is_string() && QString::fromStdString(source->get<std::string>()) == m_source;
+}
+
+void SourceView::unknownId(const QString &id) const
+{
+    throw Error(ErrorKind::NotFound, QStringLiteral("no record has the id \"%1\"; find ids with recall or list").arg(id.trimmed()));
+}
+
+RecordFilter SourceView::filterFor(const QString &scope) const
+{
+    RecordFilter f;
+    const QString resolved = m_memory.resolveScope(scope.isEmpty() ? std::nullopt : std::optional<QString>(scope));
+    if (resolved != QLatin1String("/"))
+        f.scopes = {resolved};
+    f.applyPrivacy = true;
+    f.includePrivate = false;
+    f.source = m_source;
+    return f;
+}
+
+void SourceView::forEachSeen(const QString &scope, const std::function<void(const MemoryRecord &)> &fn)
+{
+    const RecordFilter f = filterFor(scope);
+    m_memory.drainWrites();
+    for (int offset = 0;; offset += kPage) {
+        const std::vector<MemoryRecord> page = m_memory.storage().list(f, kPage, offset);
+        for (const MemoryRecord &r : page)
+            if (sees(r)) // the storage applied the filter already; checked again where it matters most
+                fn(r);
+        if (int(page.size()) < kPage)
+            return;
+    }
+}
+
+std::optional<MemoryRecord> SourceView::seenRecord(const QString &id)
+{
+    std::optional<MemoryRecord> r = m_memory.get(id);
+    if (r && !sees(*r))
+        return std::nullopt;
+    return r;
+}
+
+MemoryRecord SourceView::requireSeen(const QString &id)
+{
+    std::optional<MemoryRecord> r = seenRecord(id);
+    if (!r)
+        unknownId(id);
+    return *r;
+}
+
+MemoryRecord SourceView::remember(const QString &content, RememberOptions options)
+{
+    if (options.isPrivate && m_source.isEmpty())
+        throw Error(ErrorKind::PermissionDenied,
+                    QStringLiteral("a private record needs a source, and this request has none; give the source the "
+                                   "record belongs to, or store it without \"private\""));
+    options.source = m_source;
+    return m_memory.remember(content, options);
+}
+
+SaveResult SourceView::rememberMany(QList<MemoryInput> items)
+{
+    for (MemoryInput &item : items) {
+        if (item.options.isPrivate && m_source.isEmpty())
+            throw Error(ErrorKind::PermissionDenied,
+                        QStringLiteral("a private record needs a source, and this request has none; give the source the "
+                                       "records belong to, or store them without \"private\""));
+        item.options.source = m_source;
+    }
+    return m_memory.rememberMany(items).result();
+}
+
+QList<MemoryMatch> SourceView::recall(const QString &query, RecallOptions options)
+{
+    options.source = m_source;
+    options.includePrivate = false;
+    QList<MemoryMatch> matches = m_memory.recall(query, options);
+    matches.removeIf([this](const MemoryMatch &m) { return !sees(m.record); });
+    return matches;
+}
+
+std::optional<MemoryRecord> SourceView::get(const QString &id)
+{
+    return seenRecord(id);
+}
+
+QList<HistoryEntry> SourceView::history(const QString &id)
+{
+    QList<HistoryEntry> entries;
+    try {
+        entries = m_memory.history(id);
+    } catch (const Error &e) {
+        if (e.kind() == ErrorKind::NotFound)
+            unknownId(id);
+        throw;
+    }
+    // A deleted record is known by its history only: every side of every change must be seen.
+    for (const HistoryEntry &e : entries)
+        if (!seesJson(e.oldRecord) || !seesJson(e.newRecord))
+            unknownId(id);
+    if (const std::optional<MemoryRecord> current = m_memory.get(id); current && !sees(*current))
+        unknownId(id);
+    return entries;
+}
+
+MemoryRecord SourceView::update(const QString &id, const UpdateOptions &options)
+{
+    requireSeen(id);
+    return m_memory.update(id, options);
+}
+
+MemoryRecord SourceView::undo(const QString &id)
+{
+    history(id); // NotFound for a record this source does not see, deleted or not
+    return m_memory.undo(id);
+}
+
+int SourceView::forget(const ForgetOptions &options)
+{
+    if (!options.scope && options.ids.isEmpty() && options.categories.isEmpty() && !options.olderThan.isValid())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("forget needs at least one of scope, ids, categories or older_than"));
+    RecordFilter f = filterFor(options.scope.value_or(QString()));
+    f.ids = options.ids;
+    for (const QString &c : options.categories)
+        if (!c.trimmed().isEmpty())
+            f.categories << c.trimmed();
+    f.createdBefore = options.olderThan.isValid() ? options.olderThan.toUTC() : QDateTime();
+    // The records to delete are those this source sees; Memory::forget then deletes exactly them.
+    QStringList chosen;
+    m_memory.drainWrites();
+    for (int offset = 0;; offset += kPage) {
+        const std::vector<MemoryRecord> page = m_memory.storage().list(f, kPage, offset);
+        for (const MemoryRecord &r : page)
+            if (sees(r) && f.matches(r))
+                chosen << r.id;
+        if (int(page.size()) < kPage)
+            break;
+    }
+    int deleted = 0;
+    for (qsizetype i = 0; i < chosen.size(); i += kForgetBatch) {
+        ForgetOptions batch;
+        batch.ids = chosen.mid(i, kForgetBatch);
+        deleted += m_memory.forget(batch);
+    }
+    return deleted;
+}
+
+QList<MemoryRecord> SourceView::list(const QString &scope, int limit, int offset)
+{
+    if (limit < 1 || offset < 0)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("limit must be at least 1 and offset 0 or more (got %1 and %2)").arg(limit).arg(offset));
+    const RecordFilter f = filterFor(scope);
+    m_memory.drainWrites();
+    QList<MemoryRecord> out;
+    for (const MemoryRecord &r : m_memory.storage().list(f, limit, offset))
+        if (sees(r))
+            out << r;
+    return out;
+}
+
+QMap<QString, int> SourceView::scopeCounts(const QString &path)
+{
+    const QString root = m_memory.resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
+    QMap<QString, int> counts;
+    forEachSeen(path, [&](const MemoryRecord &r) {
+        for (QString s = r.scope;; s = ScopePath::parent(s)) {
+            ++counts[s];
+            if (s == root || s == QLatin1String("/"))
+                break;
+        }
+    });
+    return counts;
+}
+
+ScopeNode SourceView::tree(const QString &path, int maxDepth)
+{
+    if (maxDepth < 0)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("max depth must be 0 or more (got %1)").arg(maxDepth));
+    const QString root = m_memory.resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
+    const QMap<QString, int> counts = scopeCounts(path);
+    QMap<QString, QStringList> children; // each list sorted, as the map's keys are
+    for (auto it = counts.cbegin(); it != counts.cend(); ++it)
+        if (it.key() != root)
+            children[ScopePath::parent(it.key())] << it.key();
+    // As Memory::scopeTree: the scope itself always, then at most 20 children a scope.
+    const std::function<ScopeNode(const QString &, int)> node = [&](const QString &p, int depth) {
+        ScopeNode n;
+        n.path = p;
+        n.recordCount = counts.value(p);
+        if (depth < maxDepth)
+            for (const QString &c : children.value(p).mid(0, 20))
+                n.children << node(c, depth + 1);
+        return n;
+    };
+    return node(root, 0);
+}
+
+ScopeInfo SourceView::info(const QString &path)
+{
+    ScopeInfo info;
+    info.path = m_memory.resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
+    QSet<QString> categories;
+    QSet<QString> children;
+    forEachSeen(path, [&](const MemoryRecord &r) {
+        ++info.recordCount;
+        for (const QString &c : r.categories)
+            categories.insert(c);
+        if (!info.oldestRecord.isValid() || r.createdAt < info.oldestRecord)
+            info.oldestRecord = r.createdAt;
+        if (!info.newestRecord.isValid() || r.createdAt > info.newestRecord)
+            info.newestRecord = r.createdAt;
+        const QString child = ScopePath::childToward(info.path, r.scope);
+        if (!child.isEmpty())
+            children.insert(child);
+    });
+    info.categories = QStringList(categories.begin(), categories.end());
+    info.categories.sort();
+    info.childScopes = QStringList(children.begin(), children.end());
+    info.childScopes.sort();
+    return info;
+}
+
+QStringList SourceView::scopes(const QString &path)
+{
+    return info(path).childScopes;
+}
+
+QMap<QString, int> SourceView::categories(const QString &scope)
+{
+    QMap<QString, int> counts;
+    forEachSeen(scope, [&](const MemoryRecord &r) {
+        for (const QString &c : r.categories)
+            ++counts[c];
+    });
+    return counts;
+}
+
+QStringList SourceView::extract(const QString &text)
+{
+    return m_memory.extractMemories(text);
+}
+
+} // namespace mneme::cli
