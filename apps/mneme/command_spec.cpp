@@ -47,6 +47,7 @@ QList<CommandSpec> buildTable()
     const Option allowOrigin = repeated("allow-origin", "ORIGIN", "accept requests from web pages of this origin (besides localhost)");
     const Option maxBody = value("max-body", "BYTES", "largest message or request body accepted (default 4194304)");
     const Option threads = value("threads", "N", "worker threads for the memory's operations (default 8)");
+    const Option requestTimeout = value("request-timeout", "SECONDS", "with HTTP: time a client has to send a whole request (default 30)");
 
     return {
         command("remember", "TEXT", "Store one memory and print the stored record (TEXT \"-\" reads the text from standard input).", 1, 1,
@@ -136,13 +137,13 @@ QList<CommandSpec> buildTable()
                 0, 0,
                 {value("source", "S", "act for this source: its private records are seen, stored records carry it (default: public records only)"),
                  value("listen", "HOST:PORT", "serve streamable HTTP instead of stdio (an address other than loopback needs a token)"),
-                 tokenFile, allowOrigin, maxBody, threads}),
+                 tokenFile, allowOrigin, maxBody, requestTimeout, threads}),
         command("serve", "",
                 "Serve the memory as a REST API: JSON endpoints under /v1, the OpenAPI document at /openapi.json. Runs "
                 "until it is stopped (Ctrl-C, SIGTERM).",
                 0, 0,
                 {value("listen", "HOST:PORT", "address to listen on (default 127.0.0.1:8765; another than loopback needs a token)"),
-                 tokenFile, allowOrigin, maxBody,
+                 tokenFile, allowOrigin, maxBody, requestTimeout,
                  value("max-connections", "N", "connections served at once (default 256)"), threads}),
         command("help", "[COMMAND]", "Print the usage of mneme or of one command.", 0, 1, {}),
     };

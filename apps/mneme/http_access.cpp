@@ -90,7 +90,7 @@ QByteArray HttpAccess::readToken(const std::optional<QString> &file)
                         QStringLiteral("cannot read the token file %1: %2; check the --token-file path").arg(*file, f.errorString()));
         token = f.read(4096).trimmed();
         where = QStringLiteral("the token file %1").arg(*file);
-    } else if (qEnvironmentVariableIsSet("MNEME_HTTP_TOKEN")) {
+    } else if (!qEnvironmentVariableIsEmpty("MNEME_HTTP_TOKEN")) {
         token = qgetenv("MNEME_HTTP_TOKEN").trimmed();
         where = QStringLiteral("MNEME_HTTP_TOKEN");
     } else {

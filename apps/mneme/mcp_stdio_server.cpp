@@ -43,8 +43,13 @@ protected:
             for (qsizetype i = 0; i < n; ++i) {
                 if (buffer[i] != '\n')
                     continue;
-                if (!skipping)
-                    post(line + QByteArray(buffer + start, i - start));
+                if (!skipping) {
+                    line += QByteArray(buffer + start, i - start);
+                    if (line.size() > m_maxLine)
+                        tooLong(line.size());
+                    else
+                        post(line);
+                }
                 skipping = false;
                 line.clear();
                 start = i + 1;
@@ -52,9 +57,7 @@ protected:
             if (!skipping)
                 line += QByteArray(buffer + start, n - start);
             if (!skipping && line.size() > m_maxLine) {
-                const qint64 size = line.size();
-                QMetaObject::invokeMethod(
-                    m_server, [server = m_server, size] { server->onTooLong(size); }, Qt::QueuedConnection);
+                tooLong(line.size());
                 line.clear();
                 skipping = true;
             }
@@ -66,6 +69,12 @@ protected:
     }
 
 private:
+    void tooLong(qint64 size)
+    {
+        QMetaObject::invokeMethod(
+            m_server, [server = m_server, size] { server->onTooLong(size); }, Qt::QueuedConnection);
+    }
+
     void post(QByteArray line)
     {
         if (line.endsWith('\r'))

@@ -246,7 +246,10 @@ Json MemoryOperations::rememberMany(const Json &args)
         const QString label = QStringLiteral("remember_many item %1").arg(index);
         Args one(item, label.toUtf8().constData(), m_stringNumbers);
         MemoryInput in;
-        in.content = one.requiredText("content");
+        const std::optional<QString> content = one.string("content");
+        if (!content)
+            one.fail(QStringLiteral("\"content\" is required: a string (a blank one is dropped, as remember-many drops blank lines)"));
+        in.content = *content;
         in.options = rememberOptions(one, defaults);
         one.finish();
         inputs << in;

@@ -94,6 +94,11 @@ HttpServer::Limits limitsOf(const CliArguments &a)
     limits.maxBodyBytes = a.integer(QStringLiteral("max-body"), 1024).value_or(kDefaultMaxBody);
     if (a.command()->option(QStringLiteral("max-connections")))
         limits.maxConnections = a.integer(QStringLiteral("max-connections"), 1).value_or(limits.maxConnections);
+    if (const std::optional<int> seconds = a.integer(QStringLiteral("request-timeout"), 1)) {
+        if (*seconds > 3600)
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("--request-timeout is in seconds, at most 3600 (got %1)").arg(*seconds));
+        limits.requestTimeoutMs = *seconds * 1000;
+    }
     return limits;
 }
 
@@ -138,7 +143,7 @@ void ServerCommands::mcp()
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("mneme mcp over stdio writes the protocol on standard output, so --json cannot be used; "
                                        "it applies with --listen"));
-        for (const char *option : {"token-file", "allow-origin"})
+        for (const char *option : {"token-file", "allow-origin", "request-timeout"})
             if (a.has(QLatin1String(option)))
                 throw Error(ErrorKind::InvalidArgument,
                             QStringLiteral("--%1 applies with --listen only (over stdio the client starts the server itself)").arg(QLatin1String(option)));
