@@ -168,7 +168,9 @@ public:
     {
         if (m_state == State::Handling || m_state == State::Closing)
             return;
-        const qint64 room = m_server->m_limits.maxHeaderBytes + 65536 - m_buffer.size();
+        // At most one request's head and body (each refused beyond its limit) and a little of the next.
+        const HttpServer::Limits &limits = m_server->m_limits;
+        const qint64 room = limits.maxHeaderBytes + limits.maxBodyBytes + 65536 - m_buffer.size();
         if (room > 0)
             m_buffer += m_socket->read(room);
         try {

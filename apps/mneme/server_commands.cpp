@@ -150,11 +150,12 @@ void ServerCommands::mcp()
     }
     const HttpServer::Limits limits = limitsOf(a);
     std::optional<std::pair<QHostAddress, quint16>> address;
-    QByteArray token;
+    // The token is kept as its digest only, from here on.
+    const HttpAccess access(listen ? HttpAccess::readToken(a.value(QStringLiteral("token-file"))) : QByteArray(),
+                            a.values(QStringLiteral("allow-origin")));
     if (listen) {
         address = HttpAccess::parseListen(*listen, QStringLiteral("--listen"));
-        token = HttpAccess::readToken(a.value(QStringLiteral("token-file")));
-        HttpAccess::checkExposure(address->first, !token.isEmpty(), QStringLiteral("mneme mcp --listen"));
+        HttpAccess::checkExposure(address->first, access.requiresToken(), QStringLiteral("mneme mcp --listen"));
     }
     QThreadPool pool;
     configurePool(pool, a);
@@ -176,15 +177,15 @@ void ServerCommands::mcp()
         return;
     }
 
-    McpHttpEndpoint endpoint(catalog, &pool, HttpAccess(token, a.values(QStringLiteral("allow-origin"))));
+    McpHttpEndpoint endpoint(catalog, &pool, access);
     HttpServer server(limits, [&endpoint](const HttpServerRequest &r, HttpServer::Respond respond) { endpoint.handle(r, std::move(respond)); });
     server.listen(address->first, address->second);
     logRequests(m_ctx, server);
     const QString url = HttpAccess::urlOf(server.address(), server.port()) + QStringLiteral("/mcp");
     announce(m_ctx,
              QStringLiteral("mneme mcp: serving %1 at %2 for %3%4; Ctrl-C stops it")
-                 .arg(memory.storage().location(), url, who, token.isEmpty() ? QString() : QStringLiteral(" (bearer token required)")),
-             Json{{"url", url}, {"source", source.isEmpty() ? Json() : Json(source)}, {"token_required", !token.isEmpty()}});
+                 .arg(memory.storage().location(), url, who, access.requiresToken() ? QStringLiteral(" (bearer token required)") : QString()),
+             Json{{"url", url}, {"source", source.isEmpty() ? Json() : Json(source)}, {"token_required", access.requiresToken()}});
     loop.exec();
     pool.waitForDone();
 }
@@ -194,8 +195,8 @@ void ServerCommands::serve()
     const CliArguments &a = m_ctx.args();
     const auto [address, port] = HttpAccess::parseListen(a.value(QStringLiteral("listen")).value_or(QLatin1String(kDefaultListen)),
                                                          QStringLiteral("--listen"));
-    const QByteArray token = HttpAccess::readToken(a.value(QStringLiteral("token-file")));
-    HttpAccess::checkExposure(address, !token.isEmpty(), QStringLiteral("mneme serve"));
+    const HttpAccess access(HttpAccess::readToken(a.value(QStringLiteral("token-file"))), a.values(QStringLiteral("allow-origin")));
+    HttpAccess::checkExposure(address, access.requiresToken(), QStringLiteral("mneme serve"));
     const HttpServer::Limits limits = limitsOf(a);
     QThreadPool pool;
     configurePool(pool, a);
@@ -207,12 +208,12 @@ void ServerCommands::serve()
     HttpServer server(limits, [&api](const HttpServerRequest &r, HttpServer::Respond respond) { api->handle(r, std::move(respond)); });
     server.listen(address, port);
     const QString url = HttpAccess::urlOf(server.address(), server.port());
-    api = std::make_unique<RestApi>(memory, &pool, HttpAccess(token, a.values(QStringLiteral("allow-origin"))), url);
+    api = std::make_unique<RestApi>(memory, &pool, access, url);
     logRequests(m_ctx, server);
     announce(m_ctx,
              QStringLiteral("mneme serve: serving %1 at %2 (OpenAPI at %2/openapi.json)%3; Ctrl-C stops it")
-                 .arg(memory.storage().location(), url, token.isEmpty() ? QString() : QStringLiteral(", bearer token required")),
-             Json{{"url", url}, {"openapi", url + QStringLiteral("/openapi.json")}, {"token_required", !token.isEmpty()}});
+                 .arg(memory.storage().location(), url, access.requiresToken() ? QStringLiteral(", bearer token required") : QString()),
+             Json{{"url", url}, {"openapi", url + QStringLiteral("/openapi.json")}, {"token_required", access.requiresToken()}});
     loop.exec();
     pool.waitForDone();
 }

@@ -79,6 +79,14 @@ test('every route of the OpenAPI document, with the command line\'s JSON', { tim
     assert.deepEqual(made.body.metadata.ticket, 'T-7');
     assert.deepEqual(cli(store.db, 'get', made.body.id), made.body);
 
+    // A body far larger than the socket's buffers arrives whole (here 600 items, about 300 kB).
+    const bulk = await call('POST', '/v1/memories/batch?source=bulk', { scope: '/bulk', items: Array.from({ length: 600 }, (_, i) => ({
+      content: `Bulk fact ${i}: ` + Array.from({ length: 50 }, (_, k) => `w${(i * 7919 + k * 104729) % 99991}`).join(' '),
+    })) });
+    assert.equal(bulk.status, 200);
+    assert.equal(bulk.body.ids.length, 600);
+    assert.deepEqual((await call('POST', '/v1/forget?source=bulk', { scope: '/bulk' })).body, { deleted: bulk.body.stored });
+
     const batch = await call('POST', '/v1/memories/batch?source=alice', { scope: '/batch', items: [{ content: 'First batched fact' }, { content: 'Second batched fact', importance: 0.9 }, { content: '   ' }] });
     assert.equal(batch.status, 200);
     conforms(batch.body, 'RememberManyResult');
