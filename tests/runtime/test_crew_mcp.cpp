@@ -295,6 +295,33 @@ private Q_SLOTS:
         QCOMPARE(crew.kickoffAndWait().raw, QStringLiteral("Saw: my echo"));
     }
 
+    void hierarchicalManagerDelegatesToAgentsWithTheTools()
+    {
+        // The manager is offered the delegation tools only; the coworker it delegates to has the MCP tool.
+        m_llm->setFallback([](const Json &body) {
+            const QStringList tools = ScriptedLlm::toolNamesOf(body);
+            const bool manager = ScriptedLlm::messageOf(body, "system").startsWith(QLatin1String("You are Crew Manager"));
+            if (manager) {
+                if (tools.contains(QStringLiteral("echo")))
+                    return ScriptedLlm::completion(QStringLiteral("the manager was given an MCP tool"));
+                if (!ScriptedLlm::hasToolResults(body))
+                    return ScriptedLlm::toolCallsReply({{QStringLiteral("delegate_work_to_coworker"),
+                                                         QStringLiteral(R"({"task":"echo hi","coworker":"Clerk"})")}});
+                return ScriptedLlm::completion(QStringLiteral("Manager saw: ") + toolResultsOf(body).join(QLatin1Char('|')));
+            }
+            if (!ScriptedLlm::hasToolResults(body))
+                return ScriptedLlm::toolCallsReply({{QStringLiteral("echo"), QStringLiteral(R"({"text":"from the clerk"})")}});
+            return ScriptedLlm::completion(toolResultsOf(body).join(QLatin1Char('|')));
+        });
+        auto clerk = agent(QStringLiteral("Clerk"));
+        CrewConfig cfg = crewOf({clerk}, {task(QStringLiteral("look"), nullptr)});
+        cfg.process = Process::Hierarchical;
+        cfg.managerLlm = m_provider;
+        cfg.mcpServers = {fixture(QStringLiteral("fx"), {QStringLiteral("echo")})};
+        Crew crew(cfg);
+        QCOMPARE(crew.kickoffAndWait().raw, QStringLiteral("Manager saw: echo: from the clerk"));
+    }
+
     void configurationIsChecked()
     {
         try {
