@@ -43,11 +43,11 @@ QList<CommandSpec> buildTable()
     const Option privateFlag = flag("private", "visible only to recalls with the same --source");
     const Option metadata = value("metadata", "JSON", "a JSON object stored with the record");
     // The servers' options (mcp, serve).
-    const Option tokenFile = value("token-file", "FILE", "require \"Authorization: Bearer TOKEN\" with the token in FILE (else $MNEME_HTTP_TOKEN)");
-    const Option allowOrigin = repeated("allow-origin", "ORIGIN", "accept requests from web pages of this origin (besides localhost)");
-    const Option maxBody = value("max-body", "BYTES", "largest message or request body accepted (default 4194304)");
-    const Option threads = value("threads", "N", "worker threads for the memory's operations (default 8)");
-    const Option requestTimeout = value("request-timeout", "SECONDS", "with HTTP: time a client has to send a whole request (default 30)");
+    const Option tokenFile = value("token-file", "FILE", "require the bearer token in FILE (default: $MNEME_HTTP_TOKEN when set)");
+    const Option allowOrigin = repeated("allow-origin", "ORIGIN", "serve web pages from this origin as well as localhost's");
+    const Option maxBody = value("max-body", "BYTES", "largest request accepted, in bytes (default 4194304)");
+    const Option requestTimeout = value("request-timeout", "SECONDS", "time a client has to send a whole request (default 30)");
+    const Option threads = value("threads", "N", "threads running the memory's operations (default 8)");
 
     return {
         command("remember", "TEXT", "Store one memory and print the stored record (TEXT \"-\" reads the text from standard input).", 1, 1,
@@ -131,20 +131,13 @@ QList<CommandSpec> buildTable()
                 1, 2,
                 {flag("archived", "show: the messages flushed to the memory blocks too"),
                  flag("yes", "clear, delete: confirm the deletion")}),
-        command("mcp", "",
-                "Serve the memory to MCP clients (Model Context Protocol): over standard input and output, or over "
-                "streamable HTTP at http://HOST:PORT/mcp with --listen. Runs until its input ends or it is stopped.",
-                0, 0,
-                {value("source", "S", "act for this source: its private records are seen, stored records carry it (default: public records only)"),
-                 value("listen", "HOST:PORT", "serve streamable HTTP instead of stdio (an address other than loopback needs a token)"),
+        command("mcp", "", "Serve the memory to MCP clients over standard input and output, or over HTTP with --listen.", 0, 0,
+                {value("source", "S", "act as this source: its private records are visible and stored records carry it"),
+                 value("listen", "HOST:PORT", "serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; any but loopback needs a token"),
                  tokenFile, allowOrigin, maxBody, requestTimeout, threads}),
-        command("serve", "",
-                "Serve the memory as a REST API: JSON endpoints under /v1, the OpenAPI document at /openapi.json. Runs "
-                "until it is stopped (Ctrl-C, SIGTERM).",
-                0, 0,
-                {value("listen", "HOST:PORT", "address to listen on (default 127.0.0.1:8765; another than loopback needs a token)"),
-                 tokenFile, allowOrigin, maxBody, requestTimeout,
-                 value("max-connections", "N", "connections served at once (default 256)"), threads}),
+        command("serve", "", "Serve the memory as a REST API, with its OpenAPI document at /openapi.json.", 0, 0,
+                {value("listen", "HOST:PORT", "address to listen on (default 127.0.0.1:8765); any but loopback needs a token"), tokenFile, allowOrigin, maxBody,
+                 requestTimeout, value("max-connections", "N", "connections served at once (default 256)"), threads}),
         command("help", "[COMMAND]", "Print the usage of mneme or of one command.", 0, 1, {}),
     };
 }
