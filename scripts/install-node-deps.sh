@@ -12,12 +12,12 @@ build_dir="${1:-build}"
 target="$build_dir/tests/mcp"
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-  echo "mneme: the MCP tests need Node.js 18 or later with npm; install them (Debian: apt-get install nodejs npm)" >&2
+  echo "mneme: the MCP tests need Node.js 20 or later with npm; install them (Debian: apt-get install nodejs npm)" >&2
   exit 1
 fi
 major="$(node -p 'process.versions.node.split(".")[0]')"
-if [ "$major" -lt 18 ]; then
-  echo "mneme: the MCP tests need Node.js 18 or later; this is $(node --version)" >&2
+if [ "$major" -lt 20 ]; then
+  echo "mneme: the MCP tests need Node.js 20 or later; this is $(node --version)" >&2
   exit 1
 fi
 

@@ -35,7 +35,7 @@ inline QString nodeProgram()
 inline QString nodeSetupProblem()
 {
     if (nodeProgram().isEmpty())
-        return QStringLiteral("Node.js is not on PATH; the MCP tests need Node.js 18 or later");
+        return QStringLiteral("Node.js is not on PATH; the MCP tests need Node.js 20 or later");
     if (!QFileInfo::exists(nodeModules() + QStringLiteral("/@modelcontextprotocol/sdk/package.json")))
         return QStringLiteral("the npm packages of the MCP tests are missing in %1; run \"scripts/install-node-deps.sh "
                               "BUILD_DIR\" (make test runs it)")
