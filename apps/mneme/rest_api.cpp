@@ -214,7 +214,9 @@ void RestApi::run(const Route &route, const HttpServerRequest &request, const QS
             }
             args = Json::parse(request.body.constBegin(), request.body.constEnd(), nullptr, false);
             if (args.is_discarded() || !args.is_object()) {
-                respond(invalid(QStringLiteral("the body must be a JSON object of arguments")));
+                respond(invalid(args.is_discarded()
+                                    ? QStringLiteral("the body is not valid JSON; send one JSON object of arguments")
+                                    : QStringLiteral("the body must be a JSON object of arguments, not %1").arg(QLatin1String(args.type_name()))));
                 return;
             }
         }

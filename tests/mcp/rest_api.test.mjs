@@ -152,7 +152,10 @@ test('every route of the OpenAPI document, with the command line\'s JSON', { tim
     assert.equal(bad.status, 400);
     assert.equal(bad.body.error.kind, 'invalid_argument');
     assert.match(bad.body.error.message, /"limit" must be an integer from 1 to 10000/);
-    assert.equal((await call('POST', '/v1/recall', '{not json')).status, 400);
+    const notJson = await call('POST', '/v1/recall', '{not json');
+    assert.equal(notJson.status, 400);
+    assert.match(notJson.body.error.message, /the body is not valid JSON/);
+    assert.match((await call('POST', '/v1/recall', '["x"]')).body.error.message, /must be a JSON object of arguments, not array/);
     assert.equal((await call('POST', '/v1/recall', 'query=x', { 'Content-Type': 'text/plain' })).status, 415);
     const wrongMethod = await call('PUT', '/v1/recall', {});
     assert.equal(wrongMethod.status, 405);
