@@ -328,7 +328,7 @@ Json MemoryOperations::get(const Json &args)
     a.finish();
     const std::optional<MemoryRecord> r = m_view.get(id);
     if (!r)
-        throw Error(ErrorKind::NotFound, QStringLiteral("no record has the id \"%1\"; find ids with recall or list").arg(id));
+        SourceView::unknownId(id);
     return *r;
 }
 

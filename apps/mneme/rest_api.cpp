@@ -111,7 +111,7 @@ const std::vector<RestApi::Route> &RestApi::table()
              a["ids"] = Json::array({id.toStdString()});
              const Json result = o.forget(a);
              if (result.value("deleted", 0) == 0)
-                 throw Error(ErrorKind::NotFound, QStringLiteral("no record has the id \"%1\"; find ids with recall or list").arg(id));
+                 SourceView::unknownId(id);
              return result;
          }},
         {"GET", QStringLiteral("/v1/memories/{id}/history"), 200, false, [withId](M &o, Json a, const QString &id) { return o.history(withId(a, id)); }},

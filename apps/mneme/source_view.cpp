@@ -32,7 +32,7 @@ bool SourceView::seesJson(const Json &record) const
     return !m_source.isEmpty() && source != record.end() && source->is_string() && QString::fromStdString(source->get<std::string>()) == m_source;
 }
 
-void SourceView::unknownId(const QString &id) const
+void SourceView::unknownId(const QString &id)
 {
     throw Error(ErrorKind::NotFound, QStringLiteral("no record has the id \"%1\"; find ids with recall or list").arg(id.trimmed()));
 }

@@ -57,6 +57,9 @@ public:
     QMap<QString, int> scopeCounts(const QString &path);
     QStringList extract(const QString &text);
 
+    // Error(NotFound) for an id that does not exist, or names a record this source does not see.
+    [[noreturn]] static void unknownId(const QString &id);
+
 private:
     // The storage filter for the records of `scope`'s subtree this source sees.
     RecordFilter filterFor(const QString &scope) const;
@@ -65,7 +68,6 @@ private:
     std::optional<MemoryRecord> seenRecord(const QString &id);
     // The record with this id, seen by this source, else Error(NotFound) as for an unknown id.
     MemoryRecord requireSeen(const QString &id);
-    [[noreturn]] void unknownId(const QString &id) const;
 
     Memory &m_memory;
     const QString m_source;
