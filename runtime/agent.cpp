@@ -1,6 +1,7 @@
 #include <mneme/runtime/agent.h>
 
 #include "runtime/agent_kickoff_p.h"
+#include "runtime/agent_run_p.h"
 #include <mneme/core/error.h>
 #include <mneme/memory/memory.h>
 
@@ -93,6 +94,8 @@ QFuture<AgentOutput> Agent::kickoff(const QString &prompt, const AgentKickoffOpt
     if (prompt.trimmed().isEmpty())
         return QtFuture::makeExceptionalFuture<AgentOutput>(
             Error(ErrorKind::InvalidArgument, QStringLiteral("Agent \"%1\": kickoff needs a prompt, the request to work on.").arg(role())));
+    if (!m_config.mcpServers.empty())
+        return QtFuture::makeExceptionalFuture<AgentOutput>(mcpServersNeedACrew(*this, QStringLiteral("Agent::kickoff")));
     // Held by a shared_ptr, the agent stays alive for the kickoff; otherwise its owner keeps it alive.
     std::shared_ptr<Agent> self = weak_from_this().lock();
     if (!self)

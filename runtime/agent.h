@@ -38,7 +38,8 @@ struct MNEME_RUNTIME_EXPORT AgentConfig
     bool stream = false;                                 // streams replies as llm_stream_chunk events
     std::function<void(const AgentStep &)> stepCallback; // after each tool step and the final answer
     // MCP servers whose tools this agent gets besides its own: started by each kickoff of a crew that
-    // runs the agent, stopped when the kickoff ends. See docs/mcp.md.
+    // runs the agent, stopped when the kickoff ends. Agent::kickoff and AgentChat refuse an agent that
+    // has them (give an McpClient's tools() in `tools` instead). See docs/mcp.md.
     std::vector<McpServerConfig> mcpServers;
 };
 

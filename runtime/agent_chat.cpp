@@ -32,6 +32,8 @@ AgentChat::AgentChat(std::shared_ptr<Agent> agent, std::shared_ptr<ChatMemory> m
     qRegisterMetaType<mneme::ChatReply>();
     if (!m_agent)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("an AgentChat needs an agent"));
+    if (!m_agent->config().mcpServers.empty())
+        throw mcpServersNeedACrew(*m_agent, QStringLiteral("an AgentChat"));
     m_memory = memory ? memory : m_agent->config().chatMemory;
     if (!m_memory)
         m_memory = std::make_shared<ChatMemory>(QStringLiteral("chat"), ChatMemoryConfig(),

@@ -69,6 +69,15 @@ void AgentRun::abort()
     fail(Error(ErrorKind::Cancelled, QStringLiteral("The agent's run was cancelled.")));
 }
 
+Error mcpServersNeedACrew(const Agent &agent, const QString &how)
+{
+    return Error(ErrorKind::InvalidArgument,
+                 QStringLiteral("Agent \"%1\" has MCP servers (AgentConfig::mcpServers), which only a crew's kickoff starts; %2 "
+                                "does not. Run the agent in a Crew, or start an McpClient yourself and give its tools() in "
+                                "AgentConfig::tools (docs/mcp.md).")
+                     .arg(agent.role(), how));
+}
+
 bool AgentRun::isTransient(const Error &error)
 {
     switch (error.kind()) {

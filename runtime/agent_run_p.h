@@ -87,6 +87,10 @@ struct Assignment
     std::function<void(AgentExecutor *)> onExecutor;
 };
 
+// The error of running an agent that has MCP servers without a crew (`how`: "Agent::kickoff",
+// "AgentChat"): only a crew's kickoff starts an agent's MCP servers.
+Error mcpServersNeedACrew(const Agent &agent, const QString &how);
+
 // The exchanges of agents with a chat memory.
 namespace ChatTurns {
 // Stores `input` as the user's message and the run's transcript after it, in the background.

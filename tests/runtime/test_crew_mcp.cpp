@@ -6,9 +6,11 @@
 #include "mcp_test_util.h"
 #include "scripted_llm.h"
 #include <mneme/core/error.h>
+#include <mneme/runtime/agent_chat.h>
 #include <mneme/runtime/crew.h>
 #include <mneme/runtime/function_tool.h>
 
+#include <QFileInfo>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -346,6 +348,31 @@ private Q_SLOTS:
         } catch (const Error &e) {
             QVERIFY2(e.message().contains(QLatin1String("must have no MCP servers")), qPrintable(e.message()));
         }
+    }
+
+    void agentWithoutACrewRefusesItsServers()
+    {
+        // Only a crew's kickoff starts an agent's MCP servers: on its own or in a chat, the agent says so
+        // instead of running without the tools it was given, and no server starts.
+        m_llm->setFallback([](const Json &) { return ScriptedLlm::completion(QStringLiteral("ran without its servers")); });
+        auto a = agent(QStringLiteral("Loner"), {fixture(QStringLiteral("fx"), {QStringLiteral("echo")},
+                                                         {QStringLiteral("--pid-file"), pidFile(QStringLiteral("fx"))})});
+        try {
+            a->kickoffAndWait(QStringLiteral("echo hi"));
+            QFAIL("Agent::kickoff ran an agent that has MCP servers");
+        } catch (const Error &e) {
+            QCOMPARE(e.kind(), ErrorKind::InvalidArgument);
+            QVERIFY2(e.message().startsWith(QLatin1String("Agent \"Loner\" has MCP servers")), qPrintable(e.message()));
+            QVERIFY2(e.message().contains(QLatin1String("Agent::kickoff does not")), qPrintable(e.message()));
+        }
+        try {
+            AgentChat chat(a);
+            QFAIL("AgentChat took an agent that has MCP servers");
+        } catch (const Error &e) {
+            QVERIFY2(e.message().contains(QLatin1String("an AgentChat does not")), qPrintable(e.message()));
+        }
+        QCOMPARE(m_llm->totalCalls(), 0);
+        QVERIFY(!QFileInfo::exists(pidFile(QStringLiteral("fx"))));
     }
 };
 
