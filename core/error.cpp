@@ -1,5 +1,7 @@
 #include <mneme/core/error.h>
 
+#include <algorithm>
+
 namespace mneme {
 
 Error::Error(ErrorKind kind, const QString &message)
@@ -10,6 +12,16 @@ Error::Error(ErrorKind kind, const QString &message)
 Error::Error(ErrorKind kind, const QString &message, int httpStatus)
     : m_kind(kind), m_message(message.toStdString()), m_httpStatus(httpStatus)
 {
+}
+
+QString Error::quoted(const QString &text, qsizetype maxChars)
+{
+    if (text.size() <= maxChars)
+        return QLatin1Char('"') + text + QLatin1Char('"');
+    qsizetype cut = std::max<qsizetype>(0, maxChars - 3);
+    if (cut > 0 && text.at(cut - 1).isHighSurrogate())
+        --cut; // never half a character
+    return QStringLiteral("\"%1...\" (%2 characters)").arg(text.left(cut)).arg(text.size());
 }
 
 bool Error::isProviderError() const noexcept

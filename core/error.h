@@ -60,6 +60,11 @@ public:
     // Exit status of the CLI for this kind, as docs/cli.md defines it.
     int exitCode() const noexcept;
 
+    // `text` in double quotes for a message, as much of it as `maxChars` characters allow: a longer
+    // one is cut, with its length after it ("\"/aaa...\" (120000 characters)"). Messages quote what
+    // they were given through this, so that no input makes them long.
+    static QString quoted(const QString &text, qsizetype maxChars = 80);
+
 private:
     ErrorKind m_kind;
     std::string m_message;

@@ -144,7 +144,7 @@ std::vector<Embedding> HttpEmbedder::embedBatch(const QStringList &texts)
     if (request.what.isEmpty())
         request.what = context();
     const HttpResponse response = m_client->send(std::move(request)).result();
-    const Json body = Json::parse(response.body.constData(), response.body.constData() + response.body.size(), nullptr, false);
+    const Json body = parseJsonOrDiscarded(std::string_view(response.body.constData(), std::size_t(response.body.size())));
     if (body.is_discarded())
         throw Error(ErrorKind::MalformedReply,
                     QStringLiteral("%1: the reply is not JSON: %2")

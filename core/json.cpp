@@ -3,6 +3,9 @@
 #include <mneme/core/error.h>
 
 #include <QJsonDocument>
+#include <QRegularExpression>
+#include <algorithm>
+#include <vector>
 
 namespace mneme {
 
@@ -58,22 +61,32 @@ QString toIso(const QDateTime &t)
 
 QDateTime fromIso(const QString &text)
 {
-    const QString s = text.trimmed();
-    if (s.isEmpty())
+    // The whole text must be the date-time: Qt's own ISO reader takes the date of "2024-05-01T25:00"
+    // or of "2024-05-01 and more" for the whole, and reads "2024/05/01" as a date.
+    static const QRegularExpression iso(QStringLiteral("^(\\d{4})-(\\d{2})-(\\d{2})(?:[Tt ](\\d{2}):(\\d{2})(?::(\\d{2})(?:[.,](\\d+))?)?"
+                                                       "\\s*(?:([Zz])|([+-])(\\d{2})(?::?(\\d{2}))?)?)?$"));
+    const QRegularExpressionMatch m = iso.match(text.trimmed());
+    if (!m.hasMatch())
         return {};
-    QDateTime t = QDateTime::fromString(s, Qt::ISODateWithMs);
-    if (!t.isValid())
-        t = QDateTime::fromString(s, Qt::ISODate);
-    if (!t.isValid()) {
-        const QDate d = QDate::fromString(s, Qt::ISODate);
-        if (d.isValid())
-            t = QDateTime(d, QTime(0, 0), Qt::UTC);
+    const QDate date(m.captured(1).toInt(), m.captured(2).toInt(), m.captured(3).toInt());
+    // Fractions beyond milliseconds are cut, not rounded, so 59.9999 stays in the same second.
+    const int ms = m.captured(7).isEmpty() ? 0 : (m.captured(7) + QStringLiteral("00")).left(3).toInt();
+    const QTime time = m.captured(4).isEmpty() ? QTime(0, 0) : QTime(m.captured(4).toInt(), m.captured(5).toInt(), m.captured(6).toInt(), ms);
+    if (!date.isValid() || !time.isValid())
+        return {};
+    int offset = 0;
+    if (!m.captured(9).isEmpty()) {
+        const int hours = m.captured(10).toInt();
+        const int minutes = m.captured(11).toInt();
+        if (hours > 14 || minutes > 59 || (hours == 14 && minutes > 0))
+            return {};
+        offset = (hours * 3600 + minutes * 60) * (m.captured(9) == QLatin1String("-") ? -1 : 1);
     }
-    if (!t.isValid())
+    const QDateTime utc = QDateTime(date, time, Qt::OffsetFromUTC, offset).toUTC();
+    // Only the four-digit years: others have no ISO 8601 form without an agreement on more digits.
+    if (utc.date().year() < 1 || utc.date().year() > 9999)
         return {};
-    if (t.timeSpec() == Qt::LocalTime)
-        t = QDateTime(t.date(), t.time(), Qt::UTC);
-    return t.toUTC();
+    return utc;
 }
 
 QDateTime nowUtc()
@@ -81,15 +94,94 @@ QDateTime nowUtc()
     return QDateTime::currentDateTimeUtc();
 }
 
+namespace {
+
+// True when the text opens more than kJsonMaxDepth arrays or objects at once. A scan of the bytes
+// (strings skipped), so that nothing deep is ever built.
+bool nestsTooDeep(std::string_view utf8)
+{
+    int depth = 0;
+    bool inString = false;
+    bool escaped = false;
+    for (const char c : utf8) {
+        if (inString) {
+            if (escaped)
+                escaped = false;
+            else if (c == '\\')
+                escaped = true;
+            else if (c == '"')
+                inString = false;
+            continue;
+        }
+        if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kJsonMaxDepth)
+                return true;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return false;
+}
+
+// The library's message without its "[json.exception.parse_error.101] " prefix.
+QString withoutPrefix(const char *what)
+{
+    QString message = QString::fromUtf8(what);
+    if (message.startsWith(QLatin1String("[json.exception."))) {
+        const qsizetype end = message.indexOf(QLatin1String("] "));
+        if (end > 0)
+            message = message.mid(end + 2);
+    }
+    return message;
+}
+
+} // namespace
+
+QString readJson(std::string_view utf8, Json *out, bool ignoreComments)
+{
+    if (nestsTooDeep(utf8))
+        return QStringLiteral("it nests deeper than %1 levels of arrays and objects").arg(kJsonMaxDepth);
+    try {
+        *out = Json::parse(utf8.begin(), utf8.end(), nullptr, true, ignoreComments);
+    } catch (const Json::exception &e) {
+        return withoutPrefix(e.what());
+    }
+    return QString();
+}
+
+Json parseJsonOrDiscarded(std::string_view utf8, bool ignoreComments)
+{
+    if (nestsTooDeep(utf8))
+        return Json(Json::value_t::discarded);
+    return Json::parse(utf8.begin(), utf8.end(), nullptr, false, ignoreComments);
+}
+
 Json parseJson(const QString &text, const QString &what)
 {
-    try {
-        return Json::parse(text.toStdString());
-    } catch (const Json::parse_error &e) {
-        throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("%1 is not valid JSON (%2); check its syntax")
-                        .arg(what, QString::fromUtf8(e.what())));
+    const std::string utf8 = text.toStdString();
+    Json j;
+    const QString problem = readJson(utf8, &j);
+    if (!problem.isEmpty())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 is not valid JSON (%2); check its syntax").arg(what, problem));
+    return j;
+}
+
+int jsonDepth(const Json &value)
+{
+    int deepest = 0;
+    std::vector<std::pair<const Json *, int>> pending{{&value, 0}};
+    while (!pending.empty()) {
+        const auto [v, depth] = pending.back();
+        pending.pop_back();
+        if (!v->is_structured())
+            continue;
+        deepest = std::max(deepest, depth + 1);
+        for (const Json &child : *v)
+            pending.emplace_back(&child, depth + 1);
     }
+    return deepest;
 }
 
 QJsonObject toQJson(const Json &object)

@@ -29,7 +29,7 @@ std::optional<Json> tryParse(const QString &text)
     if (t.isEmpty())
         return std::nullopt;
     // Comments are tolerated: some models annotate their JSON with // remarks.
-    Json j = Json::parse(t.toStdString(), nullptr, /*allow_exceptions=*/false, /*ignore_comments=*/true);
+    Json j = parseJsonOrDiscarded(t.toStdString(), /*ignoreComments=*/true);
     if (j.is_discarded())
         return std::nullopt;
     return j;

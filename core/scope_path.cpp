@@ -6,12 +6,18 @@ namespace mneme {
 
 namespace {
 
+// How deep and how long a scope may be (docs/concepts.md#scopes): a tree of these is printed and
+// walked level by level, and every path is stored with each of its records.
+constexpr qsizetype kMaxSegments = 32;
+constexpr qsizetype kMaxSegmentChars = 200;
+constexpr qsizetype kMaxPathChars = 1000;
+
 bool check(const QString &input, QString *normalized, QString *error)
 {
     QString p = input.trimmed();
     auto fail = [&](const QString &why) {
         if (error)
-            *error = QStringLiteral("invalid scope path \"%1\": %2").arg(input, why);
+            *error = QStringLiteral("invalid scope path %1: %2").arg(Error::quoted(input), why);
         return false;
     };
     for (const QChar c : p) {
@@ -27,7 +33,11 @@ bool check(const QString &input, QString *normalized, QString *error)
         p.prepend(QLatin1Char('/'));
     if (p.size() > 1 && p.endsWith(QLatin1Char('/')))
         p.chop(1);
+    if (p.size() > kMaxPathChars)
+        return fail(QStringLiteral("it is %1 characters long; a scope has at most %2").arg(p.size()).arg(kMaxPathChars));
     const QStringList parts = p.mid(1).split(QLatin1Char('/'));
+    if (parts.size() > kMaxSegments)
+        return fail(QStringLiteral("it has %1 segments; a scope has at most %2 levels").arg(parts.size()).arg(kMaxSegments));
     for (const QString &seg : parts) {
         if (seg.isEmpty())
             return fail(QStringLiteral("it has an empty segment; write paths like /project/alpha"));
@@ -35,8 +45,8 @@ bool check(const QString &input, QString *normalized, QString *error)
             return fail(QStringLiteral("'%1' segments are not allowed; write the absolute path").arg(seg));
         if (seg.trimmed() != seg)
             return fail(QStringLiteral("a segment starts or ends with white space"));
-        if (seg.size() > 200)
-            return fail(QStringLiteral("a segment is longer than 200 characters"));
+        if (seg.size() > kMaxSegmentChars)
+            return fail(QStringLiteral("a segment is longer than %1 characters").arg(kMaxSegmentChars));
     }
     if (normalized)
         *normalized = p;

@@ -14,7 +14,8 @@ class MNEME_CORE_EXPORT ScopePath
 public:
     // Normalises a user-given path: trims white space, adds the leading '/', drops one trailing '/'.
     // Throws mneme::Error(InvalidArgument) for "..", ".", empty segments ("/a//b"), control
-    // characters, or a segment longer than 200 characters. An empty string is "/".
+    // characters, a segment longer than 200 characters, more than 32 segments, or a path longer than
+    // 1,000 characters. An empty string is "/".
     static QString normalize(const QString &path);
     // Like normalize(), but returns false and sets *error instead of throwing.
     static bool isValid(const QString &path, QString *error = nullptr);

@@ -339,7 +339,7 @@ SqliteFlowPersistence::SavedState SqliteFlowPersistence::readRow(Statement &st) 
     s.flowId = st.text(1);
     s.step = st.text(2);
     s.savedAt = QDateTime::fromMSecsSinceEpoch(st.int64(3), Qt::UTC);
-    s.state = Json::parse(st.text(4).toStdString(), nullptr, false);
+    s.state = parseJsonOrDiscarded(st.text(4).toStdString());
     if (!s.state.is_object())
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the state saved in row %2 (flow id %3) is not a JSON "
                                                        "object; Mneme did not change it. Delete that row, or move the file away")

@@ -16,7 +16,7 @@ namespace {
 [[noreturn]] void bad(const std::string &key, const QString &why)
 {
     throw Error(ErrorKind::InvalidArgument,
-                QStringLiteral("configuration key \"%1\" %2").arg(QString::fromStdString(key), why));
+                QStringLiteral("configuration key %1 %2").arg(Error::quoted(QString::fromStdString(key)), why));
 }
 
 double number(const Json &v, const std::string &key)

@@ -214,7 +214,7 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
         texts = a->recallQueries.mid(0, 3);
         // The LLM's time_filter is the earliest date; an unparseable one is ignored. When the offline
         // reading names a period starting that day, its end bounds the search too ("in May 2023").
-        const QDateTime from = a->timeFilter.isEmpty() ? QDateTime() : TimeExpression::parseIso(a->timeFilter);
+        const QDateTime from = a->timeFilter.isEmpty() ? QDateTime() : fromIso(a->timeFilter);
         if (from.isValid()) {
             plan.after = from;
             plan.period = QStringLiteral("from the query analysis");

@@ -423,7 +423,12 @@ std::optional<TimeRange> TimeExpression::parse(const QString &text, const QDateT
             }
         }
         if (second) {
-            p.to = second->period.to;
+            // Either order: "between May 2025 and June 2023" is the time from June 2023 to May 2025.
+            const Period &a = best->period;
+            const Period &b = second->period;
+            const bool reversed = a.from.isValid() && b.from.isValid() && b.from < a.from;
+            p.from = reversed ? b.from : a.from;
+            p.to = reversed ? a.to : b.to;
             end = second->end;
         }
     } else if (bestPrefix == QLatin1String("since") || bestPrefix == QLatin1String("as of")) {
@@ -439,31 +444,6 @@ std::optional<TimeRange> TimeExpression::parse(const QString &text, const QDateT
         QStringLiteral("(?<![\\w/-])(?:1[89]\\d{2}|2[01]\\d{2})(?![\\w/])|\\b(?:yesterday|ago|last|past|previous)\\b"), kOptions);
     const QString phrase = text.mid(bestStart, end - bestStart).trimmed();
     return TimeRange{p.from, p.to, phrase, definite.match(phrase).hasMatch()};
-}
-
-QDateTime TimeExpression::parseIso(const QString &text)
-{
-    static const QRegularExpression iso(QStringLiteral("^(\\d{4})-(\\d{2})-(\\d{2})(?:[Tt ](\\d{2}):(\\d{2})(?::(\\d{2})(?:[.,](\\d+))?)?"
-                                                       "\\s*(?:([Zz])|([+-])(\\d{2})(?::?(\\d{2}))?)?)?$"));
-    const QRegularExpressionMatch m = iso.match(text.trimmed());
-    if (!m.hasMatch())
-        return {};
-    const QDate date(m.captured(1).toInt(), m.captured(2).toInt(), m.captured(3).toInt());
-    // Fractions beyond milliseconds are cut, not rounded, so 59.9999 stays in the same second.
-    const int ms = m.captured(7).isEmpty() ? 0 : (m.captured(7) + QStringLiteral("00")).left(3).toInt();
-    const QTime time = m.captured(4).isEmpty() ? QTime(0, 0)
-                                               : QTime(m.captured(4).toInt(), m.captured(5).toInt(), m.captured(6).toInt(), ms);
-    if (!date.isValid() || !time.isValid())
-        return {};
-    int offset = 0;
-    if (!m.captured(9).isEmpty()) {
-        const int hours = m.captured(10).toInt();
-        const int minutes = m.captured(11).toInt();
-        if (hours > 14 || minutes > 59)
-            return {};
-        offset = (hours * 3600 + minutes * 60) * (m.captured(9) == QLatin1String("-") ? -1 : 1);
-    }
-    return QDateTime(date, time, Qt::OffsetFromUTC, offset).toUTC();
 }
 
 } // namespace mneme

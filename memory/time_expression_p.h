@@ -47,9 +47,6 @@ class TimeExpression
 public:
     // The first period the text names, measured from `now` (UTC), or nullopt.
     static std::optional<TimeRange> parse(const QString &text, const QDateTime &now);
-    // ISO 8601 date or date-time ("2024-05-01", "2024-05-01T10:00:00Z", "2024-05-01T10:00:00+02:00",
-    // a space instead of 'T', fractions of a second) -> UTC; no offset means UTC. Invalid when not parseable.
-    static QDateTime parseIso(const QString &text);
 };
 
 } // namespace mneme

@@ -30,7 +30,7 @@ constexpr int kMaxK = 10000;
 
 QString quoted(const QString &text)
 {
-    return QLatin1Char('"') + text + QLatin1Char('"');
+    return Error::quoted(text);
 }
 
 QString categoryName(int category)

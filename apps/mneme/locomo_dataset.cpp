@@ -129,10 +129,11 @@ LocomoDataset LocomoDataset::load(const QString &path)
     if (!f.open(QIODevice::ReadOnly))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("cannot read the LOCOMO file %1: %2; check the path").arg(path, f.errorString()));
-    const Json root = Json::parse(f.readAll().toStdString(), nullptr, false);
-    if (root.is_discarded())
+    Json root;
+    const QString problem = readJson(f.readAll().toStdString(), &root);
+    if (!problem.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("%1 is not valid JSON; a LOCOMO file is a JSON array of conversations").arg(path));
+                    QStringLiteral("%1 is not valid JSON (%2); a LOCOMO file is a JSON array of conversations").arg(path, problem));
     if (!root.is_array())
         malformed(path, QStringLiteral("the top level"),
                   QStringLiteral("must be an array of conversations, not %1").arg(jsonTypeName(root)));

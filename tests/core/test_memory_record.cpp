@@ -114,26 +114,61 @@ private Q_SLOTS:
         }
     }
 
+    // fromIso reads strict ISO 8601 only: what it cannot read whole is refused, never read as midnight.
     void isoTimes_data()
     {
         QTest::addColumn<QString>("text");
         QTest::addColumn<QString>("expected");
-        QTest::newRow("utc ms") << "2024-05-01T12:00:00.250Z"
-                                << "2024-05-01T12:00:00.250Z";
-        QTest::newRow("offset") << "2024-05-01T14:00:00+02:00"
-                                << "2024-05-01T12:00:00.000Z";
-        QTest::newRow("no zone is utc") << "2024-05-01T12:00:00"
-                                        << "2024-05-01T12:00:00.000Z";
-        QTest::newRow("date only") << "2023-05-08"
-                                   << "2023-05-08T00:00:00.000Z";
-        QTest::newRow("garbage") << "not a date"
-                                 << "";
+        const auto row = [](const char *name, const char *text, const char *expected) { QTest::newRow(name) << text << expected; };
+        row("utc ms", "2024-05-01T12:00:00.250Z", "2024-05-01T12:00:00.250Z");
+        row("offset", "2024-05-01T14:00:00+02:00", "2024-05-01T12:00:00.000Z");
+        row("minus half hour", "2024-05-01T10:00:00-05:30", "2024-05-01T15:30:00.000Z");
+        row("offset crosses day", "2024-05-01T01:00:00+02:00", "2024-04-30T23:00:00.000Z");
+        row("offset without colon", "2024-05-01T10:00+0200", "2024-05-01T08:00:00.000Z");
+        row("offset hours only", "2024-05-01T10:00-03", "2024-05-01T13:00:00.000Z");
+        row("offset 14:00", "2024-05-01T14:00:00+14:00", "2024-05-01T00:00:00.000Z");
+        row("no zone is utc", "2024-05-01T12:00:00", "2024-05-01T12:00:00.000Z");
+        row("no seconds", "2024-05-01T10:15", "2024-05-01T10:15:00.000Z");
+        row("space separator", "2024-05-01 10:00:05", "2024-05-01T10:00:05.000Z");
+        row("microseconds are cut", "2024-05-01T10:00:00.123956Z", "2024-05-01T10:00:00.123Z");
+        row("tenths", "2024-05-01T10:00:00.5Z", "2024-05-01T10:00:00.500Z");
+        row("comma fraction", "2024-05-01T10:00:00,5Z", "2024-05-01T10:00:00.500Z");
+        row("lower case", "2024-05-01t10:00:00z", "2024-05-01T10:00:00.000Z");
+        row("surrounding blanks", " 2024-02-29 ", "2024-02-29T00:00:00.000Z");
+        row("date only", "2023-05-08", "2023-05-08T00:00:00.000Z");
+        row("first instant", "0001-01-01T00:00:00Z", "0001-01-01T00:00:00.000Z");
+        row("last instant", "9999-12-31T23:59:59.999Z", "9999-12-31T23:59:59.999Z");
+        // Refused: every one of these used to be read (some as the midnight of their date).
+        row("garbage", "not a date", "");
+        row("empty", "", "");
+        row("offset +25:00", "2024-05-01T10:00:00+25:00", "");
+        row("offset +15:00", "2024-05-01T10:00:00+15:00", "");
+        row("offset minutes 60", "2024-05-01T10:00:00+01:60", "");
+        row("hour 25", "2024-05-01T25:00:00Z", "");
+        row("hour 24", "2024-05-01T24:00:00Z", "");
+        row("minute 60", "2024-05-01T10:60:00Z", "");
+        row("leap second", "2024-05-01T10:00:60Z", "");
+        row("trailing garbage", "2024-05-01T10:00:00Z please", "");
+        row("trailing garbage after a date", "2024-05-01xyz", "");
+        row("slashes", "2024/05/01", "");
+        row("us date", "05/01/2024", "");
+        row("year-month", "2024-05", "");
+        row("month 13", "2024-13-01", "");
+        row("not leap", "2023-02-29", "");
+        row("one digit day", "2024-05-1", "");
+        row("five-digit year", "10000-01-01", "");
+        row("before year 1 in UTC", "0001-01-01T00:30:00+01:00", "");
+        row("after year 9999 in UTC", "9999-12-31T23:30:00-01:00", "");
+        row("year 0", "0000-06-01", "");
     }
     void isoTimes()
     {
         QFETCH(QString, text);
         QFETCH(QString, expected);
-        QCOMPARE(toIso(fromIso(text)), expected);
+        const QDateTime t = fromIso(text);
+        QCOMPARE(toIso(t), expected);
+        if (t.isValid())
+            QCOMPARE(t.timeSpec(), Qt::UTC);
     }
 
     // toIso formats by hand: it must agree with Qt's own formatting at the edges of days, months,

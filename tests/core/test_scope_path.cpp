@@ -59,6 +59,22 @@ private Q_SLOTS:
         QTest::newRow("segment spaces") << "/a/ b"
                                         << "white space";
         QTest::newRow("long segment") << "/" + QString(201, QLatin1Char('x')) << "200 characters";
+        // Depth and length are bounded: a tree of one 10,000-segment scope printed hundreds of megabytes.
+        QTest::newRow("33 segments") << QString("/a").repeated(33) << "33 segments; a scope has at most 32 levels";
+        QTest::newRow("10,000 segments") << QString("/a").repeated(10000) << "a scope has at most 1000";
+        QTest::newRow("1,002 characters") << "/" + QString(199, QLatin1Char('x')) + QString("/" + QString(199, QLatin1Char('y'))).repeated(4) + "/z"
+                                          << "1002 characters long; a scope has at most 1000";
+    }
+    void limitsAccepted()
+    {
+        QCOMPARE(ScopePath::normalize(QString("/a").repeated(32)), QString("/a").repeated(32));
+        const QString longest = "/" + QString(199, QLatin1Char('x')) + QString("/" + QString(199, QLatin1Char('y'))).repeated(4);
+        QCOMPARE(longest.size(), 1000);
+        QCOMPARE(ScopePath::normalize(longest), longest);
+        // The message quotes a bounded prefix of what it was given.
+        QString why;
+        QVERIFY(!ScopePath::isValid(QString("/a").repeated(10000), &why));
+        QVERIFY2(why.size() < 300 && why.contains(QLatin1String("(20000 characters)")), qPrintable(why));
     }
     void rejects()
     {

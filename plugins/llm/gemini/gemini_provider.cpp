@@ -47,7 +47,7 @@ Json responseOf(const QString &result)
 {
     const QByteArray utf8 = result.trimmed().toUtf8();
     if (utf8.startsWith('{')) {
-        Json j = Json::parse(utf8.constData(), utf8.constData() + utf8.size(), nullptr, false);
+        Json j = parseJsonOrDiscarded(std::string_view(utf8.constData(), std::size_t(utf8.size())));
         if (j.is_object())
             return j;
     }

@@ -137,7 +137,7 @@ void ReplayProvider::load()
         ++lineNumber;
         if (line.isEmpty())
             continue;
-        const Json j = Json::parse(line.constData(), line.constData() + line.size(), nullptr, false);
+        const Json j = parseJsonOrDiscarded(std::string_view(line.constData(), std::size_t(line.size())));
         if (j.is_discarded() || !j.is_object() || !j.contains("request") || !j.contains("response"))
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("Line %1 of the replay cassette %2 is not an exchange ({\"request\": ..., "
