@@ -118,9 +118,10 @@ QFuture<ChatResponse> HttpChatProvider::chat(const ChatRequest &requestIn)
     QFuture<ChatResponse> out = promise->future();
     const QFuture<void> cancelWith(out);
 
-    const auto settle = [this, promise](const std::function<ChatResponse()> &get) {
+    const QStringList secrets = m_settings.http.secrets;
+    const auto settle = [this, promise, secrets](const std::function<ChatResponse()> &get) {
         try {
-            promise->addResult(get());
+            promise->addResult(redacted(get(), secrets));
         } catch (const Error &e) {
             promise->setException(std::make_exception_ptr(refineError(e)));
         } catch (...) {
@@ -206,7 +207,7 @@ QFuture<ChatResponse> HttpChatProvider::sendOnce(const ChatRequest &request, con
     const QString what = context();
     const QStringList secrets = m_settings.http.secrets;
     return client->send(std::move(http)).then(QtFuture::Launch::Sync, [this, what, secrets](const HttpResponse &response) {
-        const Json body = Json::parse(response.body.constData(), response.body.constData() + response.body.size(), nullptr, false);
+        const Json body = parseJsonOrDiscarded(std::string_view(response.body.constData(), std::size_t(response.body.size())));
         if (body.is_discarded())
             throw Error(ErrorKind::MalformedReply,
                         QStringLiteral("%1: the reply is not JSON: %2").arg(what, HttpClient::redact(HttpClient::providerMessage(response.body).left(200), secrets)),
@@ -292,6 +293,7 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
     };
     auto stream = std::make_shared<Stream>();
     stream->state.onTextDelta = onTextDelta;
+    stream->state.secrets = m_settings.http.secrets;
     const StreamFormat format = streamFormat();
     const QString what = context();
     const QStringList secrets = m_settings.http.secrets;
@@ -305,7 +307,7 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
                 stream->state.done = true;
                 return;
             }
-            const Json j = Json::parse(trimmed.constData(), trimmed.constData() + trimmed.size(), nullptr, false);
+            const Json j = parseJsonOrDiscarded(std::string_view(trimmed.constData(), std::size_t(trimmed.size())));
             if (j.is_discarded())
                 throw Error(ErrorKind::MalformedReply,
                             QStringLiteral("%1: a stream event is not JSON: %2").arg(what, HttpClient::redact(QString::fromUtf8(trimmed.left(200)), secrets)));
@@ -349,9 +351,10 @@ QFuture<ChatResponse> HttpChatProvider::sendStreaming(HttpClient &client, const 
               })
         .then(QtFuture::Launch::Sync, [this, stream, process, what](const HttpResponse &) {
             process(true);
+            emitText(stream->state, true);
             if (!stream->sawEvent && !stream->raw.trimmed().isEmpty()) {
                 // Some compatible servers ignore "stream" and answer with one JSON body.
-                const Json body = Json::parse(stream->raw.constData(), stream->raw.constData() + stream->raw.size(), nullptr, false);
+                const Json body = parseJsonOrDiscarded(std::string_view(stream->raw.constData(), std::size_t(stream->raw.size())));
                 if (body.is_object())
                     return parseResponse(body);
             }
@@ -375,9 +378,70 @@ void HttpChatProvider::appendText(StreamState &state, const QString &text)
         return;
     state.committed = true;
     state.response.text += text;
+    state.heldBack += text;
+    emitText(state, false);
+}
+
+void HttpChatProvider::emitText(StreamState &state, bool end)
+{
+    QString ready = HttpClient::redact(state.heldBack, state.secrets);
+    // Keep the longest end of the text that a secret starts with, until the next delta tells.
+    qsizetype keep = 0;
+    if (!end) {
+        for (const QString &secret : std::as_const(state.secrets)) {
+            if (secret.size() < 4) // as redact(): too short to be told from text
+                continue;
+            for (qsizetype k = std::min(ready.size(), secret.size() - 1); k > keep; --k) {
+                if (QStringView(ready).right(k) == QStringView(secret).left(k)) {
+                    keep = k;
+                    break;
+                }
+            }
+        }
+    }
+    state.heldBack = ready.right(keep);
+    ready.chop(keep);
+    if (ready.isEmpty())
+        return;
     if (state.onTextDelta)
-        state.onTextDelta(text);
-    Q_EMIT textDelta(text);
+        state.onTextDelta(ready);
+    Q_EMIT textDelta(ready);
+}
+
+namespace {
+
+Json redactedJson(const Json &value, const QStringList &secrets)
+{
+    if (value.is_string())
+        return HttpClient::redact(QString::fromStdString(value.get<std::string>()), secrets).toStdString();
+    if (value.is_array()) {
+        Json out = Json::array();
+        for (const Json &v : value)
+            out.push_back(redactedJson(v, secrets));
+        return out;
+    }
+    if (value.is_object()) {
+        Json out = Json::object();
+        for (auto it = value.begin(); it != value.end(); ++it)
+            out[HttpClient::redact(QString::fromStdString(it.key()), secrets).toStdString()] = redactedJson(it.value(), secrets);
+        return out;
+    }
+    return value;
+}
+
+} // namespace
+
+ChatResponse HttpChatProvider::redacted(ChatResponse response, const QStringList &secrets)
+{
+    if (secrets.isEmpty())
+        return response;
+    response.text = HttpClient::redact(response.text, secrets);
+    response.structured = redactedJson(response.structured, secrets);
+    for (ToolCall &call : response.toolCalls) {
+        call.name = HttpClient::redact(call.name, secrets);
+        call.arguments = redactedJson(call.arguments, secrets);
+    }
+    return response;
 }
 
 void HttpChatProvider::appendToolCall(StreamState &state, int index, const QString &id, const QString &name,
@@ -414,7 +478,7 @@ Json HttpChatProvider::parseArguments(const QString &text)
     const QByteArray utf8 = text.trimmed().toUtf8();
     if (utf8.isEmpty())
         return Json::object();
-    Json j = Json::parse(utf8.constData(), utf8.constData() + utf8.size(), nullptr, false);
+    Json j = parseJsonOrDiscarded(std::string_view(utf8.constData(), std::size_t(utf8.size())));
     if (j.is_discarded() || !j.is_object())
         return Json{{"_raw", text}};
     return j;

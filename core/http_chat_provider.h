@@ -55,6 +55,8 @@ protected:
         bool done = false;
         bool committed = false;                           // a delta was emitted: the reply can no longer be retried
         std::function<void(const QString &)> onTextDelta; // the request's own sink, if any
+        QStringList secrets;                              // redacted from every delta
+        QString heldBack;                                 // text not emitted yet: it may be the start of a secret the next delta completes
     };
 
     // The request for `request` (with the settings' temperature / max tokens already applied when the
@@ -81,6 +83,11 @@ protected:
     void appendToolCall(StreamState &state, int index, const QString &id, const QString &name,
                         const QString &argumentsDelta);
 
+    // The reply with every secret of the settings (the API key, a proxy password) replaced by
+    // "[redacted]": in its text, its structured value and its tool calls. A model that repeats its
+    // key never gets it stored, logged or shown. chat() applies it to every reply.
+    static ChatResponse redacted(ChatResponse response, const QStringList &secrets);
+
     // Helpers for the wire formats.
     static QString finishReason(const QString &providerReason); // maps provider words onto ChatResponse's
     static Json parseArguments(const QString &text);            // {"_raw": text} when not JSON
@@ -90,6 +97,8 @@ protected:
 
 private:
     QFuture<ChatResponse> sendOnce(const ChatRequest &request, const QFuture<void> &cancelWith);
+    // Emits what of the held-back text can no longer be the start of a secret (all of it at the end).
+    void emitText(StreamState &state, bool end);
     // Streams, retrying (with the client's backoff and retry budget) when the stream fails with a
     // server or rate-limit error before any delta was emitted.
     QFuture<ChatResponse> streamWithRetries(const HttpRequest &http, int retry,

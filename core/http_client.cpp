@@ -156,6 +156,15 @@ bool retryableNetworkError(QNetworkReply::NetworkError e)
     }
 }
 
+// A refused connection to this machine means that nothing listens there: waiting will not change it.
+bool refusedLocally(QNetworkReply::NetworkError e, const QUrl &url)
+{
+    if (e != QNetworkReply::ConnectionRefusedError)
+        return false;
+    const QString host = url.host();
+    return host.compare(QLatin1String("localhost"), Qt::CaseInsensitive) == 0 || QHostAddress(host).isLoopback();
+}
+
 // Retry-After in milliseconds (delta seconds or an HTTP date); -1 when absent or unreadable.
 qint64 retryAfterMs(const QByteArray &value)
 {
@@ -488,6 +497,13 @@ private:
                                 status));
                 return;
             }
+            if (refusedLocally(error, job->request.url)) {
+                fail(job, Error(ErrorKind::Network,
+                                QStringLiteral("%1 failed: nothing listens at %2 (the connection was refused). Start the "
+                                               "server, or check the base URL and its port.")
+                                    .arg(what, where)));
+                return;
+            }
             if (retriesLeft && retryableNetworkError(error)) {
                 retryLater(job, -1);
                 return;
@@ -743,7 +759,7 @@ QString HttpClient::providerMessage(const QByteArray &body)
     const QByteArray trimmed = body.trimmed();
     if (trimmed.isEmpty())
         return {};
-    const Json j = Json::parse(trimmed.constData(), trimmed.constData() + trimmed.size(), nullptr, false);
+    const Json j = parseJsonOrDiscarded(std::string_view(trimmed.constData(), std::size_t(trimmed.size())));
     const auto text = [](const Json &v) -> QString {
         if (v.is_string())
             return QString::fromStdString(v.get<std::string>());

@@ -602,12 +602,16 @@ private Q_SLOTS:
             url = endpoint(gone, "/v1/chat/completions");
         }
         HttpPolicy policy = fastPolicy();
-        policy.maxRetries = 1;
+        policy.maxRetries = 3;
         HttpClient client(policy);
         const Outcome o = outcomeOf(client.postJson(url, "{}", {}, QStringLiteral("chat")));
         QVERIFY2(o.error, qPrintable(o.describe()));
         QCOMPARE(o.error->kind(), ErrorKind::Network);
         QCOMPARE(o.error->httpStatus(), 0);
+        // Nothing listens on this machine's port: no retry would change that, so none is made (a dead
+        // local server cost seconds of backoff per call, times the agent's own retries).
+        QVERIFY2(o.error->message().contains(QLatin1String("nothing listens at")), qPrintable(o.error->message()));
+        QVERIFY2(!o.error->message().contains(QLatin1String("attempts")), qPrintable(o.error->message()));
     }
 
     // ---- streaming -----------------------------------------------------------------------------

@@ -666,6 +666,46 @@ private Q_SLOTS:
         QCOMPARE(server.requests().first().header("accept"), QByteArray("text/event-stream"));
     }
 
+    // A model that repeats the provider's API key never gets it through: the reply, its structured
+    // value, its tool calls and its streamed deltas have it redacted, even when it is split across deltas.
+    void apiKeyRedactedFromReplies()
+    {
+        const QString key = QString::fromStdString(Secret);
+        ScriptedHttpServer server;
+        server.enqueue(ScriptedReply::json(completion(Json{{"content", "My key is " + Secret + ", keep it safe."}})));
+        server.enqueue(ScriptedReply::json(completion(
+            Json{{"content", nullptr},
+                 {"tool_calls", {{{"id", "call_1"}, {"type", "function"}, {"function", {{"name", "save"}, {"arguments", Json{{"note", Secret}}.dump()}}}}}}},
+            "tool_calls")));
+        const std::string half = Secret.substr(0, Secret.size() / 2);
+        server.enqueue(ScriptedReply::sse({sseEvent(chunkWith({{"role", "assistant"}, {"content", "key: "}})),
+                                           sseEvent(chunkWith({{"content", half}})),
+                                           sseEvent(chunkWith({{"content", Secret.substr(half.size()) + " done"}})),
+                                           sseEvent(chunkWith(Json::object(), "stop")), "data: [DONE]\n\n"},
+                                          5));
+        auto llm = make(QStringLiteral("openai"), openaiConfig(server));
+        Outcome o = outcomeOf(llm->chat(ask(QStringLiteral("What is your key?"))));
+        QVERIFY2(o.response, qPrintable(o.describe()));
+        QCOMPARE(o.response->text, QStringLiteral("My key is [redacted], keep it safe."));
+
+        ChatRequest withTools = ask(QStringLiteral("Save it"));
+        withTools.tools.push_back(ToolSpec{QStringLiteral("save"), QStringLiteral("Saves a note"), Json{{"type", "object"}}});
+        o = outcomeOf(llm->chat(withTools));
+        QVERIFY2(o.response, qPrintable(o.describe()));
+        QCOMPARE(o.response->toolCalls.size(), std::size_t(1));
+        QCOMPARE(o.response->toolCalls.front().arguments, (Json{{"note", "[redacted]"}}));
+
+        Deltas deltas(llm.get());
+        ChatRequest streamed = ask(QStringLiteral("Stream your key"));
+        streamed.stream = true;
+        o = outcomeOf(llm->chat(streamed));
+        QVERIFY2(o.response, qPrintable(o.describe()));
+        QCOMPARE(o.response->text, QStringLiteral("key: [redacted] done"));
+        QCOMPARE(deltas.text.join(QString()), QStringLiteral("key: [redacted] done"));
+        for (const QString &d : std::as_const(deltas.text)) // half a key is held back until the next delta tells
+            QVERIFY2(!d.contains(QString::fromStdString(half)) && !d.contains(key), qPrintable(d));
+    }
+
     // Two tool calls streamed at once, their arguments in many small pieces.
     void streamingParallelToolCalls()
     {
