@@ -1,6 +1,7 @@
 #include <mneme/flows/flow.h>
 
 #include "flows/flow_p.h"
+#include "memory/blocking_wait_guard_p.h"
 #include "memory/serial_executor_p.h"
 #include <mneme/core/scope_path.h>
 #include <mneme/flows/flow_persistence.h>
@@ -16,6 +17,8 @@
 #include <QThreadPool>
 #include <QUuid>
 #include <cstdio>
+#include <cstdlib>
+#include <cxxabi.h>
 
 namespace mneme {
 
@@ -132,6 +135,20 @@ void FlowPrivate::runEnded(const QList<FlowStepOutput> &outputs)
     run.reset();
 }
 
+void FlowPrivate::refuseUnguardedSubclass(const std::type_info &actual) const
+{
+    if (actual == typeid(Flow) || (stopsOnDestruction && *stopsOnDestruction == actual))
+        return;
+    int status = 0;
+    char *demangled = abi::__cxa_demangle(actual.name(), nullptr, nullptr, &status);
+    const QString type = status == 0 && demangled ? QString::fromUtf8(demangled) : QString::fromUtf8(actual.name());
+    std::free(demangled);
+    throw Error(ErrorKind::InvalidArgument,
+                QStringLiteral("flow %1 is a %2, a subclass of mneme::Flow, and runs only as mneme::FlowInstance<%2> (or made with "
+                               "mneme::makeFlow<%2>()): its destructor stops the run before the members its steps use are gone")
+                    .arg(quoted(name), type));
+}
+
 void FlowPrivate::stopAndWait(const Error &why) noexcept
 {
     if (!run)
@@ -232,9 +249,6 @@ Flow::~Flow()
 {
     d->destroying = true;
     if (d->run) {
-        qWarning("mneme: flow \"%s\" was destroyed while it ran; its run is stopped now, after the destructors of "
-                 "any subclass: a Flow subclass whose steps use its members must call stopAndWait() in its own destructor",
-                 qPrintable(d->name));
         d->stopAndWait(Error(ErrorKind::Cancelled, QStringLiteral("the flow %1 was destroyed while it ran").arg(quoted(d->name))));
     }
     // No continuation may arrive once the flow is half destroyed.
@@ -258,6 +272,11 @@ void Flow::addStep(const FlowDefinition::Step &step, StepFunction function)
     d->refuseWhileRunning(QStringLiteral("adding the step %1").arg(quoted(step.name)));
     d->definition.addStep(step);
     d->functions.insert(step.name, std::move(function));
+}
+
+void Flow::stopsRunOnDestruction(const std::type_info &type)
+{
+    d->stopsOnDestruction = &type;
 }
 
 const FlowDefinition &Flow::definition() const
@@ -414,6 +433,7 @@ QFuture<Json> Flow::kickoff(const Json &inputs, const KickoffOptions &options)
     if (d->destroying)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("the flow %1 is being destroyed: it cannot be kicked off").arg(quoted(d->name)));
     d->refuseWhileRunning(QStringLiteral("another kickoff()"));
+    d->refuseUnguardedSubclass(typeid(*this));
     validate();
     const Json state = d->prepareState(inputs, options);
     {
@@ -423,6 +443,17 @@ QFuture<Json> Flow::kickoff(const Json &inputs, const KickoffOptions &options)
     d->lastOutputs.clear();
     d->run = std::make_shared<FlowRun>(*d, inputs.is_null() ? Json::object() : inputs);
     QFuture<Json> future = d->run->future();
+    const std::weak_ptr<FlowRun> started = d->run;
+    BlockingWaitGuard::arm(QFuture<void>(future), thread(), [this, started] {
+        const std::shared_ptr<FlowRun> run = started.lock();
+        if (run && d->run == run)
+            d->stopAndWait(Error(ErrorKind::InvalidArgument,
+                                 QStringLiteral("the future of kickoff() of flow %1 was waited for on the flow's own thread, where "
+                                                "the run advances, so the wait would never end; the run was stopped. Wait with "
+                                                "kickoffAndWait() (it runs an event loop meanwhile), or attach a continuation "
+                                                "with future.then(context, ...), or connect to flowFinished")
+                                     .arg(quoted(d->name))));
+    });
     d->run->begin();
     return future;
 }

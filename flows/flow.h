@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <type_traits>
+#include <typeinfo>
 
 namespace mneme {
 
@@ -42,6 +43,7 @@ class Memory;
 //       QString gatherData() { ... remember(findings, ...); return findings; }
 //       QString writeReport(const QString &findings) { ... recall("...") ...; return report; }
 //   };
+//   mneme::FlowInstance<ResearchFlow> flow;           // or: auto flow = mneme::makeFlow<ResearchFlow>();
 //   QFuture<Json> result = flow.kickoff({{"topic", "databases"}});
 //
 // Definition. Steps are registered with start / listen / router, usually in the constructor; each
@@ -59,11 +61,10 @@ class Memory;
 // every signal is emitted there. State accessors and the memory methods may be called from any
 // thread (steps run on the pool).
 //
-// Destruction. A subclass whose steps use its members (member-function steps, lambdas capturing
-// `this`) must call stopAndWait() first thing in its own destructor: ~Flow runs after the
-// subclass's members are gone, too late to stop steps that still use them.
-//
-//   ~ResearchFlow() override { stopAndWait(); }
+// Destruction. A subclass of Flow is run as FlowInstance<Subclass> (below), whose destructor stops a
+// run in progress before any member of the subclass is destroyed; kickoff() of a subclass object
+// that is not a FlowInstance throws Error(InvalidArgument) naming FlowInstance. A plain Flow (or
+// TypedFlow<State>) needs none: ~Flow stops its run, and its steps use nothing of a subclass.
 class MNEME_FLOWS_EXPORT Flow : public QObject
 {
     Q_OBJECT
@@ -71,8 +72,7 @@ public:
     // An unstructured flow: its state is a JSON object with an "id". Throws Error(InvalidArgument)
     // for an empty name or invalid options.
     explicit Flow(const QString &name, const FlowOptions &options = {}, QObject *parent = nullptr);
-    // Stops a run in progress as stopAndWait() does, with a qWarning: by then a subclass's members
-    // are gone (a subclass with state calls stopAndWait() in its own destructor).
+    // Stops a run in progress as stopAndWait() does.
     ~Flow() override;
 
     QString name() const;
@@ -164,7 +164,12 @@ public:
     // definition; a run already in progress; inputs that are not an object or do not fit a typed
     // state ("Invalid inputs for structured state: ..."); a fork without persistence, of an unknown
     // id, or together with an "id" input; a persistence that cannot be read; a call from another
-    // thread than the flow's.
+    // thread than the flow's; an object of a Flow subclass that is not a FlowInstance.
+    //
+    // Waiting on the future on the flow's own thread (future.result(), waitForFinished()) would
+    // stop the event loop the run needs: the wait fails at once instead, with the run stopped and
+    // an Error(InvalidArgument) that names kickoffAndWait(). Wait with kickoffAndWait(), or attach a
+    // continuation (future.then(context, ...)), or connect to flowFinished.
     QFuture<Json> kickoff(const Json &inputs = Json::object(), const KickoffOptions &options = {});
     // kickoff() and wait for the result, running a local event loop meanwhile. For scripts, tests
     // and command-line tools only: never on a GUI thread. Throws what the run failed with.
@@ -182,8 +187,7 @@ public:
     // events closed. What its cancelled steps produce later is ignored, and the flow can be kicked
     // off again. Nothing happens when no run is in progress. Never throws.
     //
-    // A Flow subclass whose steps use its members calls it first thing in its destructor. Call it
-    // on the flow's thread (elsewhere it only warns); a synchronous step must not be waiting for the
+    // FlowInstance's destructor calls it (so does ~Flow). Call it on the flow's thread (elsewhere it only warns); a synchronous step must not be waiting for the
     // flow's thread then. The producer of an asynchronous step's future (a crew, a QtConcurrent job)
     // is cancelled, not waited for: it must not use the flow after its future is cancelled.
     void stopAndWait() noexcept;
@@ -247,6 +251,9 @@ protected:
     private:
         const Flow &m_flow;
     };
+    // Declares that objects whose most-derived class is `type` stop their run before anything of
+    // that class is destroyed (FlowInstance, TypedFlow): kickoff() accepts them.
+    void stopsRunOnDestruction(const std::type_info &type);
 
 private:
     friend class FlowPrivate;
@@ -280,5 +287,35 @@ private:
 
     std::unique_ptr<FlowPrivate> d;
 };
+
+// A flow of the Flow subclass T, ready to run: its destructor stops a run in progress before any
+// member of T is destroyed (the destructor of the most-derived class runs first), so the steps of
+// T, which use its members, never outlive them. The constructor takes T's arguments.
+//
+//   mneme::FlowInstance<ResearchFlow> flow;                      // on the stack
+//   auto flow = mneme::makeFlow<ResearchFlow>(options);          // on the heap
+//
+// Call stopAndWait() yourself only to stop a run earlier. T may not be final.
+template<typename T>
+class FlowInstance final : public T
+{
+    static_assert(std::is_base_of_v<Flow, T>, "FlowInstance<T> needs a subclass of mneme::Flow");
+
+public:
+    template<typename... Args>
+    explicit FlowInstance(Args &&...args)
+        : T(std::forward<Args>(args)...)
+    {
+        this->stopsRunOnDestruction(typeid(FlowInstance));
+    }
+    ~FlowInstance() override { this->stopAndWait(); }
+};
+
+// A FlowInstance<T> on the heap.
+template<typename T, typename... Args>
+std::unique_ptr<FlowInstance<T>> makeFlow(Args &&...args)
+{
+    return std::make_unique<FlowInstance<T>>(std::forward<Args>(args)...);
+}
 
 } // namespace mneme

@@ -60,6 +60,8 @@ public:
     // Flow::stopAndWait(), with the error the run fails with. Never throws.
     void stopAndWait(const Error &why) noexcept;
     void refuseWhileRunning(const QString &what) const;
+    // Throws unless `actual` (the object's most-derived class) is Flow or stops the run on destruction.
+    void refuseUnguardedSubclass(const std::type_info &actual) const;
     // Signals carry Qt's JSON types.
     static QJsonValue toQJsonValue(const Json &value);
 
@@ -87,6 +89,8 @@ public:
     std::unique_ptr<SerialExecutor> writer;
     std::shared_ptr<FlowRun> run;
     bool destroying = false; // ~Flow has begun: no kickoff any more
+    // The most-derived class that stops the run in its destructor (FlowInstance<T>, TypedFlow<S>).
+    const std::type_info *stopsOnDestruction = nullptr;
     QList<FlowStepOutput> lastOutputs;
 };
 

@@ -29,6 +29,8 @@ public:
     explicit TypedFlow(const QString &name, const FlowOptions &options = {}, QObject *parent = nullptr)
         : Flow(name, std::make_unique<Model>(), options, parent)
     {
+        // Used as it is, a TypedFlow has no member of its own that a step could use.
+        stopsRunOnDestruction(typeid(TypedFlow));
     }
 
     // A copy of the state (any thread).

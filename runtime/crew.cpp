@@ -1,5 +1,6 @@
 #include <mneme/runtime/crew.h>
 
+#include "memory/blocking_wait_guard_p.h"
 #include "runtime/crew_run_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
@@ -11,6 +12,7 @@
 #include <QCoreApplication>
 #include <QEventLoop>
 #include <QFutureWatcher>
+#include <QPointer>
 #include <QPromise>
 #include <QSet>
 #include <QThread>
@@ -307,7 +309,13 @@ QFuture<CrewOutput> Crew::kickoff(const Json &inputs)
             Error(ErrorKind::InvalidArgument,
                   QStringLiteral("Crew \"%1\": kickoff inputs must be a JSON object such as {\"topic\": \"AI\"}.").arg(m_config.name)));
     auto *run = new CrewRun(this, inputs.is_null() ? Json::object() : inputs);
-    return run->start();
+    QFuture<CrewOutput> future = run->start();
+    const QPointer<CrewRun> started(run);
+    BlockingWaitGuard::arm(QFuture<void>(future), thread(), [started] {
+        if (started)
+            started->refuseBlockingWait();
+    });
+    return future;
 }
 
 CrewOutput Crew::kickoffAndWait(const Json &inputs)

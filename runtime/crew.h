@@ -110,7 +110,9 @@ public:
     // Runs the tasks with {placeholders} filled from `inputs` (a JSON object; placeholders are filled
     // only when it is not empty). The future fails with the failing task's typed Error, or is cancelled
     // by cancel() / future.cancel(). Called from another thread, the kickoff is started on the crew's
-    // thread (whose event loop must run) and the future follows it.
+    // thread (whose event loop must run) and the future follows it. Blocking on the future on the
+    // crew's own thread (result(), waitForFinished()) would stop the loop the kickoff needs: the wait
+    // fails at once instead, the kickoff stopped, with an Error(InvalidArgument) naming kickoffAndWait().
     QFuture<CrewOutput> kickoff(const Json &inputs = Json::object());
     // Blocking, for scripts and tests: on the crew's thread it runs an event loop until the kickoff
     // ends (not for a GUI thread); on another thread it waits while the crew's thread runs the kickoff.

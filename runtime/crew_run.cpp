@@ -671,6 +671,22 @@ void CrewRun::reportFailure(const Error &error)
         Q_EMIT crew->kickoffFailed(error.message());
 }
 
+void CrewRun::refuseBlockingWait()
+{
+    if (m_promise.future().isFinished())
+        return;
+    const Error error(ErrorKind::InvalidArgument,
+                      QStringLiteral("Crew \"%1\": the future of kickoff() was waited for on the crew's own thread, where the "
+                                     "kickoff advances, so the wait would never end; the kickoff was stopped. Wait with "
+                                     "kickoffAndWait() (it runs an event loop meanwhile), or attach a continuation with "
+                                     "future.then(context, ...), or connect to kickoffCompleted")
+                          .arg(m_crew->name()));
+    m_promise.setException(error);
+    m_promise.finish();
+    QMetaObject::invokeMethod(
+        this, [this, error] { failKickoff(error); }, Qt::QueuedConnection);
+}
+
 void CrewRun::cancel()
 {
     if (m_closed)

@@ -30,6 +30,10 @@ public:
 
     QFuture<CrewOutput> start();
     void cancel();
+    // The crew's own thread waits on the kickoff's future, so the run cannot advance: the future
+    // fails now (the wait returns with an error that names kickoffAndWait), the rest of the run is
+    // wound up when the thread's event loop runs again.
+    void refuseBlockingWait();
 
     // What TaskRun needs from the kickoff.
     Crew *crew() const { return m_crew; }

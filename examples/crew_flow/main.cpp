@@ -71,8 +71,6 @@ public:
             return QStringLiteral("Stored \"%1\" at %2 (%3 tokens)").arg(stored.content, stored.scope).arg(out.tokenUsage.totalTokens());
         });
     }
-    // The steps use m_crew: the run stops before it goes (~Flow would come too late).
-    ~LaunchFlow() override { stopAndWait(); }
 
 private:
     std::unique_ptr<Crew> m_crew;
@@ -94,7 +92,7 @@ int main(int argc, char **argv)
         FlowOptions options;
         options.eventBus = &bus;
         options.memoryConfig.storage = scratch.filePath(QStringLiteral("flow.db")).toStdString();
-        LaunchFlow flow(choice.llm, options);
+        FlowInstance<LaunchFlow> flow(choice.llm, options); // its run stops before m_crew goes
         if (cli.isSet(QStringLiteral("flow-graph"))) {
             std::printf("%s", qPrintable(flow.toDot()));
             return 0;

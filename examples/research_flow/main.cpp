@@ -23,8 +23,6 @@ public:
         start("gather_data", &ResearchFlow::gatherData);
         listen("write_report", "gather_data", &ResearchFlow::writeReport);
     }
-    // Steps that are member functions stop before the subclass goes (~Flow would come too late).
-    ~ResearchFlow() override { stopAndWait(); }
 
     // Synchronous steps run on a worker thread, so the blocking memory calls are fine here.
     QString gatherData()
@@ -56,7 +54,8 @@ public:
 int main(int argc, char **argv)
 {
     QCoreApplication app(argc, argv);
-    ResearchFlow flow;
+    // A subclass runs as a FlowInstance: its run stops before the members its steps use are gone.
+    mneme::FlowInstance<ResearchFlow> flow;
     if (flow.printGraphIfAsked(app.arguments()))
         return 0;
     try {

@@ -39,8 +39,6 @@ public:
         listen("publish", "approved", &ReviewFlow::publish);
         listen("give_up", "rejected", &ReviewFlow::giveUp);
     }
-    // Steps that are member functions stop before the subclass goes (~Flow would come too late).
-    ~ReviewFlow() override { stopAndWait(); }
 
 private:
     QString draft()
@@ -96,7 +94,7 @@ int main(int argc, char **argv)
             graphOnly = graphOnly || a.startsWith(QLatin1String("--flow-graph"));
         if (!graphOnly)                                                             // printing the graph creates no file
             options.persistence = std::make_shared<mneme::SqliteFlowPersistence>(); // ./.mneme/flows.db
-        ReviewFlow flow(options);
+        mneme::FlowInstance<ReviewFlow> flow(options);
         if (flow.printGraphIfAsked(args))
             return 0;
 

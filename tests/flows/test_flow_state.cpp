@@ -161,7 +161,7 @@ void TestFlowState::parallelStepsUpdateWithoutLosingChanges()
 
 void TestFlowState::typedStateRuns()
 {
-    OnboardingFlow flow;
+    FlowInstance<OnboardingFlow> flow;
     QVERIFY(isUuid(flow.state().id));
     QCOMPARE(flow.kickoffAndWait({{"name", "Anakin"}}), Json("Welcome, Anakin!"));
     QCOMPARE(flow.state().attempts, 1);
@@ -194,7 +194,7 @@ void TestFlowState::typedInputErrors()
 {
     QFETCH(QString, inputs);
     QFETCH(QString, message);
-    OnboardingFlow flow;
+    FlowInstance<OnboardingFlow> flow;
     flow.updateState([](Onboarding &s) { s.name = QStringLiteral("kept"); });
     const Onboarding before = flow.state();
     std::atomic_bool ran = false;
@@ -217,7 +217,7 @@ void TestFlowState::typedStateWithoutId()
 
 void TestFlowState::typedUpdateChecks()
 {
-    OnboardingFlow flow;
+    FlowInstance<OnboardingFlow> flow;
     const QString id = flow.state().id;
     QVERIFY(errorOf([&] { flow.updateState([](Onboarding &s) { s.id = QStringLiteral("x"); }); })
                 .message()
@@ -229,7 +229,7 @@ void TestFlowState::typedUpdateChecks()
 
 void TestFlowState::resetStateGivesANewId()
 {
-    OnboardingFlow flow;
+    FlowInstance<OnboardingFlow> flow;
     const QString id = flow.state().id;
     flow.updateState([](Onboarding &s) { s.attempts = 4; });
     flow.resetState();
@@ -250,7 +250,7 @@ void TestFlowState::stateCallsInsideAChangeAreRefused()
     // A change runs under the state's lock: a state call inside it would wait for that lock for
     // ever. It is refused with a clear error instead, and the change does not happen.
     QFETCH(QString, call);
-    OnboardingFlow flow;
+    FlowInstance<OnboardingFlow> flow;
     const auto inner = [&]() {
         if (call == QLatin1String("stateValue()"))
             flow.stateValue("name");

@@ -18,6 +18,7 @@
 #include <QThread>
 #include <QTimer>
 #include <QtTest>
+#include <optional>
 
 using namespace mneme;
 using namespace mneme::test;
@@ -644,6 +645,38 @@ private Q_SLOTS:
         QFuture<CrewOutput> f = fragile.kickoff();
         QVERIFY(finish(f));
         QCOMPARE(failureOf(f).kind(), ErrorKind::ServerError);
+    }
+
+    // Blocking on the future of kickoff() on the crew's own thread stops the loop the kickoff needs:
+    // the wait fails at once with an error naming kickoffAndWait(), and the crew can run again.
+    void waitingForTheKickoffOnTheCrewsThreadFails_data()
+    {
+        QTest::addColumn<bool>("result"); // result(), else waitForFinished()
+        QTest::newRow("result()") << true;
+        QTest::newRow("waitForFinished()") << false;
+    }
+    void waitingForTheKickoffOnTheCrewsThreadFails()
+    {
+        QFETCH(bool, result);
+        m_llm->setFallback([](const Json &) { return text(QStringLiteral("done")); });
+        auto a = agent(QStringLiteral("Worker"));
+        Crew crew(crewOf({a}, {task(QStringLiteral("t"), a)}));
+        QFuture<CrewOutput> future = crew.kickoff();
+        // Without the guard this wait never returns (the test then fails by its timeout).
+        std::optional<Error> e;
+        try {
+            if (result)
+                (void)future.result();
+            else
+                future.waitForFinished();
+        } catch (const Error &error) {
+            e = error;
+        }
+        QVERIFY2(e, "the wait did not fail");
+        QCOMPARE(e->kind(), ErrorKind::InvalidArgument);
+        QVERIFY2(e->message().contains(QLatin1String("kickoffAndWait()")), qPrintable(e->message()));
+        QTest::qWait(50); // the stopped kickoff winds up on the crew's loop
+        QCOMPARE(crew.kickoffAndWait().raw, QStringLiteral("done"));
     }
 
     // Tokens of every LLM call count, those of an attempt that failed later included.
