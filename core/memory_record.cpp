@@ -5,6 +5,8 @@
 #include <QRandomGenerator>
 #include <QUuid>
 #include <QtEndian>
+#include <cmath>
+#include <limits>
 
 namespace mneme {
 
@@ -129,8 +131,15 @@ void from_json(const Json &j, MemoryRecord &r)
     r.createdAt = timeField(j, "created_at");
     r.updatedAt = timeField(j, "updated_at");
     r.lastAccessed = timeField(j, "last_accessed");
-    if (j.contains("access_count") && j["access_count"].is_number_integer())
-        r.accessCount = j["access_count"].get<int>();
+    if (j.contains("access_count") && !j["access_count"].is_null()) {
+        const Json &count = j["access_count"];
+        // Read as the widest integer first: get<int>() would wrap 2^40 around to 0.
+        const bool whole = count.is_number_integer() || (count.is_number_float() && std::floor(count.get<double>()) == count.get<double>());
+        const double value = whole ? count.get<double>() : -1.0;
+        if (!whole || value < 0 || value > double(std::numeric_limits<int>::max()))
+            badField("access_count", "a whole number between 0 and 2147483647");
+        r.accessCount = int(value);
+    }
 }
 
 } // namespace mneme

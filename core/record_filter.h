@@ -28,9 +28,10 @@ struct MNEME_CORE_EXPORT RecordFilter
     QDateTime createdBefore;
     QDateTime createdAfter;
 
-    // Privacy, applied by search, keywordSearch and list (never by delete, count or info):
-    // a record is visible when it is not private, or includePrivate is set, or its source equals
-    // `source` (a private record always has a source, so an empty `source` sees no private record).
+    // Privacy, applied when applyPrivacy is set, by every operation that takes a filter (searches,
+    // list, count, categories, scopeInfo, childScopes, remove): a record is visible when it is not
+    // private, or includePrivate is set, or its source equals `source` (a private record always has a
+    // source, so an empty `source` sees no private record).
     bool applyPrivacy = false;
     bool includePrivate = false;
     QString source;

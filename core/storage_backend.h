@@ -33,6 +33,24 @@ struct MNEME_CORE_EXPORT SearchHit
     QDateTime createdAt;
 };
 
+// A record that reads leave out because one of its columns cannot be read (the store was changed
+// outside Mneme): what could be read, and the damaged columns as they are stored.
+struct MNEME_CORE_EXPORT DamagedRecord
+{
+    MemoryRecord record;       // every readable field, with the embedding; a damaged field is empty
+    QString problem;           // what is wrong: "its categories are not a JSON array"
+    Json raw = Json::object(); // the damaged columns as their stored text: {"categories": "..."}
+};
+
+// What StorageBackend::check() found, and what its repair did.
+struct MNEME_CORE_EXPORT StoreCheck
+{
+    QStringList problems; // one sentence each, saying what is wrong and what to do
+    QStringList repaired; // what the repair rebuilt
+    std::vector<DamagedRecord> damaged;
+    bool ok() const { return problems.isEmpty() && damaged.empty(); }
+};
+
 // The embedder a store was written with (Mneme decision 10).
 struct MNEME_CORE_EXPORT EmbedderBinding
 {
@@ -61,6 +79,34 @@ public:
 
     // Inserts records (ids must be new) in one transaction; writes an ADD history entry for each.
     virtual void save(const std::vector<MemoryRecord> &records) = 0;
+    // save() for records that must not be stored twice: a record identical to a stored one (same
+    // content, scope, source and privacy, as findExact() matches), or to an earlier one of the batch,
+    // is not inserted. Returns, for each record, the id it is stored under: its own, or that of the
+    // identical record. A backend that can look up and insert in one transaction does, so that
+    // writers saving the same content at once (other processes) store it once; this default looks up
+    // first, then saves, and may not.
+    virtual std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records)
+    {
+        std::vector<QString> ids(records.size());
+        std::vector<MemoryRecord> fresh;
+        const std::vector<std::optional<MemoryRecord>> found = findExact(records);
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            const MemoryRecord &r = records[i];
+            for (std::size_t k = 0; k < i && !found[i] && ids[i].isEmpty(); ++k) {
+                const MemoryRecord &e = records[k];
+                if (e.content == r.content && e.scope == r.scope && e.source == r.source && e.isPrivate == r.isPrivate)
+                    ids[i] = ids[k];
+            }
+            if (found[i])
+                ids[i] = found[i]->id;
+            else if (ids[i].isEmpty()) {
+                ids[i] = r.id;
+                fresh.push_back(r);
+            }
+        }
+        save(fresh);
+        return ids;
+    }
     // Replaces the record with the same id in one transaction (UPDATE history entry). An empty
     // embedding keeps the stored one. Throws Error(NotFound) for an unknown id.
     virtual void update(const MemoryRecord &record) = 0;
@@ -122,9 +168,12 @@ public:
     // exists: findExact() for a whole batch, in one read of the store.
     virtual std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) = 0;
     virtual int count(const RecordFilter &filter) = 0;
-    virtual ScopeInfo scopeInfo(const QString &scope) = 0;
-    // Immediate child scopes of `parent` that hold records (directly or below), sorted.
-    virtual QStringList childScopes(const QString &parent) = 0;
+    // Statistics of `scope` and below, counting only the records `visible` selects (its scopes are
+    // ignored; an empty filter: every record).
+    virtual ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) = 0;
+    // Immediate child scopes of `parent` that hold records `visible` selects (directly or below),
+    // sorted (its scopes are ignored).
+    virtual QStringList childScopes(const QString &parent, const RecordFilter &visible) = 0;
     // Category -> number of records among those the filter selects.
     virtual QMap<QString, int> categories(const RecordFilter &filter) = 0;
     // Sets last_accessed = at and increments access_count (no history entry).
@@ -144,6 +193,20 @@ public:
     // The keys that start with `prefix` (empty: every key), sorted.
     virtual QStringList stateKeys(const QString &prefix) = 0;
 
+    // Records that reads leave out because a column of theirs cannot be read, oldest first: to
+    // export what is left of them, and to report them.
+    virtual std::vector<DamagedRecord> damagedRecords() { return {}; }
+    // Checks the store: its file, the derived data (keyword index, lookup tables, vector index) and
+    // every record. With `repair`, rebuilds the derived data from the records; records themselves are
+    // never changed (a damaged one is reported). A backend without a check says so in `problems`.
+    virtual StoreCheck check(bool repair)
+    {
+        Q_UNUSED(repair)
+        StoreCheck c;
+        c.problems << QStringLiteral("the storage backend at %1 has no integrity check").arg(location());
+        return c;
+    }
+
     // Flushes and releases the store; later calls throw Error(Storage).
     virtual void close() = 0;
 };
@@ -160,5 +223,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.3"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.4"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

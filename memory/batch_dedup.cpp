@@ -6,10 +6,12 @@
 
 namespace mneme {
 
-std::vector<bool> BatchDedup::duplicates(const std::vector<const Embedding *> &vectors, double threshold)
+std::vector<bool> BatchDedup::duplicates(const std::vector<const Embedding *> &vectors, double threshold,
+                                         const std::vector<int> &groups)
 {
     struct Kept
     {
+        int group;
         const float *data;
         size_t dimension;
         size_t head; // the dimensions summed exactly before the bound is tried
@@ -23,7 +25,7 @@ std::vector<bool> BatchDedup::duplicates(const std::vector<const Embedding *> &v
         const Embedding *v = vectors[i];
         if (!v || v->empty())
             continue;
-        Kept a{v->data(), v->size(), 0, VectorMath::norm(v->data(), v->size()), 0};
+        Kept a{groups.empty() ? 0 : groups[i], v->data(), v->size(), 0, VectorMath::norm(v->data(), v->size()), 0};
         if (!(a.norm > 0))
             continue; // a zero vector is kept but can never match
         // A twelfth of the dimensions (32 of 384), at least 32, in whole 8-float steps: the rest then
@@ -33,7 +35,7 @@ std::vector<bool> BatchDedup::duplicates(const std::vector<const Embedding *> &v
         a.tailNorm = a.head < a.dimension ? VectorMath::norm(a.data + a.head, a.dimension - a.head) : 0.0f;
         bool duplicate = false;
         for (const Kept &b : kept) {
-            if (b.dimension != a.dimension)
+            if (b.group != a.group || b.dimension != a.dimension)
                 continue;
             const double bound = double(VectorMath::dot(a.data, b.data, a.head)) + double(a.tailNorm) * double(b.tailNorm);
             const double lengths = double(a.norm) * double(b.norm);

@@ -16,8 +16,11 @@ namespace mneme {
 class BatchDedup
 {
 public:
-    // One flag per vector, true for a duplicate.
-    static std::vector<bool> duplicates(const std::vector<const Embedding *> &vectors, double threshold);
+    // One flag per vector, true for a duplicate. With `groups` (one key per vector), a vector is
+    // compared only with earlier ones of its own group: records of different sources or privacy
+    // never drop one another.
+    static std::vector<bool> duplicates(const std::vector<const Embedding *> &vectors, double threshold,
+                                        const std::vector<int> &groups = {});
 };
 
 } // namespace mneme

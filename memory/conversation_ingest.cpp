@@ -13,7 +13,6 @@
 #include <QElapsedTimer>
 #include <QHash>
 #include <QMap>
-#include <QMutexLocker>
 #include <QSet>
 #include <algorithm>
 #include <cmath>
@@ -762,7 +761,7 @@ QFuture<ConversationResult> Memory::addConversation(const QList<ConversationMess
     auto ticket = std::make_shared<Ticket>();
     d->checkNotOnWriter("addConversation()");
     // Held across both submissions, so the summary task directly follows its ingestion.
-    QMutexLocker lock(&d->submitLock);
+    const MemoryLocks::Guard order = d->locks.submit();
     QFuture<ConversationResult> future = d->submit<ConversationResult>([this, job, ticket, value, meta]() {
         QElapsedTimer timer;
         timer.start();

@@ -73,12 +73,13 @@ QString relativeScope(const QString &root, const QString &scope)
     return scope;
 }
 
-QStringList scopesForPrompt(StorageBackend &storage, const QString &base, const QStringList &tops, int max)
+QStringList scopesForPrompt(StorageBackend &storage, const QString &base, const QStringList &tops, const RecordFilter &visible,
+                            int max)
 {
     QStringList out;
     for (const QString &top : tops) {
         out << relativeScope(base, top);
-        for (const QString &child : storage.childScopes(top))
+        for (const QString &child : storage.childScopes(top, visible))
             out << relativeScope(base, child);
         if (out.size() >= max)
             break;
@@ -105,9 +106,11 @@ QString clampScope(const QString &root, const QString &suggested)
     // A model that repeats the full path it was shown ("/crew/a/project" under root "/crew/a").
     if (base != QLatin1String("/") && ScopePath::isValid(inner) && ScopePath::contains(base, inner))
         inner = relativeScope(base, inner);
-    if (!ScopePath::isValid(inner))
+    // A path the caller could not give (too deep, too long once under the root) is none.
+    const QString joined = base == QLatin1String("/") ? inner : (inner == QLatin1String("/") ? base : base + inner);
+    if (!ScopePath::isValid(inner) || !ScopePath::isValid(joined))
         return base;
-    return ScopePath::join(base, inner);
+    return ScopePath::normalize(joined);
 }
 
 // ---------------------------------------------------------------------------------------------

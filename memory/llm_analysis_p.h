@@ -63,7 +63,8 @@ namespace LlmAnalysis {
 QString relativeScope(const QString &root, const QString &scope);
 // The scopes a prompt offers a model, relative to `base`: each of `tops` and the scopes just below
 // it, without repeats, at most `max`.
-QStringList scopesForPrompt(StorageBackend &storage, const QString &base, const QStringList &tops, int max = 50);
+QStringList scopesForPrompt(StorageBackend &storage, const QString &base, const QStringList &tops, const RecordFilter &visible,
+                            int max = 50);
 // A scope a model suggested, made safe: ".", "..", empty and control-character segments dropped,
 // the root's own prefix removed when the model repeated it, then joined under `root`. The result is
 // always `root` or a path below it (Mneme decision 4).

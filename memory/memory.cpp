@@ -17,7 +17,6 @@
 #include <mneme/memory/memory_slice.h>
 
 #include <QElapsedTimer>
-#include <QMutexLocker>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <cmath>
@@ -37,6 +36,9 @@ constexpr int kMaxRecallLimit = 10000;
 constexpr int kTouchIntervalMs = 250;
 // How many accesses one of their transactions writes.
 constexpr int kTouchChunk = 32;
+// How deep and how large a record's metadata may be (docs/concepts.md#records).
+constexpr int kMaxMetadataDepth = 32;
+constexpr int kMaxMetadataBytes = 65536;
 
 std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
 {
@@ -93,6 +95,19 @@ double validImportance(double importance)
     return importance;
 }
 
+// A time a record keeps, in UTC: invalid stays invalid (unknown); outside the years 1 to 9999 it
+// is refused, as it has no ISO 8601 form an export could carry.
+QDateTime validTime(const QDateTime &t, const QString &what)
+{
+    if (!t.isValid())
+        return t;
+    const QDateTime utc = t.toUTC();
+    if (utc.date().year() < 1 || utc.date().year() > 9999)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("%1 is outside the years 1 to 9999 (in UTC); give a time within them").arg(what));
+    return utc;
+}
+
 QStringList validCategories(const QStringList &categories)
 {
     QStringList out;
@@ -103,12 +118,37 @@ QStringList validCategories(const QStringList &categories)
         for (const QChar ch : t) {
             if (ch.category() == QChar::Other_Control)
                 throw Error(ErrorKind::InvalidArgument,
-                            QStringLiteral("category \"%1\" contains a control character; use printable characters").arg(c));
+                            QStringLiteral("category %1 contains a control character; use printable characters").arg(Error::quoted(c)));
         }
         if (!out.contains(t))
             out << t;
     }
     return out;
+}
+
+// Refuses metadata that is not an object (null stands for none), nests deeper than kMaxMetadataDepth
+// or is larger than kMaxMetadataBytes as JSON. Checked before the value is copied anywhere: copying and
+// writing JSON recurse once per level.
+void checkMetadata(const Json &metadata, const QString &whose = QString())
+{
+    const QString of = whose.isEmpty() ? QStringLiteral("metadata") : QStringLiteral("the metadata of %1").arg(whose);
+    if (metadata.is_null())
+        return;
+    if (!metadata.is_object())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 must be a JSON object").arg(of));
+    const int depth = jsonDepth(metadata);
+    if (depth > kMaxMetadataDepth)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 nests %2 levels deep; at most %3 levels of objects and arrays are "
+                                                               "kept with a record")
+                                                    .arg(of)
+                                                    .arg(depth)
+                                                    .arg(kMaxMetadataDepth));
+    const std::size_t bytes = metadata.dump(-1, ' ', false, Json::error_handler_t::replace).size();
+    if (bytes > std::size_t(kMaxMetadataBytes))
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("%1 is %2 bytes of JSON; at most %3 are kept with a record")
+                                                    .arg(of)
+                                                    .arg(bytes)
+                                                    .arg(kMaxMetadataBytes));
 }
 
 QString scopeUnder(const QString &root, const std::optional<QString> &scope)
@@ -127,8 +167,7 @@ MemoryRecord resolvedInput(const MemoryInput &input, const MemoryConfig &config)
     r.scope = scopeUnder(o.rootScope ? *o.rootScope : config.rootScope, o.scope);
     r.categories = o.categories ? validCategories(*o.categories) : QStringList();
     r.importance = o.importance ? validImportance(*o.importance) : config.defaultImportance;
-    if (!o.metadata.is_null() && !o.metadata.is_object())
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
+    checkMetadata(o.metadata);
     r.metadata = o.metadata.is_object() ? o.metadata : Json::object();
     r.source = o.source.trimmed();
     r.isPrivate = o.isPrivate;
@@ -136,23 +175,37 @@ MemoryRecord resolvedInput(const MemoryInput &input, const MemoryConfig &config)
         throw Error(ErrorKind::PermissionDenied,
                     QStringLiteral("a private memory needs a source (whose memory it is), or nobody could ever "
                                    "recall it; pass a source such as \"user:alice\""));
-    r.createdAt = o.createdAt.isValid() ? o.createdAt.toUTC() : QDateTime();
+    r.createdAt = validTime(o.createdAt, QStringLiteral("the creation time"));
     return r;
 }
 
-// A record to import, checked and completed (times, id); throws for bad input.
+// A record to import, checked, normalised as a save's fields are (id, source and scope trimmed and
+// normalised) and completed (times, id); throws for bad input.
 MemoryRecord importedRecord(const MemoryRecord &in, const MemoryConfig &config)
 {
     MemoryRecord r = in;
+    r.id = r.id.trimmed();
+    for (const QChar c : std::as_const(r.id))
+        if (c.category() == QChar::Other_Control || c.isSpace())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the id %1 holds white space or a control character; give ids without them").arg(Error::quoted(r.id)));
+    r.source = r.source.trimmed();
+    if (r.accessCount < 0)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("record %1 has a negative access count (%2); it counts recalls, 0 or more").arg(r.id).arg(r.accessCount));
     r.content = validContent(r.content, config);
     r.scope = ScopePath::normalize(r.scope);
     r.importance = validImportance(r.importance);
     r.categories = validCategories(r.categories);
     if (!r.metadata.is_object())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("the metadata of record %1 must be a JSON object").arg(r.id));
+    checkMetadata(r.metadata, QStringLiteral("record %1").arg(r.id));
     if (r.isPrivate && r.source.isEmpty())
         throw Error(ErrorKind::PermissionDenied,
                     QStringLiteral("record %1 is private but has no source; give it a source").arg(r.id));
+    r.createdAt = validTime(r.createdAt, QStringLiteral("created_at of record %1").arg(r.id));
+    r.updatedAt = validTime(r.updatedAt, QStringLiteral("updated_at of record %1").arg(r.id));
+    r.lastAccessed = validTime(r.lastAccessed, QStringLiteral("last_accessed of record %1").arg(r.id));
     if (r.id.isEmpty())
         r.id = MemoryRecord::create(QString()).id;
     if (!r.createdAt.isValid())
@@ -235,6 +288,7 @@ MemoryPrivate::Item MemoryPrivate::resolve(const MemoryInput &input) const
 
 MemoryPrivate::Item MemoryPrivate::batchItem(const MemoryInput &input) const
 {
+    checkMetadata(input.options.metadata); // before the item is copied
     if (!input.content.trimmed().isEmpty())
         return resolve(input);
     Item blank; // a blank item of a batch is dropped, not refused
@@ -341,12 +395,21 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 
     // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped (not in a
     //    conversation, whose turns are events even when their words repeat).
+    //    Only items of the same source and privacy are compared (decision 6): one source's record never
+    //    drops another's, nor a private record a shared one.
     std::vector<size_t> kept;
     std::vector<const Embedding *> vectors;
+    std::vector<int> groups;
+    QHash<QString, int> groupOf;
     vectors.reserve(active.size());
-    for (size_t i : active)
-        vectors.push_back(context.conversation ? nullptr : &items[i].record.embedding);
-    const std::vector<bool> duplicate = BatchDedup::duplicates(vectors, d.config.batchDedupThreshold);
+    groups.reserve(active.size());
+    for (size_t i : active) {
+        const MemoryRecord &r = items[i].record;
+        vectors.push_back(context.conversation ? nullptr : &r.embedding);
+        const QString key = (r.isPrivate ? QStringLiteral("p:") : QStringLiteral("s:")) + r.source;
+        groups.push_back(groupOf.contains(key) ? groupOf.value(key) : groupOf.insert(key, int(groupOf.size())).value());
+    }
+    const std::vector<bool> duplicate = BatchDedup::duplicates(vectors, d.config.batchDedupThreshold, groups);
     for (size_t k = 0; k < active.size(); ++k) {
         if (duplicate[k])
             items[active[k]].dropped = true;
@@ -361,8 +424,10 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         std::tie(out.result.updated, out.result.deleted) = d.applyPlans(items, kept);
     }
 
-    // 5. Insert in one transaction.
+    // 5. Insert in one transaction; outside a conversation, the lookup of identical records is made
+    //    again within it (another process may have stored the same content since step 1).
     std::vector<MemoryRecord> toSave;
+    std::vector<size_t> savedItem; // the item of each record of toSave
     toSave.reserve(kept.size());
     for (size_t i : kept) {
         MemoryPrivate::Item &it = items[i];
@@ -384,10 +449,26 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         r.lastAccessed = now;
         out.records[i] = r;
         toSave.push_back(std::move(r));
+        savedItem.push_back(i);
     }
+    int stored = int(toSave.size());
     if (!toSave.empty()) {
         d.ensureBound();
-        d.storage->save(toSave);
+        if (context.conversation) {
+            d.storage->save(toSave);
+        } else {
+            const std::vector<QString> ids = d.storage->saveUnlessIdentical(toSave);
+            for (size_t k = 0; k < toSave.size(); ++k) {
+                if (ids[k] == toSave[k].id)
+                    continue;
+                const size_t i = savedItem[k];
+                --stored;
+                items[i].existingId = ids[k];
+                std::optional<MemoryRecord> existing = d.storage->get(ids[k]);
+                out.records[i] = existing ? *existing : out.records[i];
+                out.records[i].id = ids[k];
+            }
+        }
     }
 
     for (size_t i = 0; i < items.size(); ++i) {
@@ -400,7 +481,7 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         else if (items[i].dropped)
             ++out.result.dropped;
     }
-    out.result.stored = int(toSave.size());
+    out.result.stored = stored;
     return out;
 }
 
@@ -420,11 +501,9 @@ QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QS
             if (!it.dropped)
                 own->texts << it.record.content;
     }
-    QMutexLocker order(&submitLock); // the queue's order is the writer's
-    if (own) {
-        std::lock_guard<std::mutex> lock(aheadLock);
-        ahead.push_back(own);
-    }
+    const MemoryLocks::Guard order = locks.submit(); // the queue's order is the writer's
+    if (own)
+        queueAhead(own);
     auto job = [this, items = std::move(items), startedValue, context, own]() mutable {
         if (own)
             embedNextAhead(own);
@@ -444,15 +523,22 @@ QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QS
     try {
         return submit<SaveResult>(std::move(job));
     } catch (...) {
-        std::lock_guard<std::mutex> lock(aheadLock); // refused (closed, or called on the writer)
+        const MemoryLocks::Guard lock = locks.ahead(); // refused (closed, or called on the writer)
         ahead.erase(std::remove(ahead.begin(), ahead.end(), own), ahead.end());
         throw;
     }
 }
 
+void MemoryPrivate::queueAhead(const std::shared_ptr<EmbedAhead> &batch)
+{
+    locks.assertHeld(MemoryLocks::Rank::Submit);
+    const MemoryLocks::Guard lock = locks.ahead();
+    ahead.push_back(batch);
+}
+
 void MemoryPrivate::embedNextAhead(const std::shared_ptr<EmbedAhead> &own)
 {
-    std::lock_guard<std::mutex> lock(aheadLock);
+    const MemoryLocks::Guard lock = locks.ahead();
     ahead.erase(std::remove(ahead.begin(), ahead.end(), own), ahead.end());
     if (ahead.empty() || ahead.front()->vectors.valid())
         return;
@@ -465,9 +551,10 @@ void MemoryPrivate::embedNextAhead(const std::shared_ptr<EmbedAhead> &own)
     }
 }
 
-RecordFilter MemoryPrivate::readFilter(const QStringList &scopes) const
+RecordFilter MemoryPrivate::readFilter(const QStringList &scopes, const ReadContext &reader) const
 {
     RecordFilter f;
+    reader.restrict(f);
     for (const QString &s : scopes) {
         if (s == QLatin1String("/")) {
             f.scopes.clear();
@@ -476,6 +563,16 @@ RecordFilter MemoryPrivate::readFilter(const QStringList &scopes) const
         f.scopes << s;
     }
     return f;
+}
+
+std::optional<MemoryRecord> MemoryPrivate::visibleRecord(const QString &id, const ReadContext &reader, bool withEmbedding)
+{
+    std::optional<MemoryRecord> r = storage->get(id.trimmed(), withEmbedding);
+    if (!r || !reader.sees(*r))
+        return std::nullopt;
+    if (!config.rootScope.isEmpty() && !ScopePath::contains(config.rootScope, r->scope))
+        return std::nullopt; // outside this memory's root: invisible
+    return r;
 }
 
 QString MemoryPrivate::readScope(const QString &path) const
@@ -652,7 +749,7 @@ void MemoryPrivate::touchLater(const QList<MemoryMatch> &matches)
     // back-to-back recalls would otherwise each commit a write that holds the store while the next
     // recall reads it.
     const QDateTime at = nowUtc();
-    QMutexLocker lock(&touchMutex);
+    const MemoryLocks::Guard lock = locks.touches();
     for (const MemoryMatch &m : matches) {
         Touch &t = touches[m.record.id];
         t.at = at;
@@ -666,7 +763,7 @@ void MemoryPrivate::flushTouches()
 {
     QHash<QString, Touch> noted;
     {
-        QMutexLocker lock(&touchMutex);
+        const MemoryLocks::Guard lock = locks.touches();
         noted.swap(touches);
         touchScheduled = false;
     }
@@ -718,11 +815,8 @@ Embedding MemoryPrivate::embedQuery(const QString &text)
 
 RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const
 {
-    RecordFilter filter = readFilter(scopes);
+    RecordFilter filter = readFilter(scopes, o.effectiveReader());
     filter.categories = categories;
-    filter.applyPrivacy = true;
-    filter.includePrivate = o.includePrivate;
-    filter.source = o.source;
     filter.onlySource = o.onlySource;
     return filter;
 }
@@ -763,17 +857,19 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
     }
 }
 
-ScopeNode MemoryPrivate::node(const QString &path, int depth, int maxDepth)
+ScopeNode MemoryPrivate::node(const QString &path, int depth, int maxDepth, const RecordFilter &visible)
 {
     ScopeNode n;
     n.path = path;
-    n.recordCount = storage->count(readFilter({path}));
+    RecordFilter here = visible;
+    here.scopes = path == QLatin1String("/") ? QStringList() : QStringList{path};
+    n.recordCount = storage->count(here);
     if (depth < maxDepth) {
-        QStringList children = storage->childScopes(path);
+        QStringList children = storage->childScopes(path, visible);
         if (children.size() > 20)
             children = children.mid(0, 20);
         for (const QString &c : std::as_const(children))
-            n.children << node(c, depth + 1, maxDepth);
+            n.children << node(c, depth + 1, maxDepth, visible);
     }
     return n;
 }
@@ -804,7 +900,7 @@ QString Memory::rootScope() const { return d->config.rootScope; }
 StorageBackend &Memory::storage() const { return *d->storage; }
 std::shared_ptr<LlmProvider> Memory::llm() const
 {
-    QMutexLocker lock(&d->llmMutex);
+    const MemoryLocks::Guard lock = d->locks.llm();
     if (!d->llm && !d->config.llm.is_null()) {
         PluginRegistry &registry = PluginRegistry::instance();
         const ProviderSpec p = ProviderSpec::llm(d->config.llm, registry.keys(PluginRegistry::Kind::Llm));
@@ -816,7 +912,7 @@ std::shared_ptr<LlmProvider> Memory::llm() const
 void Memory::setLlm(std::shared_ptr<LlmProvider> llm)
 {
     {
-        QMutexLocker lock(&d->llmMutex);
+        const MemoryLocks::Guard lock = d->locks.llm();
         d->llm.swap(llm);
     }
     // The previous provider (now in `llm`) is released here, outside the lock.
@@ -847,6 +943,7 @@ MemoryRecord Memory::remember(const QString &content, const RememberOptions &opt
 QFuture<MemoryRecord> Memory::rememberAsync(const QString &content, const RememberOptions &options)
 {
     d->checkWritable("remember");
+    checkMetadata(options.metadata); // before the options are copied
     std::vector<MemoryPrivate::Item> items{d->resolve(MemoryInput{content, options})};
     const QString value = items.front().record.content;
     const QJsonObject meta = metadataObject(options.metadata);
@@ -870,6 +967,7 @@ QFuture<MemoryRecord> Memory::rememberAsync(const QString &content, const Rememb
 
 QFuture<SaveResult> Memory::rememberMany(const QStringList &contents, const RememberOptions &options)
 {
+    checkMetadata(options.metadata); // before the options are copied for every item
     QList<MemoryInput> items;
     items.reserve(contents.size());
     for (const QString &c : contents)
@@ -928,7 +1026,7 @@ QFuture<QList<MemoryMatch>> Memory::recallAsync(const QString &query, const Reca
 {
     d->checkOpen();
     QFuture<QList<MemoryMatch>> f = QtConcurrent::run([this, query, options]() { return d->recallNow(query, options); });
-    QMutexLocker lock(&d->pendingLock);
+    const MemoryLocks::Guard lock = d->locks.pending();
     d->reads.erase(std::remove_if(d->reads.begin(), d->reads.end(), [](const QFuture<void> &r) { return r.isFinished(); }),
                    d->reads.end());
     d->reads.append(QFuture<void>(f));
@@ -954,7 +1052,7 @@ QStringList Memory::extractMemories(const QString &content)
     return StatementSplitter::split(content);
 }
 
-int Memory::forget(const ForgetOptions &o)
+int Memory::forget(const ForgetOptions &o, const ReadContext &caller)
 {
     d->checkWritable("forget");
     if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid()
@@ -962,37 +1060,29 @@ int Memory::forget(const ForgetOptions &o)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("forget needs a scope, ids, categories, a time or a metadata filter; "
                                    "to delete everything use reset() or resetAll()"));
-    RecordFilter f;
-    if (o.scope || !d->config.rootScope.isEmpty())
-        f = d->readFilter({resolveScope(o.scope)});
+    RecordFilter f = d->readFilter({o.scope || !d->config.rootScope.isEmpty() ? resolveScope(o.scope) : QStringLiteral("/")}, caller);
     f.ids = o.ids;
     f.categories = validCategories(o.categories);
     f.createdBefore = o.olderThan.isValid() ? o.olderThan.toUTC() : QDateTime();
     if (!o.metadata.is_null() && !o.metadata.is_object())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("the metadata filter must be a JSON object"));
     f.metadata = o.metadata.is_object() ? o.metadata : Json::object();
-    d->checkNotOnWriter("forget()");
-    QMutexLocker lock(&d->submitLock);
-    drainWrites();
-    return d->storage->remove(f);
+    return d->exclusively("forget()", [&] { return d->storage->remove(f); });
 }
 
-std::optional<MemoryRecord> Memory::get(const QString &id)
+std::optional<MemoryRecord> Memory::get(const QString &id, const ReadContext &reader)
 {
     d->checkOpen();
     drainWrites();
-    auto r = d->storage->get(id.trimmed(), false);
-    if (r && !d->config.rootScope.isEmpty() && !ScopePath::contains(d->config.rootScope, r->scope))
-        return std::nullopt; // outside this memory's root: invisible
-    return r;
+    return d->visibleRecord(id, reader);
 }
 
-MemoryRecord Memory::update(const QString &id, const UpdateOptions &o)
+MemoryRecord Memory::update(const QString &id, const UpdateOptions &o, const ReadContext &caller)
 {
     d->checkWritable("update");
-    std::optional<MemoryRecord> found = get(id);
+    std::optional<MemoryRecord> found = get(id, caller);
     if (!found)
-        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id \"%1\"; list ids with `mneme list`").arg(id));
+        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; list ids with `mneme list`").arg(Error::quoted(id)));
     MemoryRecord r = *found;
     r.embedding.clear();
     if (o.content) {
@@ -1009,50 +1099,66 @@ MemoryRecord Memory::update(const QString &id, const UpdateOptions &o)
     if (o.importance)
         r.importance = validImportance(*o.importance);
     if (o.metadata) {
-        if (!o.metadata->is_object())
+        if (o.metadata->is_null())
             throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
+        checkMetadata(*o.metadata);
         r.metadata = *o.metadata;
     }
     r.updatedAt = nowUtc();
     r.lastAccessed = r.updatedAt;
-    d->checkNotOnWriter("update()");
-    QMutexLocker lock(&d->submitLock);
-    if (!r.embedding.empty())
-        d->ensureBound();
-    d->storage->update(r);
-    return d->storage->get(r.id, false).value_or(r);
+    return d->exclusively("update()", [&] {
+        if (!r.embedding.empty())
+            d->ensureBound();
+        d->storage->update(r);
+        return d->storage->get(r.id, false).value_or(r);
+    });
 }
 
-QList<HistoryEntry> Memory::history(const QString &id)
+QList<HistoryEntry> Memory::history(const QString &id, const ReadContext &reader)
 {
     d->checkOpen();
     drainWrites();
     const std::vector<HistoryEntry> entries = d->storage->history(id.trimmed());
-    const auto outsideRoot = [&](const Json &record) {
-        return record.is_object() && record.contains("scope") && record["scope"].is_string()
+    // Every version of the record must be one the reader may see, under the root (a record's source
+    // and privacy never change; its scope may).
+    const auto hidden = [&](const Json &record) {
+        if (!record.is_object())
+            return false;
+        const bool isPrivate = record.contains("private") && record["private"].is_boolean() && record["private"].get<bool>();
+        const QString source = record.contains("source") && record["source"].is_string()
+                                 ? QString::fromStdString(record["source"].get<std::string>())
+                                 : QString();
+        MemoryRecord shape;
+        shape.isPrivate = isPrivate;
+        shape.source = source;
+        if (!reader.sees(shape))
+            return true;
+        return !d->config.rootScope.isEmpty() && record.contains("scope") && record["scope"].is_string()
             && !ScopePath::contains(d->config.rootScope, QString::fromStdString(record["scope"].get<std::string>()));
     };
-    if (!d->config.rootScope.isEmpty()) {
-        for (const HistoryEntry &e : entries) {
-            if (outsideRoot(e.oldRecord) || outsideRoot(e.newRecord))
-                throw Error(ErrorKind::NotFound,
-                            QStringLiteral("no memory has the id \"%1\" under %2").arg(id, d->config.rootScope));
-        }
-    }
-    if (entries.empty() && !d->storage->get(id.trimmed()))
-        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id \"%1\"; list ids with `mneme list`").arg(id));
+    const auto notFound = [&] {
+        return Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; list ids with `mneme list`").arg(Error::quoted(id.trimmed())));
+    };
+    for (const HistoryEntry &e : entries)
+        if (hidden(e.oldRecord) || hidden(e.newRecord))
+            throw notFound();
+    if (entries.empty() && !d->visibleRecord(id, reader))
+        throw notFound();
     return QList<HistoryEntry>(entries.begin(), entries.end());
 }
 
-MemoryRecord Memory::undo(const QString &id)
+MemoryRecord Memory::undo(const QString &id, const ReadContext &caller)
 {
     d->checkWritable("undo");
-    d->checkNotOnWriter("undo()");
     // The history is read with saves excluded: a save consolidating this record in between would
     // otherwise be reverted along with the change meant.
-    QMutexLocker lock(&d->submitLock);
-    drainWrites();
-    const QList<HistoryEntry> entries = history(id); // NotFound, root confinement
+    return d->exclusively("undo()", [&] { return d->undoNow(id, caller); });
+}
+
+MemoryRecord MemoryPrivate::undoNow(const QString &id, const ReadContext &caller)
+{
+    locks.assertHeld(MemoryLocks::Rank::Submit);
+    const QList<HistoryEntry> entries = q->history(id, caller); // NotFound, root confinement, privacy
     if (entries.isEmpty() || entries.back().oldRecord.is_null() || !entries.back().oldRecord.is_object())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("memory \"%1\" has not changed since it was stored, so there is nothing to undo; "
@@ -1066,17 +1172,17 @@ MemoryRecord Memory::undo(const QString &id)
         throw Error(ErrorKind::Corrupt, QStringLiteral("the history of memory \"%1\" cannot be read (%2); the record is unchanged")
                                             .arg(id.trimmed(), QString::fromUtf8(e.what())));
     }
-    std::optional<MemoryRecord> current = d->storage->get(previous.id, true);
+    std::optional<MemoryRecord> current = storage->get(previous.id, true);
     const bool needVector = !current || current->content != previous.content;
     if (needVector) {
-        previous.embedding = std::move(d->embedAll({previous.content}).front());
-        d->ensureBound();
+        previous.embedding = std::move(embedAll({previous.content}).front());
+        ensureBound();
     }
     if (last.event == HistoryEntry::Event::Delete) {
         if (current)
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("memory \"%1\" exists again, so its deletion cannot be undone").arg(previous.id));
-        d->storage->restore(previous);
+        storage->restore(previous);
     } else {
         if (!current)
             throw Error(ErrorKind::NotFound, QStringLiteral("memory \"%1\" was deleted after its last update; undo the "
@@ -1087,9 +1193,9 @@ MemoryRecord Memory::undo(const QString &id)
         previous.updatedAt = nowUtc();
         if (!needVector)
             previous.embedding.clear(); // keep the stored vector
-        d->storage->update(previous);
+        storage->update(previous);
     }
-    MemoryRecord restored = d->storage->get(previous.id, false).value_or(previous);
+    MemoryRecord restored = storage->get(previous.id, false).value_or(previous);
     restored.embedding.clear();
     return restored;
 }
@@ -1104,18 +1210,18 @@ MemorySlice Memory::slice(const QStringList &scopes, const QStringList &categori
     return MemorySlice(this, scopes, categories, readOnly);
 }
 
-ScopeNode Memory::scopeTree(const QString &path, int maxDepth)
+ScopeNode Memory::scopeTree(const QString &path, int maxDepth, const ReadContext &reader)
 {
     d->checkOpen();
     if (maxDepth < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("max depth must be 0 or more (got %1)").arg(maxDepth));
     drainWrites();
-    return d->node(d->readScope(path), 0, maxDepth);
+    return d->node(d->readScope(path), 0, maxDepth, d->readFilter({}, reader));
 }
 
-QString Memory::tree(const QString &path, int maxDepth)
+QString Memory::tree(const QString &path, int maxDepth, const ReadContext &reader)
 {
-    const ScopeNode root = scopeTree(path, maxDepth);
+    const ScopeNode root = scopeTree(path, maxDepth, reader);
     QStringList lines;
     std::function<void(const ScopeNode &, int)> walk = [&](const ScopeNode &n, int depth) {
         if (n.recordCount == 0 && depth > 0)
@@ -1128,44 +1234,44 @@ QString Memory::tree(const QString &path, int maxDepth)
     return lines.join(QLatin1Char('\n'));
 }
 
-ScopeInfo Memory::info(const QString &path)
+ScopeInfo Memory::info(const QString &path, const ReadContext &reader)
 {
     d->checkOpen();
     drainWrites();
-    return d->storage->scopeInfo(d->readScope(path));
+    return d->storage->scopeInfo(d->readScope(path), d->readFilter({}, reader));
 }
 
-QStringList Memory::listScopes(const QString &path)
+QStringList Memory::listScopes(const QString &path, const ReadContext &reader)
 {
     d->checkOpen();
     drainWrites();
-    return d->storage->childScopes(d->readScope(path));
+    return d->storage->childScopes(d->readScope(path), d->readFilter({}, reader));
 }
 
-QMap<QString, int> Memory::listCategories(const QString &path)
+QMap<QString, int> Memory::listCategories(const QString &path, const ReadContext &reader)
 {
     d->checkOpen();
     drainWrites();
-    return d->storage->categories(d->readFilter({d->readScope(path)}));
+    return d->storage->categories(d->readFilter({d->readScope(path)}, reader));
 }
 
-QList<MemoryRecord> Memory::listRecords(const QString &scope, int limit, int offset)
+QList<MemoryRecord> Memory::listRecords(const QString &scope, int limit, int offset, const ReadContext &reader)
 {
     d->checkOpen();
     if (limit < 1 || offset < 0)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("limit must be at least 1 and offset 0 or more (got %1 and %2)").arg(limit).arg(offset));
     drainWrites();
-    const auto records = d->storage->list(d->readFilter({d->readScope(scope)}), limit, offset);
+    const auto records = d->storage->list(d->readFilter({d->readScope(scope)}, reader), limit, offset);
     return QList<MemoryRecord>(records.begin(), records.end());
 }
 
-QList<MemoryRecord> Memory::exportRecords(int offset, int batch)
+QList<MemoryRecord> Memory::exportRecords(int offset, int batch, const ReadContext &reader)
 {
     d->checkOpen();
     drainWrites();
     QList<MemoryRecord> out;
-    for (const MemoryRecord &r : d->storage->list(RecordFilter(), batch, offset)) {
+    for (const MemoryRecord &r : d->storage->list(d->readFilter({}, reader), batch, offset)) {
         if (auto full = d->storage->get(r.id, true))
             out << *full;
     }
@@ -1232,23 +1338,40 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
 int Memory::reset(const QString &scope)
 {
     d->checkWritable("reset");
-    d->checkNotOnWriter("reset()");
-    QMutexLocker lock(&d->submitLock);
-    drainWrites();
     const QString target = d->readScope(scope);
-    const int n = d->storage->reset(target);
-    if (target != QLatin1String("/")) // a reset of everything cleared the state with the records
-        ConversationIngest::removeStates(*d->storage, target);
-    return n;
+    return d->exclusively("reset()", [&] {
+        const int n = d->storage->reset(target);
+        if (target != QLatin1String("/")) // a reset of everything cleared the state with the records
+            ConversationIngest::removeStates(*d->storage, target);
+        return n;
+    });
 }
 
 int Memory::resetAll()
 {
     d->checkWritable("reset");
-    d->checkNotOnWriter("reset()");
-    QMutexLocker lock(&d->submitLock);
+    return d->exclusively("reset()", [&] { return d->storage->reset(QStringLiteral("/")); });
+}
+
+StoreCheck Memory::check(bool repair)
+{
+    if (repair)
+        d->checkWritable("check --repair");
+    else
+        d->checkOpen();
+    // No save runs while derived data is rebuilt.
+    return d->exclusively("check()", [&] { return d->storage->check(repair); });
+}
+
+std::vector<DamagedRecord> Memory::exportDamaged(const ReadContext &reader)
+{
+    d->checkOpen();
     drainWrites();
-    return d->storage->reset(QStringLiteral("/"));
+    std::vector<DamagedRecord> out;
+    for (DamagedRecord &r : d->storage->damagedRecords())
+        if (reader.sees(r.record))
+            out.push_back(std::move(r));
+    return out;
 }
 
 void Memory::drainWrites()
@@ -1258,7 +1381,7 @@ void Memory::drainWrites()
     // The accesses noted so far are written too.
     bool noted = false;
     {
-        QMutexLocker lock(&d->touchMutex);
+        const MemoryLocks::Guard lock = d->locks.touches();
         noted = !d->touches.isEmpty();
     }
     if (noted)
@@ -1272,7 +1395,7 @@ void MemoryPrivate::drainSaves()
         return;
     QList<QFuture<void>> snapshot;
     {
-        QMutexLocker p(&pendingLock);
+        const MemoryLocks::Guard lock = locks.pending();
         snapshot = pending;
     }
     for (QFuture<void> &f : snapshot) {
@@ -1282,7 +1405,7 @@ void MemoryPrivate::drainSaves()
             // Reported through saveFailed() and the caller's own future.
         }
     }
-    QMutexLocker p(&pendingLock);
+    const MemoryLocks::Guard lock = locks.pending();
     pending.erase(std::remove_if(pending.begin(), pending.end(),
                                  [](const QFuture<void> &f) { return f.isFinished(); }),
                   pending.end());
@@ -1296,7 +1419,7 @@ void Memory::close()
     // Recalls started with recallAsync() finish first: they use the store.
     QList<QFuture<void>> reads;
     {
-        QMutexLocker p(&d->pendingLock);
+        const MemoryLocks::Guard lock = d->locks.pending();
         reads = d->reads;
     }
     for (QFuture<void> &r : reads) {
@@ -1306,11 +1429,7 @@ void Memory::close()
             // The caller's own future carries it.
         }
     }
-    {
-        QMutexLocker lock(&d->submitLock);
-        drainWrites();
-        d->closed = true;
-    }
+    d->exclusively("close()", [&] { d->closed = true; });
     d->writer.waitForIdle();
     try {
         d->storage->close();

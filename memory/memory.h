@@ -39,6 +39,12 @@ class MemoryPrivate;
 //
 // Errors. Bad input, storage and embedder failures throw mneme::Error (through the QFuture for the
 // async calls). Nothing is written when a call fails.
+//
+// Privacy. Every read takes the reader's ReadContext (recall: RecallOptions::reader), and so do
+// update(), undo() and forget(), which act on what their caller may see. The default, an anonymous
+// reader, sees shared records only; ReadContext::of(source) adds that source's private records and
+// ReadContext::asCurator() is for the person who owns the store. A record the reader may not see is
+// answered as one that does not exist (get() finds nothing, history() throws Error(NotFound)).
 class MNEME_MEMORY_EXPORT Memory : public QObject
 {
     Q_OBJECT
@@ -102,38 +108,46 @@ public:
     // gives none without any call. Blocking; never throws for LLM failures.
     QStringList extractMemories(const QString &content);
 
-    // Deletes what the options select (history keeps what was deleted) and returns how many. At least
-    // one condition is required (Error(InvalidArgument) otherwise): use reset() to delete everything.
-    int forget(const ForgetOptions &options);
-    // Edits one record; new content is re-embedded. Throws Error(NotFound) for an unknown id.
-    MemoryRecord update(const QString &id, const UpdateOptions &options);
-    std::optional<MemoryRecord> get(const QString &id);
-    QList<HistoryEntry> history(const QString &id);
+    // Deletes what the options select among the records `caller` may see (history keeps what was
+    // deleted) and returns how many. At least one condition is required (Error(InvalidArgument)
+    // otherwise): use reset() to delete everything.
+    int forget(const ForgetOptions &options, const ReadContext &caller = {});
+    // Edits one record; new content is re-embedded. Throws Error(NotFound) for an unknown id or one
+    // `caller` may not see.
+    MemoryRecord update(const QString &id, const UpdateOptions &options, const ReadContext &caller = {});
+    // One record, or nothing when there is none with this id that `reader` may see.
+    std::optional<MemoryRecord> get(const QString &id, const ReadContext &reader = {});
+    // Every change of one record, oldest first. Throws Error(NotFound) for an unknown id or a record
+    // `reader` may not see.
+    QList<HistoryEntry> history(const QString &id, const ReadContext &reader = {});
     // Reverts the record's last change: an update is rolled back to the previous content and fields,
     // a delete brings the record back with its id and times. The undo is itself recorded in the
     // history: undoing an update twice re-applies it; a record brought back stays (forget() deletes
     // it again). Returns the record as restored. Throws
     // Error(NotFound) for an unknown id and Error(InvalidArgument) when the last change is the
-    // record's creation (nothing to undo: forget() deletes it).
-    MemoryRecord undo(const QString &id);
+    // record's creation (nothing to undo: forget() deletes it). A record `caller` may not see is not found.
+    MemoryRecord undo(const QString &id, const ReadContext &caller = {});
 
     // A view restricted to one subtree (relative to the root scope).
     MemoryScope scope(const QString &path);
     // A view over several scopes, read-only unless asked otherwise.
     MemorySlice slice(const QStringList &scopes, const QStringList &categories = {}, bool readOnly = true);
 
+    // The scopes, counts and categories below describe the records `reader` may see: a scope that
+    // holds only others' private records does not appear, and a category used only by them neither.
     // "/ (15 records)\n  /project (8 records)\n..." down to maxDepth levels, at most 20 children a node.
-    QString tree(const QString &path = {}, int maxDepth = 3);
-    ScopeNode scopeTree(const QString &path = {}, int maxDepth = 3);
-    ScopeInfo info(const QString &path = {});
-    QStringList listScopes(const QString &path = {});
-    QMap<QString, int> listCategories(const QString &path = {});
+    QString tree(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {});
+    ScopeNode scopeTree(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {});
+    ScopeInfo info(const QString &path = {}, const ReadContext &reader = {});
+    QStringList listScopes(const QString &path = {}, const ReadContext &reader = {});
+    QMap<QString, int> listCategories(const QString &path = {}, const ReadContext &reader = {});
     // Records of a scope, newest first.
-    QList<MemoryRecord> listRecords(const QString &scope = {}, int limit = 200, int offset = 0);
+    QList<MemoryRecord> listRecords(const QString &scope = {}, int limit = 200, int offset = 0, const ReadContext &reader = {});
 
-    // Records of the whole store (ignoring the root scope) with their embeddings, newest first, for
-    // export: `batch` records from `offset`.
-    QList<MemoryRecord> exportRecords(int offset, int batch);
+    // Records of the whole store (ignoring the root scope) that `reader` may see, with their
+    // embeddings, newest first, for export: `batch` records from `offset`. A full backup reads as
+    // the curator.
+    QList<MemoryRecord> exportRecords(int offset, int batch, const ReadContext &reader = {});
     // Stores records as given (ids, times, fields). With keepEmbeddings their embeddings are used
     // (each must have this embedder's dimension), otherwise contents are embedded again. Records
     // whose id is already stored are skipped (counted in `existing`). Blocking.
@@ -145,6 +159,14 @@ public:
     // Deletes everything in the store, ignoring the root scope, with the history and the embedder
     // binding, so the store can be rebuilt with another embedder.
     int resetAll();
+
+    // Checks the store (after draining saves): its file, its derived data (keyword index, lookup
+    // tables, vector index) and every record. With `repair`, rebuilds the derived data from the
+    // records (Error(PermissionDenied) on a read-only memory). A damaged record, which reads leave out,
+    // is reported, never changed: exportDamaged() gives what is left of it, forget() deletes it.
+    StoreCheck check(bool repair = false);
+    // The damaged records `reader` may see (by their readable source and privacy), for an export.
+    std::vector<DamagedRecord> exportDamaged(const ReadContext &reader = {});
 
     // Waits for every submitted save. Never throws: failures were reported by saveFailed().
     void drainWrites();

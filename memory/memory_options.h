@@ -1,6 +1,8 @@
 #pragma once
 
 #include <mneme/core/json.h>
+#include <mneme/core/memory_record.h>
+#include <mneme/core/record_filter.h>
 #include <mneme/memory/export.h>
 
 #include <QDateTime>
@@ -10,6 +12,31 @@
 #include <optional>
 
 namespace mneme {
+
+// Who reads, and so which private records a read shows (docs/concepts.md#privacy-and-source). Every
+// read of Memory, MemoryScope and MemorySlice takes one (recall through RecallOptions::reader), and so
+// do update(), undo() and forget(), which act on what their caller can see. The default is the
+// anonymous reader: shared records only. A server that serves the memory to others builds one per
+// caller; the person who owns the store, reading it from a terminal or a window, is the curator.
+struct MNEME_MEMORY_EXPORT ReadContext
+{
+    QString source;         // the reader's source ("user:alice"): its own private records are visible,
+    bool ownPrivate = true; // unless this is false (then it sees what an anonymous reader sees)
+    bool curator = false;   // the store's owner: every record, the private ones of every source too
+
+    // Shared records only (the same as ReadContext()).
+    static ReadContext anonymous();
+    // The shared records and, with `ownPrivate`, the private records of `source`.
+    static ReadContext of(const QString &source, bool ownPrivate = true);
+    // Every record: for the person who owns the store.
+    static ReadContext asCurator();
+
+    // True when this reader may see `record`.
+    bool sees(const MemoryRecord &record) const;
+    // Narrows `filter` to the records this reader may see (its privacy fields).
+    void restrict(RecordFilter &filter) const;
+    bool operator==(const ReadContext &other) const = default;
+};
 
 // Fields of a save. Unset optionals are inferred by the LLM when one is configured, else take
 // defaults: scope "/", no categories, default_importance.
@@ -103,10 +130,14 @@ struct MNEME_MEMORY_EXPORT RecallOptions
     QStringList categories; // any-of
     int limit = 10;
     RecallDepth depth = RecallDepth::Deep;
-    QString source;              // sees private records of this source
-    bool includePrivate = false; // sees every private record
+    ReadContext reader;          // who recalls: which private records may be found (default: none)
+    QString source;              // the same as reader.source when that is empty (the older spelling)
+    bool includePrivate = false; // the same as reader.curator (the older spelling)
     QString onlySource;          // only records with this source
     QDateTime now;               // invalid: the current time (recency is measured to it)
+
+    // `reader` with the older fields folded in: the context this recall reads with.
+    ReadContext effectiveReader() const;
 };
 
 struct MNEME_MEMORY_EXPORT ForgetOptions

@@ -3,19 +3,16 @@
 // Private implementation of Memory. Not installed; not part of the API.
 
 #include "memory/llm_analysis_p.h"
+#include "memory/memory_locks_p.h"
 #include "memory/serial_executor_p.h"
 #include <mneme/memory/memory.h>
 
 #include <QFuture>
 #include <QHash>
-#include <QMutex>
-#include <QMutexLocker>
-#include <QRecursiveMutex>
 #include <algorithm>
 #include <atomic>
 #include <deque>
 #include <future>
-#include <mutex>
 
 namespace mneme {
 
@@ -70,6 +67,13 @@ public:
     // Submits work to the writer and tracks it for drainWrites().
     template<typename T, typename F>
     QFuture<T> submit(F &&work);
+    // Runs `work` with no save queued or running meanwhile: refused on the writer thread (`what`
+    // names the call), then under the submit lock, after every earlier save.
+    template<typename F>
+    auto exclusively(const char *what, F &&work);
+    // Adds a batch to the queue of batches embedded ahead; the caller holds the submit lock, so the
+    // queue's order is the writer's.
+    void queueAhead(const std::shared_ptr<EmbedAhead> &batch);
 
     // Save pipeline stages between dedup and insert (save_pipeline.cpp): finds similar stored records,
     // fills missing fields (LLM save analysis, or the offline analyzer without an LLM, or defaults when
@@ -81,6 +85,8 @@ public:
     std::pair<int, int> applyPlans(std::vector<Item> &items, const std::vector<size_t> &active);
 
     QList<MemoryMatch> recallNow(const QString &query, const RecallOptions &options);
+    // Memory::undo() once every earlier save is done; the caller holds the submit lock.
+    MemoryRecord undoNow(const QString &id, const ReadContext &caller);
     // One hybrid search (vectors + keywords) over what `filter` selects, scored and sorted, at most
     // `limit` matches. The shallow recall is exactly this; deep recall runs it per query and scope.
     QList<MemoryMatch> rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter, int limit,
@@ -108,34 +114,34 @@ public:
     bool llmConfigured() const;
     // The filter of a recall over resolved scopes: categories and the privacy rules of the options.
     RecordFilter recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const;
-    RecordFilter readFilter(const QStringList &scopes) const;
+    // What `reader` may see in these (resolved) scopes.
+    RecordFilter readFilter(const QStringList &scopes, const ReadContext &reader) const;
     QString readScope(const QString &path) const;
-    ScopeNode node(const QString &path, int depth, int maxDepth);
+    ScopeNode node(const QString &path, int depth, int maxDepth, const RecordFilter &visible);
+    // The record with this id when it lies under the root scope and `reader` may see it.
+    std::optional<MemoryRecord> visibleRecord(const QString &id, const ReadContext &reader, bool withEmbedding = false);
     void ensureBound();
 
     Memory *q;
     MemoryConfig config;
     std::shared_ptr<StorageBackend> storage;
     std::shared_ptr<Embedder> embedder;
-    mutable QMutex llmMutex;
-    std::shared_ptr<LlmProvider> llm; // built from config.llm on first use
+    // Every lock below, its order and what it guards: memory/memory_locks_p.h.
+    mutable MemoryLocks locks;
+    std::shared_ptr<LlmProvider> llm; // locks.llm(): built from config.llm on first use
     struct Touch
     {
         QDateTime at;  // the latest access
         int count = 0; // accesses since the last flush
     };
-    QMutex touchMutex;
-    QHash<QString, Touch> touches; // noted, not yet written
-    bool touchScheduled = false;
-    // Plain batches queued on the writer, oldest first, whose vectors may be computed ahead; before
-    // `writer`, so that it outlives the writer's last job.
-    std::mutex aheadLock;
+    QHash<QString, Touch> touches; // locks.touches(): noted, not yet written
+    bool touchScheduled = false;   // locks.touches()
+    // locks.ahead(): plain batches queued on the writer, oldest first, whose vectors may be computed
+    // ahead; before `writer`, so that it outlives the writer's last job.
     std::deque<std::shared_ptr<EmbedAhead>> ahead;
     SerialExecutor writer{"mneme-writer"};
-    QRecursiveMutex submitLock; // held by reset while draining, so no save slips in between
-    QMutex pendingLock;
-    QList<QFuture<void>> pending;
-    QList<QFuture<void>> reads; // recallAsync() tasks, waited for by close()
+    QList<QFuture<void>> pending; // locks.pending(): saves, waited for by drainWrites()
+    QList<QFuture<void>> reads;   // locks.pending(): recallAsync() tasks, waited for by close()
     std::atomic<bool> closed{false};
 };
 
@@ -143,14 +149,23 @@ template<typename T, typename F>
 QFuture<T> MemoryPrivate::submit(F &&work)
 {
     checkNotOnWriter("a save");
-    QMutexLocker lock(&submitLock);
+    const MemoryLocks::Guard order = locks.submit();
     checkOpen();
     QFuture<T> future = writer.template submit<T>(std::forward<F>(work));
-    QMutexLocker p(&pendingLock);
+    const MemoryLocks::Guard tracked = locks.pending();
     pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
                   pending.end());
     pending.append(QFuture<void>(future));
     return future;
+}
+
+template<typename F>
+auto MemoryPrivate::exclusively(const char *what, F &&work)
+{
+    checkNotOnWriter(what);
+    const MemoryLocks::Guard order = locks.submit();
+    q->drainWrites();
+    return work();
 }
 
 } // namespace mneme

@@ -66,36 +66,36 @@ QStringList MemoryScope::extractMemories(const QString &content)
     return bound().extractMemories(content);
 }
 
-int MemoryScope::forget(const ForgetOptions &options)
+int MemoryScope::forget(const ForgetOptions &options, const ReadContext &caller)
 {
     ForgetOptions o = options;
     o.scope = absolute(options.scope.value_or(QString()));
-    return bound().forget(o);
+    return bound().forget(o, caller);
 }
 
-QStringList MemoryScope::listScopes(const QString &path)
+QStringList MemoryScope::listScopes(const QString &path, const ReadContext &reader)
 {
-    return bound().listScopes(absolute(path));
+    return bound().listScopes(absolute(path), reader);
 }
 
-ScopeInfo MemoryScope::info(const QString &path)
+ScopeInfo MemoryScope::info(const QString &path, const ReadContext &reader)
 {
-    return bound().info(absolute(path));
+    return bound().info(absolute(path), reader);
 }
 
-QString MemoryScope::tree(const QString &path, int maxDepth)
+QString MemoryScope::tree(const QString &path, int maxDepth, const ReadContext &reader)
 {
-    return bound().tree(absolute(path), maxDepth);
+    return bound().tree(absolute(path), maxDepth, reader);
 }
 
-QMap<QString, int> MemoryScope::listCategories(const QString &path)
+QMap<QString, int> MemoryScope::listCategories(const QString &path, const ReadContext &reader)
 {
-    return bound().listCategories(absolute(path));
+    return bound().listCategories(absolute(path), reader);
 }
 
-QList<MemoryRecord> MemoryScope::listRecords(const QString &path, int limit, int offset)
+QList<MemoryRecord> MemoryScope::listRecords(const QString &path, int limit, int offset, const ReadContext &reader)
 {
-    return bound().listRecords(absolute(path), limit, offset);
+    return bound().listRecords(absolute(path), limit, offset, reader);
 }
 
 int MemoryScope::reset(const QString &path)

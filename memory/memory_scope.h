@@ -34,12 +34,13 @@ public:
     QFuture<SaveResult> rememberMany(const QStringList &contents, const RememberOptions &options = {});
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QStringList extractMemories(const QString &content);
-    int forget(const ForgetOptions &options = {});
-    QStringList listScopes(const QString &path = {});
-    ScopeInfo info(const QString &path = {});
-    QString tree(const QString &path = {}, int maxDepth = 3);
-    QMap<QString, int> listCategories(const QString &path = {});
-    QList<MemoryRecord> listRecords(const QString &path = {}, int limit = 200, int offset = 0);
+    // Reads and forget() take the caller's ReadContext, as Memory's do (default: shared records only).
+    int forget(const ForgetOptions &options = {}, const ReadContext &caller = {});
+    QStringList listScopes(const QString &path = {}, const ReadContext &reader = {});
+    ScopeInfo info(const QString &path = {}, const ReadContext &reader = {});
+    QString tree(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {});
+    QMap<QString, int> listCategories(const QString &path = {}, const ReadContext &reader = {});
+    QList<MemoryRecord> listRecords(const QString &path = {}, int limit = 200, int offset = 0, const ReadContext &reader = {});
     int reset(const QString &path = {});
     MemoryScope subscope(const QString &path) const;
 

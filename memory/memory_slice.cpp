@@ -69,22 +69,22 @@ QStringList MemorySlice::extractMemories(const QString &content)
     return bound().extractMemories(content);
 }
 
-QStringList MemorySlice::listScopes()
+QStringList MemorySlice::listScopes(const ReadContext &reader)
 {
     QStringList out;
     for (const QString &s : m_scopes)
-        out << bound().listScopes(s);
+        out << bound().listScopes(s, reader);
     out.removeDuplicates();
     out.sort();
     return out;
 }
 
-ScopeInfo MemorySlice::info()
+ScopeInfo MemorySlice::info(const ReadContext &reader)
 {
     ScopeInfo total;
     total.path = m_scopes.join(QStringLiteral(", "));
     for (const QString &s : m_scopes) {
-        const ScopeInfo i = bound().info(s);
+        const ScopeInfo i = bound().info(s, reader);
         total.recordCount += i.recordCount;
         total.categories << i.categories;
         total.childScopes << i.childScopes;
@@ -100,22 +100,22 @@ ScopeInfo MemorySlice::info()
     return total;
 }
 
-QMap<QString, int> MemorySlice::listCategories()
+QMap<QString, int> MemorySlice::listCategories(const ReadContext &reader)
 {
     QMap<QString, int> out;
     for (const QString &s : m_scopes) {
-        const QMap<QString, int> c = bound().listCategories(s);
+        const QMap<QString, int> c = bound().listCategories(s, reader);
         for (auto it = c.begin(); it != c.end(); ++it)
             out[it.key()] += it.value();
     }
     return out;
 }
 
-QList<MemoryRecord> MemorySlice::listRecords(int limit, int offset)
+QList<MemoryRecord> MemorySlice::listRecords(int limit, int offset, const ReadContext &reader)
 {
     QList<MemoryRecord> all;
     for (const QString &s : m_scopes)
-        all << bound().listRecords(s, limit + offset, 0);
+        all << bound().listRecords(s, limit + offset, 0, reader);
     std::sort(all.begin(), all.end(), [](const MemoryRecord &a, const MemoryRecord &b) {
         if (a.createdAt != b.createdAt)
             return a.createdAt > b.createdAt;

@@ -31,11 +31,12 @@ public:
     MemoryRecord remember(const QString &content, const RememberOptions &options);
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QStringList extractMemories(const QString &content);
-    QStringList listScopes();
+    // Reads take the reader's ReadContext, as Memory's do (default: shared records only).
+    QStringList listScopes(const ReadContext &reader = {});
     // Aggregates info() over the slice's scopes; `path` is echoed back.
-    ScopeInfo info();
-    QMap<QString, int> listCategories();
-    QList<MemoryRecord> listRecords(int limit = 200, int offset = 0);
+    ScopeInfo info(const ReadContext &reader = {});
+    QMap<QString, int> listCategories(const ReadContext &reader = {});
+    QList<MemoryRecord> listRecords(int limit = 200, int offset = 0, const ReadContext &reader = {});
 
 private:
     Memory &bound() const;

@@ -187,13 +187,16 @@ RecallFlow::Plan RecallFlow::analyze(const QString &query, const RecallOptions &
             why = QStringLiteral("no LLM is configured");
         } else {
             // Of a slice, its scopes and what is below them; else the prefix's children and grandchildren.
-            const QStringList tops = scopes.size() > 1 ? scopes : d.storage->childScopes(base);
-            QStringList available = LlmAnalysis::scopesForPrompt(*d.storage, base, tops);
+            // Only what the reader may see: the names of others' private scopes and categories never
+            // reach the LLM.
+            const RecordFilter visible = d.readFilter({}, o.effectiveReader());
+            const QStringList tops = scopes.size() > 1 ? scopes : d.storage->childScopes(base, visible);
+            QStringList available = LlmAnalysis::scopesForPrompt(*d.storage, base, tops, visible);
             if (available.isEmpty())
                 available << QStringLiteral("/");
             std::optional<ScopeInfo> info;
             if (!o.scopes.isEmpty() && scopes.size() == 1)
-                info = d.storage->scopeInfo(base);
+                info = d.storage->scopeInfo(base, visible);
             AnalysisCall call(d.q, AnalysisStep::Query);
             call.start(LlmAnalysis::queryRequest(query, available, info, now));
             a = call.read(

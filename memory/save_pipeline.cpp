@@ -104,8 +104,9 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         }
     }
 
-    // 2. Existing scopes and categories under each item's root (a batch usually has one), for the
-    //    prompts and the offline analyzer.
+    // 2. Existing scopes and categories under each item's root, as the item's source may see them
+    //    (shared ones and its own private ones: never names only another source's private records
+    //    use), for the prompts and the offline analyzer. A batch usually has one root and one source.
     struct Existing
     {
         QStringList scopes;
@@ -114,16 +115,19 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
     QHash<QString, Existing> existing;
     const auto existingFor = [&](const MemoryInput &in) -> const Existing & {
         const QString root = rootOf(config, in);
-        auto it = existing.find(root);
+        const QString source = in.options.source.trimmed();
+        const QString key = root + QChar(0) + source;
+        auto it = existing.find(key);
         if (it == existing.end()) {
             Existing e;
-            RecordFilter f;
+            const RecordFilter visible = readFilter({}, ReadContext::of(source));
+            RecordFilter f = visible;
             if (root != QLatin1String("/"))
                 f.scopes << root;
             e.categories = storage->categories(f).keys();
             if (haveLlm)
-                e.scopes = LlmAnalysis::scopesForPrompt(*storage, root, storage->childScopes(root));
-            it = existing.insert(root, e);
+                e.scopes = LlmAnalysis::scopesForPrompt(*storage, root, storage->childScopes(root, visible), visible);
+            it = existing.insert(key, e);
         }
         return *it;
     };
@@ -146,7 +150,27 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         }
     }
 
-    // 4. Fields: from the LLM's analysis, or the offline analyzer, or the documented defaults.
+    // 4. Fields: from the LLM's analysis, else (no LLM, or its call failed) the offline analyzer.
+    const auto analyzeOffline = [&](Item &it, const QString &why, bool hadLlm) {
+        const RememberOptions &o = it.input.options;
+        const QString root = rootOf(config, it.input);
+        const OfflineAnalysis a = OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingFor(it.input).categories);
+        if (!o.scope) {
+            QList<QPair<QString, double>> neighbours;
+            for (size_t k = 0; k < it.similar.size(); ++k)
+                neighbours << qMakePair(it.similar[k].scope, it.similarity[k]);
+            const QString chosen = OfflineAnalyzer::chooseScope(neighbours, root, scopeVoteSimilarity(*embedder));
+            it.record.scope = LlmAnalysis::clampScope(root, LlmAnalysis::relativeScope(root, chosen));
+        }
+        if (!o.categories)
+            it.record.categories = cleanCategories(a.categories);
+        if (!o.importance)
+            it.record.importance = a.importance;
+        Json extracted = a.metadata;
+        extracted["analysis"] = "offline";
+        it.record.metadata = mergedMetadata(it.record.metadata, extracted);
+        reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, why, hadLlm);
+    };
     for (size_t i : work) {
         Item &it = items[i];
         if (!it.existingId.isEmpty() || !fieldsMissing(it.input))
@@ -154,23 +178,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         const RememberOptions &o = it.input.options;
         const QString root = rootOf(config, it.input);
         if (!haveLlm) {
-            const OfflineAnalysis a =
-                OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingFor(it.input).categories);
-            if (!o.scope) {
-                QList<QPair<QString, double>> neighbours;
-                for (size_t k = 0; k < it.similar.size(); ++k)
-                    neighbours << qMakePair(it.similar[k].scope, it.similarity[k]);
-                const QString chosen = OfflineAnalyzer::chooseScope(neighbours, root, scopeVoteSimilarity(*embedder));
-                it.record.scope = LlmAnalysis::clampScope(root, LlmAnalysis::relativeScope(root, chosen));
-            }
-            if (!o.categories)
-                it.record.categories = cleanCategories(a.categories);
-            if (!o.importance)
-                it.record.importance = a.importance;
-            Json extracted = a.metadata;
-            extracted["analysis"] = "offline";
-            it.record.metadata = mergedMetadata(it.record.metadata, extracted);
-            reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, QStringLiteral("no LLM is configured"));
+            analyzeOffline(it, QStringLiteral("no LLM is configured"), false);
             continue;
         }
         AnalysisCall &call = calls.at(*saveCall[i]);
@@ -179,8 +187,8 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             LlmAnalysis::readSave,
             QStringLiteral("the save analysis reply has no usable scope"), &why);
         if (!a) {
-            // CrewAI's fallback: the memory is stored with the defaults already resolved.
-            reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Defaults, why, true);
+            // The same fields as without an LLM, rather than bare defaults.
+            analyzeOffline(it, why, true);
             continue;
         }
         if (!o.scope)

@@ -30,6 +30,7 @@ int CliApp::run(const QStringList &arguments)
         m_console.writeError(CommandSpec::generalUsage());
         return 2;
     }
+    m_console.captureLogMessages();
     try {
         const CliArguments args = CliArguments::parse(arguments);
         m_console.setQuiet(args.quiet());
@@ -57,13 +58,16 @@ int CliApp::run(const QStringList &arguments)
         CommandContext context(args, m_console);
         dispatch(context);
         context.close();
+        m_console.showWarnings();
         m_console.event(QStringLiteral("%1 finished in %2 ms")
                             .arg(args.commandName(), QString::number(double(timer.nsecsElapsed()) / 1e6, 'f', 1)));
-        return 0;
+        return context.exitCode();
     } catch (const Error &e) {
+        m_console.dropWarnings();
         m_console.error(e.message());
         return e.exitCode();
     } catch (const std::exception &e) {
+        m_console.dropWarnings();
         m_console.error(QString::fromUtf8(e.what()));
         return 1;
     }
@@ -94,6 +98,7 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("list"), [&] { records.list(); }},
         {QStringLiteral("extract"), [&] { records.extract(); }},
         {QStringLiteral("reset"), [&] { scopes.reset(); }},
+        {QStringLiteral("check"), [&] { scopes.check(); }},
         {QStringLiteral("export"), [&] { transfer.exportRecords(); }},
         {QStringLiteral("import"), [&] { transfer.importRecords(); }},
         {QStringLiteral("eval"), [&] { evaluations.eval(); }},

@@ -16,7 +16,7 @@ namespace {
 
 QString quoted(const QString &text)
 {
-    return QLatin1Char('"') + text + QLatin1Char('"');
+    return Error::quoted(text);
 }
 
 bool looksLikeOption(const QString &arg)
@@ -78,15 +78,15 @@ CliArguments CliArguments::parse(const QStringList &arguments)
             if (!option) {
                 const CommandSpec::Option *misplaced = a.m_command ? nullptr : anyCommandOption(name);
                 if (misplaced) {
-                    fail(QStringLiteral("option --%1 must follow the command name (mneme COMMAND --%1 ...)").arg(name));
+                    fail(QStringLiteral("option --%1 must follow the command name (mneme COMMAND --%1 ...)").arg(name.left(80)));
                     // Skip its value too, so that it is not taken for the command name.
                     if (misplaced->takesValue() && !inlineValue && i + 1 < arguments.size()
                         && !looksLikeOption(arguments.at(i + 1)))
                         ++i;
                 } else if (a.m_command)
-                    fail(QStringLiteral("unknown option --%1 for \"%2\"; %3").arg(name, a.m_command->name, helpHint(a.m_command)));
+                    fail(QStringLiteral("unknown option %1 for \"%2\"; %3").arg(quoted(QStringLiteral("--") + name), a.m_command->name, helpHint(a.m_command)));
                 else
-                    fail(QStringLiteral("unknown option --%1; %2").arg(name, helpHint(nullptr)));
+                    fail(QStringLiteral("unknown option %1; %2").arg(quoted(QStringLiteral("--") + name), helpHint(nullptr)));
                 continue;
             }
             if (option->takesValue()) {
@@ -115,7 +115,7 @@ CliArguments CliArguments::parse(const QStringList &arguments)
         }
         if (!optionsEnded && arg.size() > 1 && arg.startsWith(QLatin1Char('-'))) {
             fail(QStringLiteral("unknown option %1; %2 (put -- before arguments that start with -)")
-                     .arg(arg, helpHint(a.m_command)));
+                     .arg(quoted(arg), helpHint(a.m_command)));
             continue;
         }
         if (!a.m_command) {
@@ -260,6 +260,22 @@ std::optional<Json> CliArguments::jsonObject(const QString &name) const
     if (!j.is_object())
         usageError(QStringLiteral("--%1 must be a JSON object such as '{\"key\": \"value\"}'").arg(name));
     return j;
+}
+
+ReadContext CliArguments::reader() const
+{
+    const bool curator = has(QStringLiteral("curator")) || has(QStringLiteral("include-private"));
+    const std::optional<QString> source = value(QStringLiteral("source"));
+    if (curator && source)
+        usageError(QStringLiteral("--source and --curator exclude each other: the curator sees every record; give one of them"));
+    if (curator)
+        return ReadContext::asCurator();
+    if (source) {
+        if (source->trimmed().isEmpty())
+            usageError(QStringLiteral("--source needs a non-empty value"));
+        return ReadContext::of(*source);
+    }
+    return ReadContext::anonymous();
 }
 
 QStringList CliArguments::nonBlankValues(const QString &name) const

@@ -3,6 +3,7 @@
 #include "command_spec.h"
 
 #include <mneme/core/json.h>
+#include <mneme/memory/memory_options.h>
 
 #include <QDateTime>
 #include <QMap>
@@ -64,6 +65,9 @@ public:
     std::optional<Json> jsonObject(const QString &name) const;
     // Non-blank values, trimmed.
     QStringList nonBlankValues(const QString &name) const;
+    // Who a read (or an update, undo, forget) acts as: --source S (S's own private records too),
+    // --curator (every record; also --include-private of recall), else anonymous (shared records).
+    ReadContext reader() const;
 
     // Helpers shared with the input parsers.
     static QString normalizedScope(const QString &text, const QString &what);

@@ -36,6 +36,11 @@ public:
     // Drains and closes the Memory when it was opened, so failures of pending writes surface.
     void close();
 
+    // The exit status of a command that ran to its end but reports a finding (check: problems
+    // remain); 0 by default.
+    int exitCode() const { return m_exitCode; }
+    void setExitCode(int code) { m_exitCode = code; }
+
     // The configuration the arguments ask for: --config FILE (MemoryConfig keys), then --db PATH as
     // the SQLite file. Throws Error(InvalidArgument) naming the file for a bad configuration.
     static MemoryConfig configFor(const CliArguments &arguments);
@@ -54,6 +59,7 @@ private:
     Console &m_console;
     std::optional<MemoryConfig> m_config;
     std::unique_ptr<Memory> m_memory;
+    int m_exitCode = 0;
 };
 
 } // namespace mneme::cli

@@ -8,13 +8,78 @@ namespace mneme::cli {
 
 namespace {
 
+// The longest error line: a message quotes what it was given (bounded at the source), and this is
+// the last guard against one that does not.
+constexpr qsizetype kMaxErrorChars = 2000;
+
 void put(std::FILE *stream, const QByteArray &bytes)
 {
     std::fwrite(bytes.constData(), 1, size_t(bytes.size()), stream);
     std::fflush(stream);
 }
 
+Console *g_capturing = nullptr;
+QtMessageHandler g_previousHandler = nullptr;
+
+void routeMessage(QtMsgType type, const QMessageLogContext &, const QString &message)
+{
+    Console *console = g_capturing;
+    if (!console)
+        return;
+    if (type == QtWarningMsg || type == QtCriticalMsg)
+        console->warning(message);
+    else if (type == QtFatalMsg)
+        console->error(message);
+    else
+        console->event(message);
+}
+
 } // namespace
+
+Console::~Console()
+{
+    if (m_capturing) {
+        qInstallMessageHandler(g_previousHandler);
+        g_capturing = nullptr;
+    }
+}
+
+void Console::captureLogMessages()
+{
+    if (m_capturing)
+        return;
+    m_capturing = true;
+    g_capturing = this;
+    g_previousHandler = qInstallMessageHandler(routeMessage);
+}
+
+void Console::warning(const QString &message)
+{
+    const QString line = QStringLiteral("mneme: warning: ") + oneLine(message);
+    if (m_verbose) {
+        QMutexLocker lock(&m_mutex);
+        put(stderr, (line + QLatin1Char('\n')).toUtf8());
+        return;
+    }
+    QMutexLocker lock(&m_mutex);
+    if (!m_warnings.contains(line))
+        m_warnings << line;
+}
+
+void Console::showWarnings()
+{
+    QMutexLocker lock(&m_mutex);
+    if (!m_quiet)
+        for (const QString &line : std::as_const(m_warnings))
+            put(stderr, (line + QLatin1Char('\n')).toUtf8());
+    m_warnings.clear();
+}
+
+void Console::dropWarnings()
+{
+    QMutexLocker lock(&m_mutex);
+    m_warnings.clear();
+}
 
 void Console::write(const QString &text)
 {
@@ -36,7 +101,10 @@ void Console::writeJson(const Json &document)
 void Console::error(const QString &message)
 {
     QMutexLocker lock(&m_mutex);
-    put(stderr, (QStringLiteral("mneme: ") + oneLine(message) + QLatin1Char('\n')).toUtf8());
+    QString line = oneLine(message);
+    if (line.size() > kMaxErrorChars)
+        line = line.left(kMaxErrorChars) + QStringLiteral("...");
+    put(stderr, (QStringLiteral("mneme: ") + line + QLatin1Char('\n')).toUtf8());
 }
 
 void Console::writeError(const QString &text)

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <QStringList>
+
 #include <mneme/core/json.h>
 
 #include <QByteArray>
@@ -35,6 +37,16 @@ public:
     void notice(const QString &message);
     // A line of events and timings, with --verbose only.
     void event(const QString &message);
+    // A warning of the libraries (a fallback, a damaged record): with --verbose at once, else kept
+    // (once each) until the command ends: shown after it succeeded (unless --quiet), dropped when it
+    // failed, whose one error line is then all of standard error.
+    void warning(const QString &message);
+    void showWarnings();
+    void dropWarnings();
+    // Routes Qt's log messages (qWarning, qCWarning, ...) of the whole process to this console while
+    // it lives: warnings and criticals to warning(), the rest to event().
+    void captureLogMessages();
+    ~Console();
     // Raw text on standard error (the progress bar), unless --quiet.
     void progress(const QString &text);
 
@@ -48,6 +60,8 @@ private:
     QMutex m_mutex;
     bool m_quiet = false;
     bool m_verbose = false;
+    QStringList m_warnings;
+    bool m_capturing = false;
 };
 
 } // namespace mneme::cli

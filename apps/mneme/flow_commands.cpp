@@ -18,12 +18,13 @@ void FlowCommands::flowGraph()
     const QString file = m_ctx.args().positional(0);
     const QString text = InputLines::readText(file);
     const QString source = file == QLatin1String("-") ? QStringLiteral("standard input") : file;
-    const Json document = Json::parse(text.toStdString(), nullptr, false);
-    if (document.is_discarded())
+    Json document;
+    const QString problem = readJson(text.toStdString(), &document);
+    if (!problem.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("%1 is not JSON; give the description a flow writes with Flow::toJson(), or pipe its program's "
+                    QStringLiteral("%1 is not JSON (%2); give the description a flow writes with Flow::toJson(), or pipe its program's "
                                    "--flow-graph=json output (./my_flow --flow-graph=json | mneme flow-graph -)")
-                        .arg(source));
+                        .arg(source, problem));
     FlowDefinition definition;
     try {
         definition = FlowDefinition::fromJson(document);

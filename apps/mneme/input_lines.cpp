@@ -10,6 +10,10 @@ namespace mneme::cli {
 
 namespace {
 
+// The longest line of JSON Lines or text input read (a record with a 65,536-character content and a
+// 4,096-dimensional embedding takes well under 1 MiB).
+constexpr qsizetype kMaxLineBytes = 8 * 1024 * 1024;
+
 // Decodes one line; false when it is not valid UTF-8.
 bool decodeUtf8(QByteArrayView bytes, QString *out)
 {
@@ -79,6 +83,10 @@ InputLines InputLines::fromBytes(const QByteArray &input, const QString &name)
         if (raw.endsWith('\r'))
             raw.chop(1);
         ++number;
+        if (raw.size() > kMaxLineBytes)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("%1 line %2 is %3 bytes long, over the limit of %4 bytes a line; split it (nothing was stored)")
+                            .arg(name, QString::number(number), QString::number(raw.size()), QString::number(kMaxLineBytes)));
         Line line;
         line.number = number;
         if (!decodeUtf8(raw, &line.text)) {

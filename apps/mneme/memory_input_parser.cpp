@@ -78,18 +78,15 @@ MemoryInput MemoryInputParser::parseJsonLine(const InputLines &input, const Inpu
     };
 
     Json j;
-    try {
-        j = Json::parse(line.text.toStdString());
-    } catch (const Json::parse_error &e) {
-        fail(QStringLiteral("not valid JSON (%1); every line of JSON Lines input must be one JSON object")
-                 .arg(QString::fromUtf8(e.what())));
-    }
+    const QString problem = readJson(line.text.toStdString(), &j);
+    if (!problem.isEmpty())
+        fail(QStringLiteral("not valid JSON (%1); every line of JSON Lines input must be one JSON object").arg(problem));
     if (!j.is_object())
         fail(QStringLiteral("expected a JSON object such as {\"content\": \"...\"}"));
     for (auto it = j.begin(); it != j.end(); ++it) {
         const QString key = QString::fromStdString(it.key());
         if (!knownFields().contains(key))
-            fail(QStringLiteral("unknown field \"%1\"; the fields are %2").arg(key, knownFields().join(QStringLiteral(", "))));
+            fail(QStringLiteral("unknown field %1; the fields are %2").arg(Error::quoted(key), knownFields().join(QStringLiteral(", "))));
     }
 
     MemoryInput item;

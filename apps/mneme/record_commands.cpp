@@ -69,7 +69,7 @@ RememberOptions rememberOptions(const CliArguments &a)
 [[noreturn]] void unknownId(const QString &id)
 {
     throw Error(ErrorKind::NotFound,
-                QStringLiteral("no record has the id \"%1\"; \"mneme list\" shows the ids").arg(id));
+                QStringLiteral("no record has the id %1; \"mneme list\" shows the ids").arg(Error::quoted(id)));
 }
 
 QString requiredText(const CliArguments &a, const QString &what)
@@ -120,9 +120,7 @@ void RecordCommands::recall()
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("--depth must be shallow or deep, got \"%1\"").arg(*depth));
     }
-    if (const std::optional<QString> source = a.value(QStringLiteral("source")))
-        o.source = source->trimmed();
-    o.includePrivate = a.has(QStringLiteral("include-private"));
+    o.reader = a.reader();
     if (const std::optional<QDateTime> now = a.time(QStringLiteral("now")))
         o.now = *now;
 
@@ -161,7 +159,7 @@ void RecordCommands::forget()
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("forget needs at least one of --scope, --id, --category or --older-than; "
                                    "to delete everything run \"mneme reset --yes\""));
-    const int deleted = m_ctx.memory().forget(o);
+    const int deleted = m_ctx.memory().forget(o, a.reader());
     if (m_ctx.json())
         m_ctx.console().writeJson(Json{{"deleted", deleted}});
     else
@@ -185,7 +183,7 @@ void RecordCommands::update()
     if (!o.content && !o.scope && !o.categories && !o.importance)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("update needs at least one of --content, --scope, --category or --importance"));
-    const MemoryRecord record = m_ctx.memory().update(id, o);
+    const MemoryRecord record = m_ctx.memory().update(id, o, a.reader());
     if (m_ctx.json()) {
         m_ctx.console().writeJson(record);
         return;
@@ -196,7 +194,7 @@ void RecordCommands::update()
 void RecordCommands::get()
 {
     const QString id = requiredText(m_ctx.args(), QStringLiteral("ID")).trimmed();
-    const std::optional<MemoryRecord> record = m_ctx.memory().get(id);
+    const std::optional<MemoryRecord> record = m_ctx.memory().get(id, m_ctx.args().reader());
     if (!record)
         unknownId(id);
     if (m_ctx.json())
@@ -208,10 +206,7 @@ void RecordCommands::get()
 void RecordCommands::history()
 {
     const QString id = requiredText(m_ctx.args(), QStringLiteral("ID")).trimmed();
-    Memory &memory = m_ctx.memory();
-    const QList<HistoryEntry> entries = memory.history(id);
-    if (entries.isEmpty() && !memory.get(id))
-        unknownId(id);
+    const QList<HistoryEntry> entries = m_ctx.memory().history(id, m_ctx.args().reader());
     if (m_ctx.json()) {
         Json out = Json::array();
         for (const HistoryEntry &e : entries)
@@ -235,7 +230,7 @@ void RecordCommands::history()
 void RecordCommands::undo()
 {
     const QString id = requiredText(m_ctx.args(), QStringLiteral("ID")).trimmed();
-    const MemoryRecord record = m_ctx.memory().undo(id);
+    const MemoryRecord record = m_ctx.memory().undo(id, m_ctx.args().reader());
     if (m_ctx.json()) {
         m_ctx.console().writeJson(record);
         return;
@@ -249,7 +244,7 @@ void RecordCommands::list()
     const QString scope = a.scope(QStringLiteral("scope")).value_or(QString());
     const int limit = a.integer(QStringLiteral("limit"), 1).value_or(200);
     const int offset = a.integer(QStringLiteral("offset"), 0).value_or(0);
-    const QList<MemoryRecord> records = m_ctx.memory().listRecords(scope, limit, offset);
+    const QList<MemoryRecord> records = m_ctx.memory().listRecords(scope, limit, offset, a.reader());
     if (m_ctx.json()) {
         Json out = Json::array();
         for (const MemoryRecord &r : records)

@@ -46,12 +46,9 @@ MemoryRecord RecordFileParser::parseLine(const InputLines &input, const InputLin
     };
 
     Json j;
-    try {
-        j = Json::parse(line.text.toStdString());
-    } catch (const Json::parse_error &e) {
-        fail(QStringLiteral("not valid JSON (%1); import reads the JSON Lines that mneme export writes")
-                 .arg(QString::fromUtf8(e.what())));
-    }
+    const QString problem = readJson(line.text.toStdString(), &j);
+    if (!problem.isEmpty())
+        fail(QStringLiteral("not valid JSON (%1); import reads the JSON Lines that mneme export writes").arg(problem));
     if (!j.is_object())
         fail(QStringLiteral("expected a JSON object (a record as mneme export writes it)"));
 
@@ -62,7 +59,8 @@ MemoryRecord RecordFileParser::parseLine(const InputLines &input, const InputLin
         fail(e.message());
     }
 
-    if (r.id.trimmed().isEmpty())
+    r.id = r.id.trimmed(); // as Memory::importRecords() normalises it, so that two spellings are one id
+    if (r.id.isEmpty())
         r.id = QUuid::createUuid().toString(QUuid::WithoutBraces);
     try {
         Memory::checkRecord(r, m_config);

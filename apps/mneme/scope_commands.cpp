@@ -31,12 +31,13 @@ void ScopeCommands::tree()
     const CliArguments &a = m_ctx.args();
     const QString path = scopeArgument(a);
     const int maxDepth = a.integer(QStringLiteral("max-depth"), 0).value_or(3);
+    const ReadContext reader = a.reader();
     Memory &memory = m_ctx.memory();
     if (m_ctx.json()) {
-        m_ctx.console().writeJson(memory.scopeTree(path, maxDepth));
+        m_ctx.console().writeJson(memory.scopeTree(path, maxDepth, reader));
         return;
     }
-    QString text = memory.tree(path, maxDepth);
+    QString text = memory.tree(path, maxDepth, reader);
     if (!text.endsWith(QLatin1Char('\n')))
         text += QLatin1Char('\n');
     m_ctx.console().write(text);
@@ -45,7 +46,7 @@ void ScopeCommands::tree()
 void ScopeCommands::info()
 {
     const QString path = scopeArgument(m_ctx.args());
-    const ScopeInfo info = m_ctx.memory().info(path);
+    const ScopeInfo info = m_ctx.memory().info(path, m_ctx.args().reader());
     if (m_ctx.json()) {
         m_ctx.console().writeJson(info);
         return;
@@ -64,7 +65,7 @@ void ScopeCommands::info()
 void ScopeCommands::scopes()
 {
     const QString path = scopeArgument(m_ctx.args());
-    const QStringList children = m_ctx.memory().listScopes(path);
+    const QStringList children = m_ctx.memory().listScopes(path, m_ctx.args().reader());
     if (m_ctx.json()) {
         m_ctx.console().writeJson(Json(children));
         return;
@@ -79,7 +80,7 @@ void ScopeCommands::scopes()
 void ScopeCommands::categories()
 {
     const QString scope = m_ctx.args().scope(QStringLiteral("scope")).value_or(QString());
-    const QMap<QString, int> counts = m_ctx.memory().listCategories(scope);
+    const QMap<QString, int> counts = m_ctx.memory().listCategories(scope, m_ctx.args().reader());
     if (m_ctx.json()) {
         Json out = Json::object();
         for (auto it = counts.cbegin(); it != counts.cend(); ++it)
@@ -120,6 +121,43 @@ void ScopeCommands::reset()
         m_ctx.console().writeJson(Json{{"deleted", deleted}});
     else
         m_ctx.console().write(QStringLiteral("Deleted %1 record(s).\n").arg(deleted));
+}
+
+void ScopeCommands::check()
+{
+    const bool repair = m_ctx.args().has(QStringLiteral("repair"));
+    Memory &memory = m_ctx.memory();
+    const StoreCheck report = memory.check(repair);
+    if (!report.ok())
+        m_ctx.setExitCode(1);
+    if (m_ctx.json()) {
+        Json damaged = Json::array();
+        for (const DamagedRecord &r : report.damaged)
+            damaged.push_back(Json{{"id", r.record.id}, {"problem", r.problem}});
+        m_ctx.console().writeJson(Json{{"store", memory.storage().location()},
+                                       {"ok", report.ok()},
+                                       {"problems", report.problems},
+                                       {"damaged_records", damaged},
+                                       {"repaired", report.repaired}});
+        return;
+    }
+    QString text = QStringLiteral("Store %1: %2\n")
+                       .arg(memory.storage().location(),
+                            report.ok() ? QStringLiteral("no problem found.")
+                                        : QStringLiteral("%1 problem(s), %2 damaged record(s).")
+                                              .arg(report.problems.size())
+                                              .arg(report.damaged.size()));
+    for (const QString &p : report.problems)
+        text += QStringLiteral("  - %1\n").arg(Console::oneLine(p));
+    if (!report.damaged.empty()) {
+        text += QStringLiteral("Damaged records (left out of reads; `mneme export --curator` writes them as they are, "
+                               "`mneme forget --id ID --curator` deletes one):\n");
+        for (const DamagedRecord &r : report.damaged)
+            text += QStringLiteral("  %1  %2\n").arg(r.record.id, r.problem);
+    }
+    for (const QString &r : report.repaired)
+        text += QStringLiteral("Repaired: %1\n").arg(r);
+    m_ctx.console().write(text);
 }
 
 } // namespace mneme::cli

@@ -4,7 +4,8 @@ namespace mneme::cli {
 
 class CommandContext;
 
-// The commands that work on scopes: tree, info, scopes, categories, reset.
+// The commands that work on scopes and on the store as a whole: tree, info, scopes, categories,
+// reset, check.
 class ScopeCommands
 {
 public:
@@ -15,6 +16,7 @@ public:
     void scopes();
     void categories();
     void reset();
+    void check();
 
 private:
     CommandContext &m_ctx;

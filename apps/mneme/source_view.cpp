@@ -18,7 +18,12 @@ SourceView::SourceView(Memory &memory, QString source) : m_memory(memory), m_sou
 
 bool SourceView::sees(const MemoryRecord &record) const
 {
-    return !record.isPrivate || (!m_source.isEmpty() && record.source == m_source);
+    return reader().sees(record);
+}
+
+ReadContext SourceView::reader() const
+{
+    return m_source.isEmpty() ? ReadContext::anonymous() : ReadContext::of(m_source);
 }
 
 bool SourceView::seesJson(const Json &record) const
@@ -65,7 +70,7 @@ void SourceView::forEachSeen(const QString &scope, const std::function<void(cons
 
 std::optional<MemoryRecord> SourceView::seenRecord(const QString &id)
 {
-    std::optional<MemoryRecord> r = m_memory.get(id);
+    std::optional<MemoryRecord> r = m_memory.get(id, reader());
     if (r && !sees(*r))
         return std::nullopt;
     return r;
@@ -103,7 +108,8 @@ SaveResult SourceView::rememberMany(QList<MemoryInput> items)
 
 QList<MemoryMatch> SourceView::recall(const QString &query, RecallOptions options)
 {
-    options.source = m_source;
+    options.reader = reader();
+    options.source.clear(); // the older spellings of the reader: not the caller's to choose
     options.includePrivate = false;
     QList<MemoryMatch> matches = m_memory.recall(query, options);
     matches.removeIf([this](const MemoryMatch &m) { return !sees(m.record); });
@@ -119,7 +125,7 @@ QList<HistoryEntry> SourceView::history(const QString &id)
 {
     QList<HistoryEntry> entries;
     try {
-        entries = m_memory.history(id);
+        entries = m_memory.history(id, reader());
     } catch (const Error &e) {
         if (e.kind() == ErrorKind::NotFound)
             unknownId(id);
@@ -129,7 +135,7 @@ QList<HistoryEntry> SourceView::history(const QString &id)
     for (const HistoryEntry &e : entries)
         if (!seesJson(e.oldRecord) || !seesJson(e.newRecord))
             unknownId(id);
-    if (const std::optional<MemoryRecord> current = m_memory.get(id); current && !sees(*current))
+    if (const std::optional<MemoryRecord> current = m_memory.get(id, reader()); current && !sees(*current))
         unknownId(id);
     return entries;
 }
@@ -137,13 +143,13 @@ QList<HistoryEntry> SourceView::history(const QString &id)
 MemoryRecord SourceView::update(const QString &id, const UpdateOptions &options)
 {
     requireSeen(id);
-    return m_memory.update(id, options);
+    return m_memory.update(id, options, reader());
 }
 
 MemoryRecord SourceView::undo(const QString &id)
 {
     history(id); // NotFound for a record this source does not see, deleted or not
-    return m_memory.undo(id);
+    return m_memory.undo(id, reader());
 }
 
 int SourceView::forget(const ForgetOptions &options)
@@ -172,7 +178,7 @@ int SourceView::forget(const ForgetOptions &options)
     for (qsizetype i = 0; i < chosen.size(); i += kForgetBatch) {
         ForgetOptions batch;
         batch.ids = chosen.mid(i, kForgetBatch);
-        deleted += m_memory.forget(batch);
+        deleted += m_memory.forget(batch, reader());
     }
     return deleted;
 }

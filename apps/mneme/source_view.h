@@ -38,6 +38,8 @@ public:
     bool sees(const MemoryRecord &record) const;
     // The same test on a record's JSON (a history entry's old or new record).
     bool seesJson(const Json &record) const;
+    // The reader the memory's own reads and writes are made as: this source.
+    ReadContext reader() const;
 
     MemoryRecord remember(const QString &content, RememberOptions options);
     SaveResult rememberMany(QList<MemoryInput> items);

@@ -116,14 +116,19 @@ void TransferCommands::exportRecords()
                         QStringLiteral("cannot write %1: %2; check the path").arg(*file, out->errorString()));
     }
 
+    const ReadContext reader = a.reader();
     Memory &memory = m_ctx.memory();
     const std::optional<EmbedderBinding> binding = memory.storage().embedderBinding();
     const std::string embedderId = (binding ? binding->embedderId : memory.embedder().id()).toStdString();
-    ProgressBar bar(console, QStringLiteral("exporting"), file ? memory.storage().count(RecordFilter()) : 0);
+    const int total = memory.storage().count(RecordFilter());
+    RecordFilter visible;
+    reader.restrict(visible);
+    const int readable = memory.storage().count(visible);
+    ProgressBar bar(console, QStringLiteral("exporting"), file ? readable : 0);
 
     int exported = 0;
     for (;;) {
-        const QList<MemoryRecord> batch = memory.exportRecords(exported, kBatchSize);
+        const QList<MemoryRecord> batch = memory.exportRecords(exported, kBatchSize, reader);
         QByteArray chunk;
         for (const MemoryRecord &r : batch) {
             Json j = r;
@@ -146,9 +151,36 @@ void TransferCommands::exportRecords()
         if (batch.size() < kBatchSize)
             break;
     }
+    // Damaged records, which reads leave out, are written with what can be read of them and their
+    // damaged columns as stored (import reads the rest).
+    const std::vector<DamagedRecord> damaged = memory.exportDamaged(reader);
+    for (const DamagedRecord &d : damaged) {
+        Json j = d.record;
+        Json vector = Json::array();
+        for (float x : d.record.embedding)
+            vector.push_back(shortestDecimal(x));
+        j["embedding"] = std::move(vector);
+        j["embedder"] = embedderId;
+        j["damaged"] = Json{{"problem", d.problem}, {"columns", d.raw}};
+        const QByteArray line = QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace)) + '\n';
+        if (out) {
+            if (out->write(line) != line.size())
+                throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
+        } else {
+            console.writeBytes(line);
+        }
+        ++exported;
+    }
     if (out && !out->commit())
         throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
     bar.finish();
+    if (!damaged.empty())
+        console.notice(QStringLiteral("%1 damaged records were written as they are (see `mneme check`)").arg(damaged.size()));
+    // An export that is meant as a backup must not silently miss the private records.
+    if (total > readable)
+        console.notice(QStringLiteral("%1 private records were left out: export with --curator for every record, or with --source S "
+                                      "for those of S")
+                           .arg(total - readable));
 
     if (!file) {
         console.notice(QStringLiteral("exported %1 records").arg(exported));

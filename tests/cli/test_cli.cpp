@@ -3,6 +3,7 @@
 // the exit status that docs/cli.md defines.
 
 #include "cli_runner.h"
+#include "cli_test_macros.h"
 #include "temp_store.h"
 
 #include <mneme/core/version.h>
@@ -93,31 +94,6 @@ QStringList idsOf(const Json &array)
 }
 
 } // namespace
-
-// Compares two JSON values (QCOMPARE cannot take nlohmann::json) and shows both on failure.
-#define COMPARE_JSON(actual, expected)                                                                        \
-    do {                                                                                                      \
-        const Json actual_ = (actual);                                                                        \
-        const Json expected_ = (expected);                                                                    \
-        QVERIFY2(actual_ == expected_, ("got " + actual_.dump() + ", expected " + expected_.dump()).c_str()); \
-    } while (false)
-// Fails the current test (returning from it) unless the run exited with `code`.
-#define EXPECT_EXIT(run, code) QVERIFY2((run).exitCode == (code), (run).describe().constData())
-// Runs the CLI and fails unless it succeeded with one JSON document on stdout and nothing on stderr.
-#define EXPECT_JSON_OK(run)                                          \
-    do {                                                             \
-        EXPECT_EXIT(run, 0);                                         \
-        QVERIFY2((run).isJson(), (run).describe().constData());      \
-        QVERIFY2((run).err.isEmpty(), (run).describe().constData()); \
-    } while (false)
-// Fails unless the run failed with `code`, an empty stdout and one line "mneme: ..." on stderr.
-#define EXPECT_FAILURE(run, code)                                                                       \
-    do {                                                                                                \
-        EXPECT_EXIT(run, code);                                                                         \
-        QVERIFY2((run).out.isEmpty(), (run).describe().constData());                                    \
-        QVERIFY2((run).err.startsWith("mneme: "), (run).describe().constData());                        \
-        QVERIFY2((run).err.count('\n') == 1 && (run).err.endsWith('\n'), (run).describe().constData()); \
-    } while (false)
 
 class TestCli : public QObject
 {
@@ -1056,11 +1032,19 @@ void TestCli::exportImportRoundTrip()
                       {QStringLiteral("--private"), QStringLiteral("--source"), QStringLiteral("user:alice")})
                  .is_null());
     QVERIFY(!remember(QStringLiteral("Unicode survives: café, naïve, 東京"), {}).is_null());
-    const Run original = cli({QStringLiteral("list")});
+    const Run original = cli({QStringLiteral("list"), QStringLiteral("--curator")});
     EXPECT_JSON_OK(original);
 
+    // A backup is the curator's: every record. Another reader's export leaves the private ones out,
+    // and says so.
+    const QString partial = m_store->path(QStringLiteral("partial.jsonl"));
+    const Run shared = cli({QStringLiteral("export"), partial});
+    EXPECT_EXIT(shared, 0);
+    COMPARE_JSON(shared.json()["exported"], Json(2));
+    QVERIFY2(shared.err.contains("1 private records were left out"), shared.describe().constData());
+
     const QString file = m_store->path(QStringLiteral("export.jsonl"));
-    const Run exported = cli({QStringLiteral("export"), file});
+    const Run exported = cli({QStringLiteral("export"), file, QStringLiteral("--curator")});
     EXPECT_JSON_OK(exported);
     COMPARE_JSON(exported.json(), Json::object({{"exported", 3}, {"file", file.toStdString()}}));
     const QList<QByteArray> lines = readFile(file).trimmed().split('\n');
@@ -1076,11 +1060,11 @@ void TestCli::exportImportRoundTrip()
     }
 
     // Without FILE the JSON Lines go to standard output, which then cannot also carry --json.
-    const Run toStdout = run({QStringLiteral("export"), QStringLiteral("--db"), m_db});
+    const Run toStdout = run({QStringLiteral("export"), QStringLiteral("--db"), m_db, QStringLiteral("--curator")});
     EXPECT_EXIT(toStdout, 0);
     QCOMPARE(toStdout.out.trimmed().split('\n').size(), 3);
     COMPARE_JSON(Json::parse(toStdout.out.trimmed().split('\n').first().toStdString())["embedder"], Json(embedderId));
-    const Run dashToStdout = run({QStringLiteral("export"), QStringLiteral("-"), QStringLiteral("--db"), m_db});
+    const Run dashToStdout = run({QStringLiteral("export"), QStringLiteral("-"), QStringLiteral("--db"), m_db, QStringLiteral("--curator")});
     EXPECT_EXIT(dashToStdout, 0);
     QCOMPARE(dashToStdout.out.trimmed().split('\n').size(), 3);
     const Run jsonToStdout = cli({QStringLiteral("export")});
@@ -1097,7 +1081,7 @@ void TestCli::exportImportRoundTrip()
     const Run imported = run({QStringLiteral("import"), file, QStringLiteral("--db"), db2, QStringLiteral("--json")});
     EXPECT_JSON_OK(imported);
     COMPARE_JSON(imported.json(), Json::object({{"imported", 3}, {"skipped", 0}}));
-    const Run copy = run({QStringLiteral("list"), QStringLiteral("--db"), db2, QStringLiteral("--json")});
+    const Run copy = run({QStringLiteral("list"), QStringLiteral("--db"), db2, QStringLiteral("--json"), QStringLiteral("--curator")});
     EXPECT_JSON_OK(copy);
     QCOMPARE(int(copy.json().size()), 3);
     for (const Json &a : original.json()) {
@@ -1130,7 +1114,7 @@ void TestCli::exportImportRoundTrip()
     EXPECT_JSON_OK(kept);
     COMPARE_JSON(kept.json(), Json::object({{"imported", 3}, {"skipped", 0}}));
     const QString file3 = m_store->path(QStringLiteral("export3.jsonl"));
-    const Run exported3 = run({QStringLiteral("export"), file3, QStringLiteral("--db"), db3, QStringLiteral("--json")});
+    const Run exported3 = run({QStringLiteral("export"), file3, QStringLiteral("--db"), db3, QStringLiteral("--json"), QStringLiteral("--curator")});
     EXPECT_JSON_OK(exported3);
     auto embeddings = [](const QByteArray &text) {
         std::map<std::string, Json> byId;

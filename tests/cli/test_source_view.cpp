@@ -17,6 +17,9 @@ using mneme::test::TempStore;
 
 namespace {
 
+// The test's own look at the store, past every source's privacy.
+const ReadContext kOwner = ReadContext::asCurator();
+
 QStringList contentsOf(const QList<MemoryRecord> &records)
 {
     QStringList out;
@@ -166,7 +169,7 @@ private Q_SLOTS:
         u.importance = 0.1;
         refused([&] { alice.update(m_bobSecret, u); });
         refused([&] { alice.undo(m_bobSecret); });
-        QCOMPARE(m_memory->get(m_bobSecret)->importance, 0.5);
+        QCOMPARE(m_memory->get(m_bobSecret, kOwner)->importance, 0.5);
 
         // forget selects among what alice sees: bob's record stays, whatever the filter.
         ForgetOptions byScope;
@@ -178,8 +181,8 @@ private Q_SLOTS:
         ForgetOptions byAge;
         byAge.olderThan = QDateTime(QDate(2010, 1, 1), QTime(0, 0), Qt::UTC);
         QCOMPARE(alice.forget(byAge), 0);
-        QVERIFY(m_memory->get(m_bobSecret));
-        QVERIFY(!m_memory->get(m_aliceSecret));
+        QVERIFY(m_memory->get(m_bobSecret, kOwner));
+        QVERIFY(!m_memory->get(m_aliceSecret, kOwner));
     }
 
     void aDeletedRecordStaysHidden()
@@ -192,7 +195,7 @@ private Q_SLOTS:
         SourceView alice(*m_memory, QStringLiteral("alice"));
         QVERIFY_THROWS_EXCEPTION(Error, alice.history(m_bobSecret));
         QVERIFY_THROWS_EXCEPTION(Error, alice.undo(m_bobSecret));
-        QVERIFY(!m_memory->get(m_bobSecret)); // still deleted
+        QVERIFY(!m_memory->get(m_bobSecret, kOwner)); // still deleted
         QCOMPARE(bob.undo(m_bobSecret).content, QStringLiteral("Bob earns 123k"));
     }
 
@@ -214,7 +217,7 @@ private Q_SLOTS:
         }
         MemoryInput item{QStringLiteral("Batched for alice"), o};
         QCOMPARE(alice.rememberMany({item}).stored, 1);
-        QCOMPARE(m_memory->listRecords(QStringLiteral("/"), 100, 0).front().source, QStringLiteral("alice"));
+        QCOMPARE(m_memory->listRecords(QStringLiteral("/"), 100, 0, kOwner).front().source, QStringLiteral("alice"));
     }
 };
 

@@ -77,7 +77,7 @@ test('every route of the OpenAPI document, with the command line\'s JSON', { tim
     conforms(made.body, 'Record');
     assert.equal(made.body.source, 'alice');
     assert.deepEqual(made.body.metadata.ticket, 'T-7');
-    assert.deepEqual(cli(store.db, 'get', made.body.id), made.body);
+    assert.deepEqual(cli(store.db, 'get', made.body.id, '--source', 'alice'), made.body);
 
     // A body far larger than the socket's buffers arrives whole (here 600 items, about 300 kB).
     const bulk = await call('POST', '/v1/memories/batch?source=bulk', { scope: '/bulk', items: Array.from({ length: 600 }, (_, i) => ({
@@ -98,7 +98,7 @@ test('every route of the OpenAPI document, with the command line\'s JSON', { tim
     assert.deepEqual((await call('GET', '/v1/memories?source=alice&scope=/batch&limit=1&offset=1')).body.length, 1);
 
     const got = await call('GET', `/v1/memories/${made.body.id}?source=alice`);
-    assert.deepEqual(got.body, cli(store.db, 'get', made.body.id));
+    assert.deepEqual(got.body, cli(store.db, 'get', made.body.id, '--source', 'alice'));
 
     const patched = await call('PATCH', `/v1/memories/${made.body.id}?source=alice`, { content: 'Alice moved the demo to Friday', importance: 0.7 });
     assert.equal(patched.status, 200);
@@ -107,7 +107,7 @@ test('every route of the OpenAPI document, with the command line\'s JSON', { tim
 
     const history = await call('GET', `/v1/memories/${made.body.id}/history?source=alice`);
     conforms(history.body, responseSchema('/v1/memories/{id}/history', 'get', 200));
-    assert.deepEqual(history.body, cli(store.db, 'history', made.body.id));
+    assert.deepEqual(history.body, cli(store.db, 'history', made.body.id, '--source', 'alice'));
 
     const undone = await call('POST', `/v1/memories/${made.body.id}/undo?source=alice`);
     assert.equal(undone.body.content, 'Alice moved the demo to Thursday');
@@ -126,8 +126,8 @@ test('every route of the OpenAPI document, with the command line\'s JSON', { tim
       conforms(r.body, schema);
     }
     assert.deepEqual((await call('GET', '/v1/scopes?source=alice')).body, ['/batch', '/office', '/people', '/product', '/team']);
-    // /team holds a public record and alice's: what alice sees there is what the command line counts.
-    assert.deepEqual((await call('GET', '/v1/categories?source=alice&scope=/team')).body, cli(store.db, 'categories', '--scope', '/team'));
+    // /team holds a public record and alice's: what alice sees there is what the command line counts as alice.
+    assert.deepEqual((await call('GET', '/v1/categories?source=alice&scope=/team')).body, cli(store.db, 'categories', '--scope', '/team', '--source', 'alice'));
     const extracted = await call('POST', '/v1/extract', { text: 'We ship on Monday. Anna owns QA.' });
     assert.deepEqual(extracted.body, ['We ship on Monday.', 'Anna owns QA.']);
 
@@ -207,7 +207,7 @@ test('each request sees what its source may see', { timeout: 120000 }, async () 
     }
     assert.deepEqual((await call('POST', '/v1/forget?source=alice', { categories: ['salary'] })).body, { deleted: 0 });
     assert.deepEqual((await call('POST', '/v1/forget?source=alice', { ids: [store.ids.bob, store.ids.alice] })).body, { deleted: 1 });
-    assert.equal(cli(store.db, 'get', store.ids.bob).id, store.ids.bob, 'bob\'s record is still there');
+    assert.equal(cli(store.db, 'get', store.ids.bob, '--curator').id, store.ids.bob, 'bob\'s record is still there');
     await server.stop();
   } finally {
     server.child.kill('SIGKILL');

@@ -97,7 +97,7 @@ async function exercise(client, store) {
   // forget by scope deletes what alice sees only: bob's private record stays.
   const forgot = await client.callTool({ name: 'forget', arguments: { scope: '/secret' } });
   assert.deepEqual(forgot.structuredContent, { deleted: 0 });
-  assert.equal(cli(store.db, 'get', store.ids.bob).content, "Bob's salary is 123k, keep it secret");
+  assert.equal(cli(store.db, 'get', store.ids.bob, '--curator').content, "Bob's salary is 123k, keep it secret");
 
   // Bad arguments are tool errors the model can act on; an unknown tool is a protocol error.
   const bad = await client.callTool({ name: 'recall', arguments: { query: 42 } });

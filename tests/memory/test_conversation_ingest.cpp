@@ -26,6 +26,9 @@ using mneme::test::TempStore;
 
 namespace {
 
+// These tests look at the store as its owner does: every record, private ones included.
+const ReadContext kOwner = ReadContext::asCurator();
+
 const QString kFacts = QStringLiteral("conversation_facts");
 const QString kTool = QStringLiteral("record_memory_changes");
 const QString kJsonUpdate = QStringLiteral("conversation_update");
@@ -141,7 +144,7 @@ class TestConversationIngest : public QObject
     {
         return std::make_unique<Memory>(config(withLlm), nullptr, m_embedder);
     }
-    static int count(Memory &m) { return m.info(QStringLiteral("/")).recordCount; }
+    static int count(Memory &m) { return m.info(QStringLiteral("/"), kOwner).recordCount; }
 
     // Stores a record as given (no LLM involved), created long ago.
     static QString seed(Memory &m, const QString &content, const QString &source = {}, bool isPrivate = false,
@@ -198,7 +201,7 @@ private Q_SLOTS:
         QCOMPARE(r.facts, (QStringList{QStringLiteral("Lives in Berlin"), QStringLiteral("Enjoys hiking on weekends")}));
         QCOMPARE(events(r), (QStringList{QStringLiteral("ADD"), QStringLiteral("ADD")}));
         QCOMPARE(count(*m), 2);
-        const auto stored = m->get(r.changes[0].recordId);
+        const auto stored = m->get(r.changes[0].recordId, kOwner);
         QVERIFY(stored);
         QCOMPARE(stored->content, QStringLiteral("Lives in Berlin"));
         QCOMPARE(stored->createdAt, at); // the message's time
@@ -225,11 +228,11 @@ private Q_SLOTS:
         QCOMPARE(r.changes[0].recordId, id);
         QCOMPARE(r.changes[0].previousContent, QStringLiteral("Plays tennis"));
         QCOMPARE(count(*m), 1);
-        const auto stored = m->get(id);
+        const auto stored = m->get(id, kOwner);
         QVERIFY(stored);
         QCOMPARE(stored->content, QStringLiteral("Plays tennis with friends on Sundays"));
         QCOMPARE(stored->createdAt, kLongAgo);
-        const QList<HistoryEntry> h = m->history(id);
+        const QList<HistoryEntry> h = m->history(id, kOwner);
         QCOMPARE(h.back().event, HistoryEntry::Event::Update);
         QCOMPARE(h.back().oldContent, QStringLiteral("Plays tennis"));
         // The tool was forced, and the request offered exactly it.
@@ -252,8 +255,8 @@ private Q_SLOTS:
         QCOMPARE(events(r), QStringList{QStringLiteral("DELETE")});
         QCOMPARE(r.changes[0].recordId, id);
         QCOMPARE(r.changes[0].content, QStringLiteral("Plans a trip to Rome in June"));
-        QVERIFY(!m->get(id));
-        QCOMPARE(m->history(id).back().event, HistoryEntry::Event::Delete);
+        QVERIFY(!m->get(id, kOwner));
+        QCOMPARE(m->history(id, kOwner).back().event, HistoryEntry::Event::Delete);
         QCOMPARE(count(*m), 0);
     }
 
@@ -267,8 +270,8 @@ private Q_SLOTS:
         QCOMPARE(events(r), QStringList{QStringLiteral("NOOP")}); // Mem0's "NONE" reads as NOOP
         QCOMPARE(r.changes[0].recordId, id);
         QCOMPARE(count(*m), 1);
-        QCOMPARE(m->get(id)->content, QStringLiteral("Is vegetarian since 2015"));
-        QCOMPARE(m->history(id).size(), 1);
+        QCOMPARE(m->get(id, kOwner)->content, QStringLiteral("Is vegetarian since 2015"));
+        QCOMPARE(m->history(id, kOwner).size(), 1);
     }
 
     void preferenceChangeIsAnUpdate()
@@ -283,7 +286,7 @@ private Q_SLOTS:
             m->addConversation(pair(QStringLiteral("These days I drink coffee in the morning, not tea.")), conv()).result();
         QCOMPARE(events(r), QStringList{QStringLiteral("UPDATE")});
         QCOMPARE(count(*m), 1);
-        QCOMPARE(m->get(id)->content, QStringLiteral("Used to prefer tea, now prefers coffee in the morning"));
+        QCOMPARE(m->get(id, kOwner)->content, QStringLiteral("Used to prefer tea, now prefers coffee in the morning"));
         // The prompt tells the model so.
         const QString prompt = m_llm->lastPrompt(kTool);
         QVERIFY(prompt.contains(QStringLiteral("changed preference")));
@@ -299,8 +302,8 @@ private Q_SLOTS:
         const QString id = seed(*m, QStringLiteral("Has a cat named Miso"));
         const ConversationResult r = m->addConversation(pair(QStringLiteral("I have a cat.")), conv()).result();
         QCOMPARE(events(r), QStringList{QStringLiteral("NOOP")});
-        QCOMPARE(m->get(id)->content, QStringLiteral("Has a cat named Miso"));
-        QCOMPARE(m->history(id).size(), 1);
+        QCOMPARE(m->get(id, kOwner)->content, QStringLiteral("Has a cat named Miso"));
+        QCOMPARE(m->history(id, kOwner).size(), 1);
     }
 
     // ---- Ids -----------------------------------------------------------------------------------
@@ -359,8 +362,8 @@ private Q_SLOTS:
         QVERIFY(r.changes.isEmpty());
         QCOMPARE(r.path, QStringLiteral("llm"));
         QCOMPARE(count(*m), 1);
-        QCOMPARE(m->get(stored)->content, QStringLiteral("Drives a red car"));
-        QCOMPARE(m->history(stored).size(), 1);
+        QCOMPARE(m->get(stored, kOwner)->content, QStringLiteral("Drives a red car"));
+        QCOMPARE(m->history(stored, kOwner).size(), 1);
     }
 
     // The first update or delete of a record wins; a NOOP claims nothing; an update that came too
@@ -404,7 +407,7 @@ private Q_SLOTS:
         for (const ConversationChange &c : r.changes)
             got << c.event;
         QCOMPARE(got, events);
-        const auto stored = m->get(id);
+        const auto stored = m->get(id, kOwner);
         QCOMPARE(stored ? stored->content : QString(), content);
         QCOMPARE(count(*m), records);
         if (events.contains(QStringLiteral("ADD")))
@@ -425,7 +428,7 @@ private Q_SLOTS:
         QCOMPARE(m_llm->calls(kJsonUpdate), 1);
         QVERIFY(!m_llm->requests(kJsonUpdate).back().contains("tools"));
         QCOMPARE(events(r), QStringList{QStringLiteral("UPDATE")});
-        QCOMPARE(m->get(id)->content, QStringLiteral("Speaks Spanish and Portuguese"));
+        QCOMPARE(m->get(id, kOwner)->content, QStringLiteral("Speaks Spanish and Portuguese"));
     }
 
     // Replies of the update step: repaired, partly used, or unusable (then the offline rule adds the fact).
@@ -484,7 +487,7 @@ private Q_SLOTS:
         m->drainWrites();
         QCOMPARE(r.path, path);
         QCOMPARE(pathsOf(paths, kJsonUpdate), QStringList{path});
-        QCOMPARE(m->get(id)->content, content);
+        QCOMPARE(m->get(id, kOwner)->content, content);
         QCOMPARE(count(*m), records);
         if (path == QLatin1String("offline"))
             QCOMPARE(events(r), QStringList{QStringLiteral("ADD")});
@@ -694,11 +697,11 @@ private Q_SLOTS:
         QVERIFY(!prompt.contains(QStringLiteral("sometimes")));
         QCOMPARE(events(r), QStringList{QStringLiteral("UPDATE")});
         QCOMPARE(r.changes[0].recordId, alice);
-        QCOMPARE(m->get(alice)->content, QStringLiteral("Likes sushi with salmon"));
-        QVERIFY(m->get(alice)->isPrivate);
-        QCOMPARE(m->get(alice)->source, QStringLiteral("user:alice"));
+        QCOMPARE(m->get(alice, kOwner)->content, QStringLiteral("Likes sushi with salmon"));
+        QVERIFY(m->get(alice, kOwner)->isPrivate);
+        QCOMPARE(m->get(alice, kOwner)->source, QStringLiteral("user:alice"));
         for (const QString &id : {bob, shared, alicePublic})
-            QCOMPARE(m->history(id).size(), 1);
+            QCOMPARE(m->history(id, kOwner).size(), 1);
     }
 
     void privateFactWithoutOwnMemoriesIsAdded()
@@ -713,7 +716,7 @@ private Q_SLOTS:
         QCOMPARE(m_llm->calls(kTool), 0);
         QCOMPARE(events(r), QStringList{QStringLiteral("ADD")}); // not a NOOP on Bob's identical record
         QVERIFY(r.changes[0].recordId != bob);
-        const auto added = m->get(r.changes[0].recordId);
+        const auto added = m->get(r.changes[0].recordId, kOwner);
         QCOMPARE(added->source, QStringLiteral("user:alice"));
         QVERIFY(added->isPrivate);
         QCOMPARE(count(*m), 2);

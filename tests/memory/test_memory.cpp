@@ -83,7 +83,8 @@ class TestMemory : public QObject
             e = std::make_shared<FakeEmbedder>();
         return std::make_unique<Memory>(config(root), nullptr, e);
     }
-    static int count(Memory &m) { return m.info(QStringLiteral("/")).recordCount; }
+    // Every record of the store, private ones included.
+    static int count(Memory &m) { return m.info(QStringLiteral("/"), ReadContext::asCurator()).recordCount; }
 
 private Q_SLOTS:
     void init() { m_dir = std::make_unique<TempStore>(); }

@@ -46,6 +46,10 @@ public:
     std::optional<EmbedderBinding> embedderBinding() const override { return m_inner->embedderBinding(); }
     void bindEmbedder(const EmbedderBinding &b) override { m_inner->bindEmbedder(b); }
     void save(const std::vector<MemoryRecord> &records) override { m_inner->save(records); }
+    std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records) override
+    {
+        return m_inner->saveUnlessIdentical(records);
+    }
     void update(const MemoryRecord &record) override { m_inner->update(record); }
     int remove(const RecordFilter &filter) override { return m_inner->remove(filter); }
     int reset(const QString &scopePrefix) override { return m_inner->reset(scopePrefix); }
@@ -103,8 +107,8 @@ public:
         return m_inner->findExact(records);
     }
     int count(const RecordFilter &filter) override { return m_inner->count(filter); }
-    ScopeInfo scopeInfo(const QString &scope) override { return m_inner->scopeInfo(scope); }
-    QStringList childScopes(const QString &parent) override { return m_inner->childScopes(parent); }
+    ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override { return m_inner->scopeInfo(scope, visible); }
+    QStringList childScopes(const QString &parent, const RecordFilter &visible) override { return m_inner->childScopes(parent, visible); }
     QMap<QString, int> categories(const RecordFilter &filter) override { return m_inner->categories(filter); }
     void touch(const QStringList &ids, const QDateTime &at) override { m_inner->touch(ids, at); }
     std::vector<HistoryEntry> history(const QString &recordId) override { return m_inner->history(recordId); }

@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QLoggingCategory>
 #include <QMutexLocker>
 #include <QSet>
 #include <QThread>
@@ -17,6 +18,7 @@
 #include <QtEndian>
 #include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -26,6 +28,8 @@
 
 
 namespace mneme {
+
+Q_LOGGING_CATEGORY(lcSqlite, "mneme.storage.sqlite")
 
 namespace {
 
@@ -144,6 +148,10 @@ constexpr int kMaxStateKeyLength = 200;
 constexpr const char *kRecordColumns =
     "r.rid, r.id, r.content, r.scope, r.categories, r.importance, r.source, r.private, r.metadata, "
     "r.created_at, r.updated_at, r.last_accessed, r.access_count";
+
+// The categories column for SQL's json_each(): a damaged one (not a JSON array) counts as none, instead
+// of failing the whole statement (reads skip such a row, and `mneme check` reports it).
+const QByteArray kCategoriesOrNone = "CASE WHEN json_valid(r.categories) AND json_type(r.categories) = 'array' THEN r.categories ELSE '[]' END";
 
 // The columns applyIndexRow() reads.
 constexpr const char *kIndexColumns = "rid, scope, categories, source, private, created_at, importance, embedding";
@@ -325,6 +333,34 @@ QByteArray fileUri(const QString &path)
     return "file:" + QUrl::toPercentEncoding(path, "/");
 }
 
+// Why a path cannot hold a store, when the reason is in the path itself (a name or the whole longer
+// than the file system takes, a file where a folder should be); empty otherwise.
+QString pathProblem(const QString &path)
+{
+    const QByteArray bytes = QFile::encodeName(path);
+    if (bytes.size() >= PATH_MAX)
+        return QStringLiteral("the path is %1 bytes long, over the limit of %2").arg(bytes.size()).arg(PATH_MAX - 1);
+    for (const QString &name : path.split(QLatin1Char('/'), Qt::SkipEmptyParts)) {
+        const qsizetype length = QFile::encodeName(name).size();
+        if (length > NAME_MAX)
+            return QStringLiteral("the name %1 in it is %2 bytes long, over the limit of %3 a name")
+                .arg(Error::quoted(name, 40))
+                .arg(length)
+                .arg(NAME_MAX);
+    }
+    for (QString up = QFileInfo(path).absolutePath(); !up.isEmpty(); up = QFileInfo(up).absolutePath()) {
+        const QFileInfo fi(up);
+        if (fi.exists()) {
+            if (!fi.isDir())
+                return QStringLiteral("%1 is a file, not a folder").arg(up);
+            break;
+        }
+        if (up == QLatin1String("/"))
+            break;
+    }
+    return QString();
+}
+
 bool needsPostFilter(const RecordFilter &f)
 {
     return f.metadata.is_object() && !f.metadata.empty();
@@ -369,7 +405,7 @@ bool readCategories(std::string_view text, QStringList &out)
 {
     if (readPlainCategories(text, out))
         return true;
-    const Json cats = Json::parse(text, nullptr, false);
+    const Json cats = parseJsonOrDiscarded(text);
     if (!cats.is_array())
         return false;
     for (const auto &c : cats)
@@ -528,6 +564,7 @@ public:
     {
         m_storage.exec("COMMIT", QStringLiteral("committing a write"));
         m_active = false;
+        ++m_storage.m_commits;
     }
 
 private:
@@ -630,9 +667,9 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             *range.target = int(v.get<long long>());
         } else {
             throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("sqlite storage: unknown configuration key \"%1\"; the known keys are path, read_only, "
+                        QStringLiteral("sqlite storage: unknown configuration key %1; the known keys are path, read_only, "
                                        "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search and wal_checkpoint_pages")
-                            .arg(key));
+                            .arg(Error::quoted(key)));
         }
     }
     if (!hasPath)
@@ -708,6 +745,9 @@ void SqliteStorage::open()
         const QFileInfo fi(m_options.path);
         m_location = fi.absoluteFilePath();
         const QString folder = fi.absolutePath();
+        if (const QString problem = pathProblem(m_location); !problem.isEmpty())
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("the store path %1 cannot be used: %2; choose another path")
+                                                        .arg(Error::quoted(m_location, 120), problem));
         if (fi.exists() && fi.isDir())
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("sqlite storage: %1 is a folder; set \"path\" to a file inside it, such as %1/memory.db")
@@ -1153,7 +1193,7 @@ void SqliteStorage::checkRecord(const MemoryRecord &r) const
 // ---------------------------------------------------------------------------------------------
 // Rows
 
-SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter, bool withPrivacy) const
+SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter) const
 {
     Where w;
     QList<QByteArray> conds;
@@ -1181,7 +1221,7 @@ SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter, bool withP
         }
     }
     if (!filter.categories.isEmpty()) {
-        conds << "EXISTS (SELECT 1 FROM json_each(r.categories) c WHERE c.value IN (SELECT value FROM json_each(?)))";
+        conds << "EXISTS (SELECT 1 FROM json_each(" + kCategoriesOrNone + ") c WHERE c.value IN (SELECT value FROM json_each(?)))";
         w.args.emplace_back(jsonBytes(Json(filter.categories)));
     }
     if (!filter.ids.isEmpty()) {
@@ -1200,7 +1240,7 @@ SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter, bool withP
         conds << "r.source = ?";
         w.args.emplace_back(filter.onlySource.toUtf8());
     }
-    if (withPrivacy && filter.applyPrivacy && !filter.includePrivate) {
+    if (filter.applyPrivacy && !filter.includePrivate) {
         if (filter.source.isEmpty()) {
             conds << "r.private = 0";
         } else {
@@ -1220,20 +1260,24 @@ SqliteStorage::Row SqliteStorage::readRow(sqlite3_stmt *st, bool withEmbedding) 
     r.id = Statement::columnText(st, 1);
     r.content = Statement::columnText(st, 2);
     r.scope = Statement::columnText(st, 3);
-    if (!readCategories(columnView(st, 4), r.categories))
-        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the categories of record %2 are not a JSON array; "
-                                                       "restore the store from a backup")
-                                            .arg(m_location, r.id));
+    const std::string_view categoriesText = columnView(st, 4);
+    if (!readCategories(categoriesText, r.categories)) {
+        r.categories.clear();
+        row.damage << QStringLiteral("its categories are not a JSON array");
+        row.raw["categories"] = std::string(categoriesText);
+    }
     r.importance = sqlite3_column_double(st, 5);
     r.source = Statement::columnText(st, 6);
     r.isPrivate = sqlite3_column_int(st, 7) != 0;
     const std::string_view metaText = columnView(st, 8);
-    const Json meta = metaText == "{}" ? Json::object() : Json::parse(metaText, nullptr, false);
-    if (!meta.is_object())
-        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the metadata of record %2 is not a JSON object; "
-                                                       "restore the store from a backup")
-                                            .arg(m_location, r.id));
-    r.metadata = meta;
+    const Json meta = metaText == "{}" ? Json::object() : parseJsonOrDiscarded(metaText);
+    if (meta.is_object()) {
+        r.metadata = meta;
+    } else {
+        r.metadata = Json::object();
+        row.damage << QStringLiteral("its metadata is not a JSON object");
+        row.raw["metadata"] = std::string(metaText);
+    }
     auto time = [st](int col) {
         if (sqlite3_column_type(st, col) == SQLITE_NULL)
             return QDateTime();
@@ -1253,20 +1297,31 @@ SqliteStorage::Row SqliteStorage::readRow(sqlite3_stmt *st, bool withEmbedding) 
     return row;
 }
 
-std::vector<SqliteStorage::Row> SqliteStorage::selectRows(const RecordFilter &filter, bool withPrivacy, bool withEmbedding)
+bool SqliteStorage::readable(const Row &row) const
 {
-    const Where w = where(filter, withPrivacy);
+    if (row.damage.isEmpty())
+        return true;
+    if (!m_reportedDamage.contains(row.record.id)) {
+        m_reportedDamage.insert(row.record.id);
+        qCWarning(lcSqlite).noquote() << QStringLiteral("record %1 of %2 is damaged (%3) and is left out of what is read; "
+                                                        "`mneme check` lists such records, `mneme export --curator` writes them "
+                                                        "as they are, `mneme forget --id %1 --curator` deletes it")
+                                             .arg(row.record.id, m_location, row.damage.join(QStringLiteral(", ")));
+    }
+    return false;
+}
+
+std::vector<SqliteStorage::Row> SqliteStorage::selectRows(const RecordFilter &filter, bool withEmbedding, bool withDamaged)
+{
+    const Where w = where(filter);
     QByteArray sql = QByteArray("SELECT ") + kRecordColumns + (withEmbedding ? ", r.embedding" : "")
                    + " FROM records r WHERE " + w.sql;
     Statement st(*this, sql);
     st.bindAll(w.args);
-    RecordFilter check = filter;
-    if (!withPrivacy)
-        check.applyPrivacy = false;
     std::vector<Row> rows;
     while (st.step(QStringLiteral("reading records"))) {
         Row row = readRow(st.get(), withEmbedding);
-        if (check.matches(row.record))
+        if ((withDamaged || readable(row)) && filter.matches(row.record))
             rows.push_back(std::move(row));
     }
     return rows;
@@ -1299,6 +1354,8 @@ std::unordered_map<qint64, SqliteStorage::Row> SqliteStorage::rowsByRowids(const
     std::unordered_map<qint64, Row> rows;
     while (st.step(QStringLiteral("reading records"))) {
         Row row = readRow(st.get(), false);
+        if (!readable(row))
+            continue;
         const qint64 rid = row.rowid;
         rows.emplace(rid, std::move(row));
     }
@@ -1411,7 +1468,7 @@ void SqliteStorage::insertHistory(const QString &recordId, HistoryEntry::Event e
 
 // The ADD entries of saved records, up to 32 rows a statement: the history's AUTOINCREMENT counter is
 // read and written once per statement, not once per row. Statements of 32, 16, ... 1 rows.
-void SqliteStorage::insertAddHistory(const std::vector<MemoryRecord> &records, qint64 atMs)
+void SqliteStorage::insertAddHistory(const std::vector<const MemoryRecord *> &records, qint64 atMs)
 {
     const QByteArray event = HistoryEntry::eventName(HistoryEntry::Event::Add).toUtf8();
     for (std::size_t first = 0; first < records.size();) {
@@ -1424,12 +1481,12 @@ void SqliteStorage::insertAddHistory(const std::vector<MemoryRecord> &records, q
         Statement st(*this, sql);
         int param = 1;
         for (std::size_t i = first; i < first + rows; ++i) {
-            const MemoryRecord &r = records[i];
+            const MemoryRecord &r = *records[i];
             st.bindText(param, r.id).bindBytes(param + 1, event).bindText(param + 2, r.content);
             st.bindBytes(param + 3, recordJson(r)).bind(param + 4, atMs);
             param += 5;
         }
-        st.run(QStringLiteral("writing the history of record %1").arg(records[first].id));
+        st.run(QStringLiteral("writing the history of record %1").arg(records[first]->id));
         first += rows;
     }
 }
@@ -1594,7 +1651,7 @@ void SqliteStorage::loadIndex()
                 ++m_stats.fileLoads;
                 if (catchUp()) {
                     m_stats.fromFile = true;
-                    saveIndexFile(fillImportances());
+                    saveIndexFile(false);
                     return;
                 }
                 m_indexSeq = target;
@@ -1608,20 +1665,6 @@ void SqliteStorage::loadIndex()
     while (st.step(QStringLiteral("loading the vectors")))
         applyIndexRow(st.get());
     promoteIfLarge();
-}
-
-// A file written before the index kept importances (format 1): they are read from the table once,
-// and the file is rewritten with them.
-bool SqliteStorage::fillImportances()
-{
-    if (!m_index.importanceMissing())
-        return false;
-    Statement st(*this, "SELECT rid, importance FROM records");
-    while (st.step(QStringLiteral("reading the importances")))
-        m_index.setImportance(st.int64(0), sqlite3_column_double(st.get(), 1));
-    m_index.clearImportanceMissing();
-    ++m_unsaved;
-    return true;
 }
 
 // Applies what other connections committed since the index's seq; false when the index cannot be
@@ -1691,11 +1734,11 @@ bool SqliteStorage::catchUp()
     return true;
 }
 
-std::vector<QString> SqliteStorage::distinctScopesBelow(const QString &prefix)
+std::vector<QString> SqliteStorage::distinctScopesBelow(const QString &prefix, const RecordFilter &visible)
 {
-    RecordFilter f;
+    RecordFilter f = visible;
     f.scopes = {prefix};
-    const Where w = where(f, false);
+    const Where w = where(f);
     Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + w.sql);
     st.bindAll(w.args);
     std::vector<QString> out;
@@ -1780,7 +1823,25 @@ void SqliteStorage::save(const std::vector<MemoryRecord> &records)
     saveLocked(records);
 }
 
-void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
+std::vector<QString> SqliteStorage::saveUnlessIdentical(const std::vector<MemoryRecord> &records)
+{
+    QMutexLocker lock(&m_mutex);
+    std::vector<QString> ids;
+    saveLocked(records, &ids);
+    return ids;
+}
+
+bool SqliteStorage::batchLookupCurrent(const std::vector<MemoryRecord> &records) const
+{
+    if (m_batchDataVersion != m_dataVersion || m_batchCommits != m_commits)
+        return false;
+    for (const MemoryRecord &r : records)
+        if (!m_batchHashes.contains(r.content))
+            return false;
+    return true;
+}
+
+void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::vector<QString> *storedIds)
 {
     ensureOpen();
     ensureWritable();
@@ -1811,30 +1872,61 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records)
         checkDimension(dimension, QStringLiteral("the embedding of the records to save"));
         claimDimension(dimension);
     }
+    // Identical records: looked up again under the write lock, unless the last findExact() of these
+    // contents saw the store as it is now (another process may have saved them meanwhile).
+    std::vector<const MemoryRecord *> inserted;
+    inserted.reserve(records.size());
+    if (storedIds) {
+        std::vector<QString> &ids = *storedIds;
+        ids.assign(records.size(), QString());
+        const bool lookUp = !batchLookupCurrent(records);
+        QHash<QString, QString> inBatch; // content, scope, source and privacy -> the id saved first
+        for (std::size_t i = 0; i < records.size(); ++i) {
+            const MemoryRecord &r = records[i];
+            const QString key = QStringList{r.content, r.scope, r.source, r.isPrivate ? QStringLiteral("1") : QStringLiteral("0")}.join(QChar(0));
+            if (const auto seen = inBatch.constFind(key); seen != inBatch.cend()) {
+                ids[i] = *seen;
+                continue;
+            }
+            if (lookUp) {
+                if (const std::optional<MemoryRecord> stored = findExactLocked(r.content, r.scope, r.source, r.isPrivate, hashOf(r.content))) {
+                    ids[i] = stored->id;
+                    inBatch.insert(key, stored->id);
+                    continue;
+                }
+            }
+            ids[i] = r.id;
+            inBatch.insert(key, r.id);
+            inserted.push_back(&r);
+        }
+    } else {
+        for (const MemoryRecord &r : records)
+            inserted.push_back(&r);
+    }
     const qint64 at = nowUtc().toMSecsSinceEpoch();
     std::vector<qint64> rowids;
-    rowids.reserve(records.size());
-    for (const MemoryRecord &r : records)
-        rowids.push_back(insertRecord(r));
+    rowids.reserve(inserted.size());
+    for (const MemoryRecord *r : inserted)
+        rowids.push_back(insertRecord(*r));
     m_batchHashes.clear();
     mergeRecentHashes();
-    insertAddHistory(records, at);
+    insertAddHistory(inserted, at);
     const qint64 lastSeq = currentSeq();
     t.commit();
     if (!m_index.isLoaded())
         return;
     try {
-        for (std::size_t i = 0; i < records.size(); ++i) {
-            if (records[i].embedding.empty())
+        for (std::size_t i = 0; i < inserted.size(); ++i) {
+            if (inserted[i]->embedding.empty())
                 indexRemove(rowids[i]);
             else
-                indexPut(rowids[i], records[i]);
+                indexPut(rowids[i], *inserted[i]);
         }
     } catch (...) {
         m_index.invalidate(); // committed: the next search reloads
         return;
     }
-    afterWrite(lastSeq, qint64(records.size()));
+    afterWrite(lastSeq, qint64(inserted.size()));
 }
 
 void SqliteStorage::update(const MemoryRecord &record)
@@ -1845,7 +1937,7 @@ void SqliteStorage::update(const MemoryRecord &record)
     checkRecord(record);
     Transaction t(*this);
     const std::optional<Row> old = rowById(record.id, false);
-    if (!old)
+    if (!old || !readable(*old))
         throw Error(ErrorKind::NotFound, QStringLiteral("there is no record with id %1 in the store %2 to update").arg(record.id, m_location));
     if (!record.embedding.empty()) {
         checkDimension(int(record.embedding.size()), QStringLiteral("the embedding of record %1").arg(record.id));
@@ -1906,7 +1998,7 @@ int SqliteStorage::removeLocked(const RecordFilter &filter)
     ensureOpen();
     ensureWritable();
     Transaction t(*this);
-    const std::vector<Row> rows = selectRows(filter, false, false);
+    const std::vector<Row> rows = selectRows(filter, false, true); // a damaged record can be deleted
     const int n = deleteRows(rows);
     const qint64 lastSeq = currentSeq();
     t.commit();
@@ -2119,7 +2211,7 @@ void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &fi
         match = "content : (" + match + ")";
     const QByteArray relevance = context ? "bm25(records_fts, 1.0, " + QByteArray::number(contextWeight, 'g', 6) + ")"
                                          : QByteArray("bm25(records_fts)");
-    const Where w = where(filter, true);
+    const Where w = where(filter);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + columns + ", " + relevance + " AS relevance "
                                                                              "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
@@ -2147,7 +2239,7 @@ std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, cons
     std::vector<ScoredRecord> out;
     runKeywordSearch(text, filter, limit, contextWeight, kRecordColumns, [&](sqlite3_stmt *st, double relevance) {
         Row row = readRow(st, false);
-        if (filter.matches(row.record))
+        if (readable(row) && filter.matches(row.record))
             out.push_back({std::move(row.record), relevance});
         return int(out.size()) < limit;
     });
@@ -2235,7 +2327,7 @@ std::optional<MemoryRecord> SqliteStorage::get(const QString &id, bool withEmbed
     ensureOpen();
     refreshIfChanged();
     std::optional<Row> row = rowById(id, withEmbedding);
-    if (!row)
+    if (!row || !readable(*row))
         return std::nullopt;
     return std::move(row->record);
 }
@@ -2249,7 +2341,7 @@ std::vector<MemoryRecord> SqliteStorage::list(const RecordFilter &requested, int
         return {};
     offset = std::max(offset, 0);
     refreshIfChanged();
-    const Where w = where(filter, true);
+    const Where w = where(filter);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE " + w.sql
                             + " ORDER BY r.created_at DESC, r.id ASC LIMIT ? OFFSET ?");
@@ -2261,7 +2353,7 @@ std::vector<MemoryRecord> SqliteStorage::list(const RecordFilter &requested, int
     int skipped = 0;
     while (st.step(QStringLiteral("listing records"))) {
         Row row = readRow(st.get(), false);
-        if (!filter.matches(row.record))
+        if (!readable(row) || !filter.matches(row.record))
             continue;
         if (post && skipped < offset) {
             ++skipped;
@@ -2293,6 +2385,8 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     out.reserve(records.size());
     // Kept for the save that usually follows with the same contents: a hash costs more than the lookup.
     m_batchHashes.clear();
+    m_batchDataVersion = m_dataVersion;
+    m_batchCommits = m_commits;
     for (const MemoryRecord &r : records) {
         const qint64 hash = contentHash(r.content);
         m_batchHashes.insert(r.content, hash);
@@ -2323,7 +2417,10 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
         st.bind(1, hash).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
         if (!st.step(QStringLiteral("looking for an identical record")))
             return std::nullopt;
-        return readRow(st.get(), false);
+        Row row = readRow(st.get(), false);
+        if (!readable(row))
+            return std::nullopt; // a damaged record is none to read, nor one to be identical to
+        return row;
     };
     std::optional<Row> best = firstIn(m_version >= 4 ? kByTable[0] : kByColumn);
     if (m_version >= 4) {
@@ -2343,25 +2440,26 @@ int SqliteStorage::count(const RecordFilter &requested)
     ensureOpen();
     refreshIfChanged();
     if (needsPostFilter(filter))
-        return int(selectRows(filter, false, false).size());
-    const Where w = where(filter, false);
+        return int(selectRows(filter, false).size());
+    const Where w = where(filter);
     Statement st(*this, "SELECT count(*) FROM records r WHERE " + w.sql);
     st.bindAll(w.args);
     st.step(QStringLiteral("counting records"));
     return int(st.int64(0));
 }
 
-ScopeInfo SqliteStorage::scopeInfo(const QString &scope)
+ScopeInfo SqliteStorage::scopeInfo(const QString &scope, const RecordFilter &visible)
 {
     const QString path = ScopePath::normalize(scope);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
+    ReadSnapshot snapshot(*this);
     refreshIfChanged();
     ScopeInfo info;
     info.path = path;
-    RecordFilter f;
+    RecordFilter f = visible;
     f.scopes = {path};
-    const Where w = where(f, false);
+    const Where w = where(f);
     {
         Statement st(*this, "SELECT count(*), min(r.created_at), max(r.created_at) FROM records r WHERE " + w.sql);
         st.bindAll(w.args);
@@ -2375,31 +2473,30 @@ ScopeInfo SqliteStorage::scopeInfo(const QString &scope)
     if (info.recordCount == 0)
         return info;
     {
-        Statement st(*this, "SELECT DISTINCT c.value FROM records r, json_each(r.categories) c WHERE " + w.sql);
+        Statement st(*this, "SELECT DISTINCT c.value FROM records r, json_each(" + kCategoriesOrNone + ") c WHERE " + w.sql);
         st.bindAll(w.args);
         while (st.step(QStringLiteral("reading scope categories")))
             info.categories << st.text(0);
         info.categories.sort();
     }
-    QSet<QString> children;
-    for (const QString &s : distinctScopesBelow(path)) {
-        const QString child = ScopePath::childToward(path, s);
-        if (!child.isEmpty())
-            children.insert(child);
-    }
-    info.childScopes = QStringList(children.begin(), children.end());
-    info.childScopes.sort();
+    info.childScopes = childScopesLocked(path, f);
     return info;
 }
 
-QStringList SqliteStorage::childScopes(const QString &parent)
+QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter &visible)
 {
     const QString path = ScopePath::normalize(parent);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
+    ReadSnapshot snapshot(*this);
     refreshIfChanged();
+    return childScopesLocked(path, visible);
+}
+
+QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFilter &visible)
+{
     QSet<QString> children;
-    for (const QString &s : distinctScopesBelow(path)) {
+    for (const QString &s : distinctScopesBelow(path, visible)) {
         const QString child = ScopePath::childToward(path, s);
         if (!child.isEmpty())
             children.insert(child);
@@ -2417,7 +2514,7 @@ QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
     refreshIfChanged();
     QMap<QString, int> out;
     if (needsPostFilter(filter)) {
-        for (const Row &row : selectRows(filter, false, false)) {
+        for (const Row &row : selectRows(filter, false)) {
             QStringList cats = row.record.categories;
             cats.removeDuplicates();
             for (const QString &c : std::as_const(cats))
@@ -2425,8 +2522,8 @@ QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
         }
         return out;
     }
-    const Where w = where(filter, false);
-    Statement st(*this, "SELECT c.value, count(DISTINCT r.rid) FROM records r, json_each(r.categories) c WHERE " + w.sql
+    const Where w = where(filter);
+    Statement st(*this, "SELECT c.value, count(DISTINCT r.rid) FROM records r, json_each(" + kCategoriesOrNone + ") c WHERE " + w.sql
                             + " GROUP BY c.value");
     st.bindAll(w.args);
     while (st.step(QStringLiteral("counting categories")))
@@ -2472,7 +2569,7 @@ std::vector<HistoryEntry> SqliteStorage::history(const QString &recordId)
     auto json = [&](int col) {
         if (st.isNull(col))
             return Json();
-        Json j = Json::parse(st.text(col).toStdString(), nullptr, false);
+        Json j = parseJsonOrDiscarded(st.text(col).toStdString());
         return j.is_discarded() ? Json() : j;
     };
     while (st.step(QStringLiteral("reading the history"))) {
@@ -2544,7 +2641,7 @@ std::optional<Json> SqliteStorage::readState(const QString &key)
     st.bindText(1, key);
     if (!st.step(QStringLiteral("reading the state \"%1\"").arg(key)))
         return std::nullopt;
-    Json value = Json::parse(st.text(0).toStdString(), nullptr, false);
+    Json value = parseJsonOrDiscarded(st.text(0).toStdString());
     if (value.is_discarded())
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the state \"%2\" is not valid JSON; delete it with a null value "
                                                        "or restore the store from a backup")
@@ -2584,6 +2681,229 @@ QStringList SqliteStorage::stateKeys(const QString &prefix)
     while (st.step(QStringLiteral("listing the state")))
         keys << st.text(0);
     return keys;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Check and repair
+
+std::vector<DamagedRecord> SqliteStorage::damagedRecords()
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    return damagedLocked();
+}
+
+std::vector<DamagedRecord> SqliteStorage::damagedLocked()
+{
+    std::vector<DamagedRecord> out;
+    std::vector<qint64> rowids;
+    {
+        Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r ORDER BY r.rid");
+        while (st.step(QStringLiteral("reading every record"))) {
+            Row row = readRow(st.get(), false);
+            if (row.damage.isEmpty())
+                continue;
+            out.push_back(DamagedRecord{std::move(row.record), row.damage.join(QStringLiteral(", ")), row.raw});
+            rowids.push_back(row.rowid);
+        }
+    }
+    Statement st(*this, "SELECT embedding FROM records WHERE rid = ?");
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        st.bind(1, rowids[i]);
+        if (st.step(QStringLiteral("reading an embedding")) && sqlite3_column_type(st.get(), 0) == SQLITE_BLOB) {
+            const int bytes = sqlite3_column_bytes(st.get(), 0);
+            out[i].record.embedding.resize(std::size_t(bytes) / sizeof(float));
+            if (!out[i].record.embedding.empty())
+                std::memcpy(out[i].record.embedding.data(), sqlite3_column_blob(st.get(), 0), out[i].record.embedding.size() * sizeof(float));
+        }
+        sqlite3_reset(st.get());
+    }
+    return out;
+}
+
+QString SqliteStorage::keywordIndexProblem()
+{
+    try {
+        if (!m_readOnly) // FTS5's own check is an INSERT command, which a read-only connection refuses
+            exec("INSERT INTO records_fts(records_fts) VALUES('integrity-check')", QStringLiteral("checking the keyword index"));
+    } catch (const Error &e) {
+        return QStringLiteral("the keyword index does not pass its own check (%1)").arg(e.message());
+    }
+    const auto count = [&](const char *sql) {
+        Statement st(*this, sql);
+        st.step(QStringLiteral("checking the keyword index"));
+        return st.int64(0);
+    };
+    const qint64 missing = count("SELECT count(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM records_fts f WHERE f.rowid = r.rid)");
+    const qint64 orphans = count("SELECT count(*) FROM records_fts f WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.rid = f.rowid)");
+    const qint64 stale = count("SELECT count(*) FROM records r JOIN records_fts f ON f.rowid = r.rid WHERE f.content IS NOT r.content");
+    if (missing + orphans + stale == 0)
+        return QString();
+    return QStringLiteral("the keyword index is out of step with the records (%1 records missing from it, %2 entries of "
+                          "records that are gone, %3 with other content)")
+        .arg(missing)
+        .arg(orphans)
+        .arg(stale);
+}
+
+void SqliteStorage::rebuildKeywordIndex()
+{
+    // The keyword contexts live in the index only: those it can still give are kept.
+    exec("CREATE TEMP TABLE IF NOT EXISTS kept_context(rid INTEGER PRIMARY KEY, context TEXT NOT NULL)",
+         QStringLiteral("rebuilding the keyword index"));
+    exec("DELETE FROM kept_context", QStringLiteral("rebuilding the keyword index"));
+    if (m_version >= 3)
+        sqlite3_exec(m_db, "INSERT OR IGNORE INTO kept_context(rid, context) SELECT rowid, context FROM records_fts WHERE context <> ''",
+                     nullptr, nullptr, nullptr);
+    Transaction t(*this);
+    exec("DROP TABLE records_fts", QStringLiteral("rebuilding the keyword index"));
+    exec(m_version >= 3 ? "CREATE VIRTUAL TABLE records_fts USING fts5(content, context, tokenize = 'porter unicode61 remove_diacritics 2')"
+                        : "CREATE VIRTUAL TABLE records_fts USING fts5(content, tokenize = 'porter unicode61 remove_diacritics 2')",
+         QStringLiteral("rebuilding the keyword index"));
+    exec(m_version >= 3 ? "INSERT INTO records_fts(rowid, content, context) SELECT r.rid, r.content, coalesce(k.context, '') "
+                          "FROM records r LEFT JOIN kept_context k ON k.rid = r.rid ORDER BY r.rid"
+                        : "INSERT INTO records_fts(rowid, content) SELECT rid, content FROM records ORDER BY rid",
+         QStringLiteral("rebuilding the keyword index"));
+    t.commit();
+    exec("DROP TABLE kept_context", QStringLiteral("rebuilding the keyword index"));
+    // Cached statements on the old table are gone with it.
+    for (sqlite3_stmt *st : std::as_const(m_statements))
+        sqlite3_finalize(st);
+    m_statements.clear();
+    m_termCounts.clear();
+}
+
+QString SqliteStorage::contentHashProblem()
+{
+    qint64 stale = 0;
+    {
+        Statement st(*this, "SELECT content, content_hash FROM records");
+        while (st.step(QStringLiteral("checking the content hashes")))
+            if (contentHash(st.text(0)) != st.int64(1))
+                ++stale;
+    }
+    if (m_version < 4)
+        return stale ? QStringLiteral("%1 records have a wrong content hash").arg(stale) : QString();
+    const auto count = [&](const char *sql) {
+        Statement st(*this, sql);
+        st.step(QStringLiteral("checking the content lookup"));
+        return st.int64(0);
+    };
+    const qint64 missing = count("SELECT count(*) FROM records r WHERE NOT EXISTS (SELECT 1 FROM content_hashes h WHERE h.hash = "
+                                 "r.content_hash AND h.rid = r.rid) AND NOT EXISTS (SELECT 1 FROM content_hashes_recent h WHERE "
+                                 "h.hash = r.content_hash AND h.rid = r.rid)");
+    const qint64 orphans = count("SELECT (SELECT count(*) FROM content_hashes h WHERE NOT EXISTS (SELECT 1 FROM records r WHERE r.rid "
+                                 "= h.rid AND r.content_hash = h.hash)) + (SELECT count(*) FROM content_hashes_recent h WHERE NOT "
+                                 "EXISTS (SELECT 1 FROM records r WHERE r.rid = h.rid AND r.content_hash = h.hash))");
+    if (stale + missing + orphans == 0)
+        return QString();
+    return QStringLiteral("the lookup of identical records is out of step with the records (%1 wrong content hashes, %2 "
+                          "records missing from it, %3 entries of records that are gone)")
+        .arg(stale)
+        .arg(missing)
+        .arg(orphans);
+}
+
+void SqliteStorage::rebuildContentHashes()
+{
+    Transaction t(*this);
+    std::vector<std::pair<qint64, qint64>> fixes; // rid, hash
+    {
+        Statement st(*this, "SELECT rid, content, content_hash FROM records");
+        while (st.step(QStringLiteral("reading the contents"))) {
+            const qint64 hash = contentHash(st.text(1));
+            if (hash != st.int64(2))
+                fixes.emplace_back(st.int64(0), hash);
+        }
+    }
+    {
+        Statement st(*this, "UPDATE records SET content_hash = ? WHERE rid = ?");
+        for (const auto &[rid, hash] : fixes) {
+            st.bind(1, hash).bind(2, rid).run(QStringLiteral("fixing a content hash"));
+            sqlite3_reset(st.get());
+        }
+    }
+    if (m_version >= 4) {
+        exec("DELETE FROM content_hashes", QStringLiteral("rebuilding the content lookup"));
+        exec("DELETE FROM content_hashes_recent", QStringLiteral("rebuilding the content lookup"));
+        exec("INSERT INTO content_hashes(hash, rid) SELECT content_hash, rid FROM records ORDER BY content_hash, rid",
+             QStringLiteral("rebuilding the content lookup"));
+    }
+    t.commit();
+}
+
+QString SqliteStorage::indexFileProblem()
+{
+    const QString file = indexFilePath();
+    if (file.isEmpty() || !QFileInfo::exists(file))
+        return QString();
+    const int dimension = m_binding ? m_binding->dimension : 0;
+    VectorIndex probe;
+    VectorIndex::Stamp stamp;
+    QString error;
+    if (dimension <= 0)
+        error = QStringLiteral("the store holds no embeddings");
+    else if (probe.load(file, dimension, &stamp, &error) && stamp.storeId != m_storeId)
+        error = QStringLiteral("it was written for another store");
+    if (error.isEmpty())
+        return QString();
+    return QStringLiteral("the vector index file %1 cannot be used (%2); it is rebuilt from the records when it is next needed")
+        .arg(file, error);
+}
+
+StoreCheck SqliteStorage::check(bool repair)
+{
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (repair)
+        ensureWritable();
+    refreshIfChanged();
+    StoreCheck report;
+    {
+        Statement st(*this, "PRAGMA integrity_check(20)");
+        QStringList lines;
+        while (st.step(QStringLiteral("checking the database file")))
+            lines << st.text(0);
+        if (lines != QStringList{QStringLiteral("ok")})
+            report.problems << QStringLiteral("the database file is damaged (%1); restore it from a backup, or `mneme export "
+                                              "--curator` what can be read and import it into a new store")
+                                   .arg(lines.join(QStringLiteral("; ")).left(500));
+    }
+    report.damaged = damagedLocked();
+    const auto derived = [&](const QString &problem, const QString &what, const std::function<void()> &rebuild) {
+        if (problem.isEmpty())
+            return;
+        if (!repair) {
+            report.problems << problem + QStringLiteral("; `mneme check --repair` rebuilds it");
+            return;
+        }
+        try {
+            rebuild();
+            report.repaired << what;
+        } catch (const Error &e) {
+            report.problems << problem + QStringLiteral("; rebuilding it failed: ") + e.message();
+        }
+    };
+    derived(keywordIndexProblem(), QStringLiteral("the keyword index, from the records"), [this] { rebuildKeywordIndex(); });
+    derived(contentHashProblem(), QStringLiteral("the lookup of identical records, from the contents"), [this] { rebuildContentHashes(); });
+    const QString indexFile = indexFileProblem();
+    if (!indexFile.isEmpty() && !repair)
+        report.problems << indexFile + QStringLiteral(" (`mneme check --repair` rebuilds it now)");
+    if (repair && (!indexFile.isEmpty() || (m_index.isLoaded() && m_index.isAnn()))) {
+        // The file is a cache of the records: removed, and written again by a build from the table.
+        QFile::remove(indexFilePath());
+        m_index.invalidate();
+        const int dimension = m_binding ? m_binding->dimension : 0;
+        if (dimension > 0 && recordCount() >= std::max(1, m_options.annThreshold)) {
+            loadIndex();
+            saveIndexFile(true);
+        }
+        if (!indexFile.isEmpty())
+            report.repaired << QStringLiteral("the vector index file, from the records");
+    }
+    return report;
 }
 
 void SqliteStorage::close()

@@ -7,6 +7,7 @@
 #include <QByteArray>
 #include <QHash>
 #include <QMutex>
+#include <QSet>
 #include <QString>
 #include <functional>
 #include <memory>
@@ -86,6 +87,9 @@ public:
     void bindEmbedder(const EmbedderBinding &binding) override;
 
     void save(const std::vector<MemoryRecord> &records) override;
+    // The lookup of identical records runs inside the write transaction (skipped when nothing was
+    // written to the store since the last findExact() of these contents).
+    std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records) override;
     void update(const MemoryRecord &record) override;
     int remove(const RecordFilter &filter) override;
     int reset(const QString &scopePrefix) override;
@@ -107,8 +111,8 @@ public:
                                           const QString &source, bool isPrivate) override;
     std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
     int count(const RecordFilter &filter) override;
-    ScopeInfo scopeInfo(const QString &scope) override;
-    QStringList childScopes(const QString &parent) override;
+    ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override;
+    QStringList childScopes(const QString &parent, const RecordFilter &visible) override;
     QMap<QString, int> categories(const RecordFilter &filter) override;
     void touch(const QStringList &ids, const QDateTime &at) override;
     std::vector<HistoryEntry> history(const QString &recordId) override;
@@ -116,6 +120,13 @@ public:
     std::optional<Json> readState(const QString &key) override;
     void writeState(const QString &key, const Json &value) override;
     QStringList stateKeys(const QString &prefix) override;
+
+    std::vector<DamagedRecord> damagedRecords() override;
+    // PRAGMA integrity_check of the file, every record read, the keyword index against the records
+    // (FTS5's integrity-check, rows and contents), the content-hash lookup tables against the
+    // contents, the vector index file against its checksum and store. The repair rebuilds the keyword
+    // index (keeping the keyword contexts it can still read), the lookup tables and the index file.
+    StoreCheck check(bool repair) override;
 
     void close() override;
 
@@ -136,7 +147,9 @@ private:
     struct Row
     {
         qint64 rowid = 0;
-        MemoryRecord record;
+        MemoryRecord record;       // a damaged field is empty
+        QStringList damage;        // what cannot be read: the record is damaged when this is not empty
+        Json raw = Json::object(); // the damaged columns as stored
     };
     // A SQL condition over the records table (alias r) and the values of its parameters, in order.
     struct Where
@@ -171,10 +184,13 @@ private:
     void checkRecord(const MemoryRecord &r) const;
 
     // Rows.
-    // Conditions for everything but metadata (which callers check with RecordFilter::matches);
-    // privacy only when withPrivacy.
-    Where where(const RecordFilter &filter, bool withPrivacy) const;
-    std::vector<Row> selectRows(const RecordFilter &filter, bool withPrivacy, bool withEmbedding);
+    // Conditions for everything but metadata (which callers check with RecordFilter::matches).
+    Where where(const RecordFilter &filter) const;
+    // The rows the filter selects; damaged ones only `withDamaged` (a delete).
+    std::vector<Row> selectRows(const RecordFilter &filter, bool withEmbedding, bool withDamaged = false);
+    // False for a damaged row (a column cannot be read), which reads leave out: reported once a
+    // connection as a warning on the mneme.storage.sqlite category.
+    bool readable(const Row &row) const;
     std::optional<Row> rowById(const QString &id, bool withEmbedding);
     std::optional<Row> rowByRowid(qint64 rowid, bool withEmbedding);
     // The rows of these rowids (without embeddings), in one statement, by rowid.
@@ -201,12 +217,19 @@ private:
     void addContentHash(qint64 hash, qint64 rowid);
     void removeContentHash(qint64 rowid);
     void mergeRecentHashes();
-    void insertAddHistory(const std::vector<MemoryRecord> &records, qint64 atMs);
+    void insertAddHistory(const std::vector<const MemoryRecord *> &records, qint64 atMs);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
     int deleteRows(const std::vector<Row> &rows);
-    std::vector<QString> distinctScopesBelow(const QString &prefix);
-    void saveLocked(const std::vector<MemoryRecord> &records);
+    // The distinct scopes at or below `prefix` of the records `visible` selects.
+    std::vector<QString> distinctScopesBelow(const QString &prefix, const RecordFilter &visible);
+    QStringList childScopesLocked(const QString &parent, const RecordFilter &visible);
+    // Inserts `records`; with `storedIds`, not those identical to a stored record or to an earlier
+    // one of the batch, and *storedIds gets the id each record is stored under.
+    void saveLocked(const std::vector<MemoryRecord> &records, std::vector<QString> *storedIds = nullptr);
+    // True when every record's content was looked up by the last findExact() batch and nothing was
+    // written to the store since, by this connection or another: its answers still hold.
+    bool batchLookupCurrent(const std::vector<MemoryRecord> &records) const;
 
     // The vector index.
     static VectorIndex::Item indexItem(qint64 rowid, const MemoryRecord &r);
@@ -216,7 +239,6 @@ private:
     bool prepareIndex(const Embedding &query);
     bool catchUp();
     void applyIndexRow(sqlite3_stmt *st);
-    bool fillImportances();
     void afterWrite(qint64 lastSeq, qint64 changes);
     void promoteIfLarge();
     void saveIndexFile(bool force) noexcept;
@@ -226,6 +248,14 @@ private:
     qint64 currentGeneration();
     qint64 recordCount();
     void ensureStoreId();
+
+    // The check (check()); each returns what is wrong in a sentence, empty when nothing is.
+    std::vector<DamagedRecord> damagedLocked();
+    QString keywordIndexProblem();
+    void rebuildKeywordIndex();
+    QString contentHashProblem();
+    void rebuildContentHashes();
+    QString indexFileProblem();
 
     // State.
     static void checkStateKey(const QString &key);
@@ -257,6 +287,12 @@ private:
     mutable QMutex m_mutex;
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
     QHash<QString, qint64> m_batchHashes;
+    mutable QSet<QString> m_reportedDamage; // damaged records already reported
+    // The store as the last findExact() batch saw it: the data version (other connections' commits)
+    // and this connection's commits.
+    qint64 m_batchDataVersion = -1;
+    qint64 m_batchCommits = -1;
+    qint64 m_commits = 0; // write transactions this connection committed
 };
 
 } // namespace mneme

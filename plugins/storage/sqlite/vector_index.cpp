@@ -5,8 +5,9 @@
 
 #include <hnswlib/hnswlib.h>
 
+#include <QDir>
 #include <QFile>
-#include <QSaveFile>
+#include <QFileInfo>
 #include <queue>
 #include <algorithm>
 #include <atomic>
@@ -17,6 +18,10 @@
 #include <mutex>
 #include <thread>
 
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace mneme {
 
 namespace {
@@ -24,8 +29,9 @@ namespace {
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
-// 1: without the importance array (read, with importances to be filled in); 2: with it.
-constexpr quint32 kFormat = 2;
+// 1: without the importance array; 2: with it; 3: with a checksum of everything before the trailer.
+// Files of formats 1 and 2 are refused (their content cannot be checked) and the index is rebuilt.
+constexpr quint32 kFormat = 3;
 constexpr quint32 kByteOrder = 0x01020304;
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
@@ -69,20 +75,123 @@ void normalise(const float *in, float *out, int dim)
     }
 }
 
-// Sequential binary writer over a QSaveFile that remembers the first failure.
+// A 64-bit checksum of a byte stream fed in pieces of any size: four lanes, each folding in one
+// 8-byte word of every 32-byte stripe with a multiplication and a rotation, mixed at the end with the
+// bytes left over and the length. It catches torn, cut and flipped files; it is not a cryptographic
+// hash (the file is a cache that anyone who can write it can also delete).
+class Checksum
+{
+public:
+    void add(const void *data, std::size_t n)
+    {
+        const auto *p = static_cast<const unsigned char *>(data);
+        m_length += n;
+        if (m_pending > 0) {
+            const std::size_t take = std::min(n, kStripe - m_pending);
+            std::memcpy(m_stripe + m_pending, p, take);
+            m_pending += take;
+            p += take;
+            n -= take;
+            if (m_pending < kStripe)
+                return;
+            fold(m_stripe);
+            m_pending = 0;
+        }
+        for (; n >= kStripe; p += kStripe, n -= kStripe)
+            fold(p);
+        std::memcpy(m_stripe, p, n);
+        m_pending = n;
+    }
+    quint64 value() const
+    {
+        quint64 h = rotl(m_lane[0], 1) + rotl(m_lane[1], 7) + rotl(m_lane[2], 12) + rotl(m_lane[3], 18);
+        for (std::size_t i = 0; i < m_pending; ++i)
+            h = rotl(h ^ (quint64(m_stripe[i]) * kOdd3), 11) * kOdd1;
+        h ^= m_length * kOdd2;
+        h ^= h >> 33;
+        h *= kOdd2;
+        h ^= h >> 29;
+        h *= kOdd3;
+        h ^= h >> 32;
+        return h;
+    }
+
+private:
+    static constexpr std::size_t kStripe = 32;
+    static constexpr quint64 kOdd1 = 0x9E3779B97F4A7C15ULL; // 2^64 / golden ratio, odd
+    static constexpr quint64 kOdd2 = 0xBF58476D1CE4E5B9ULL;
+    static constexpr quint64 kOdd3 = 0x94D049BB133111EBULL;
+    static quint64 rotl(quint64 x, int r) { return (x << r) | (x >> (64 - r)); }
+    void fold(const unsigned char *p)
+    {
+        for (int i = 0; i < 4; ++i) {
+            quint64 word;
+            std::memcpy(&word, p + 8 * i, 8);
+            m_lane[i] = rotl(m_lane[i] + word * kOdd2, 31) * kOdd1;
+        }
+    }
+    quint64 m_lane[4] = {kOdd1, kOdd2, kOdd3, ~kOdd1};
+    unsigned char m_stripe[kStripe] = {};
+    std::size_t m_pending = 0;
+    quint64 m_length = 0;
+};
+
+// The POSIX calls save() makes, for VectorIndex::FileOps' default.
+class PosixFileOps : public VectorIndex::FileOps
+{
+public:
+    qint64 write(int fd, const char *data, qint64 size) override
+    {
+        qint64 done = 0;
+        while (done < size) {
+            const ssize_t n = ::write(fd, data + done, std::size_t(size - done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return -1;
+            done += n;
+        }
+        return done;
+    }
+    bool sync(int fd) override { return ::fsync(fd) == 0; }
+    bool rename(const QByteArray &from, const QByteArray &to) override { return ::rename(from.constData(), to.constData()) == 0; }
+};
+
+PosixFileOps g_posixOps;
+std::atomic<VectorIndex::FileOps *> g_fileOps{&g_posixOps};
+
+// Sequential binary writer over a file descriptor that remembers the first failure, with a
+// checksum of every byte written and a buffer of its own (the file operations see large writes).
 class Writer
 {
 public:
-    explicit Writer(QSaveFile &f)
-        : m_f(f)
+    explicit Writer(int fd)
+        : m_fd(fd)
     {
+        m_buffer.reserve(kBufferSize);
     }
     void raw(const void *p, qint64 n)
     {
-        if (m_ok && n > 0 && m_f.write(static_cast<const char *>(p), n) != n)
-            m_ok = false;
+        if (n <= 0)
+            return;
+        m_sum.add(p, std::size_t(n));
         m_total += quint64(n);
+        const char *bytes = static_cast<const char *>(p);
+        if (m_buffer.size() + n > kBufferSize)
+            flush();
+        if (n >= kBufferSize)
+            put(bytes, n);
+        else
+            m_buffer.append(bytes, n);
     }
+    // Writes what the buffer holds; false after any failure.
+    bool flush()
+    {
+        put(m_buffer.constData(), m_buffer.size());
+        m_buffer.clear();
+        return m_ok;
+    }
+    quint64 checksum() const { return m_sum.value(); }
     template<typename T>
     void pod(T v)
     {
@@ -109,7 +218,15 @@ public:
     quint64 total() const { return m_total; }
 
 private:
-    QSaveFile &m_f;
+    static constexpr qint64 kBufferSize = 1 << 20;
+    void put(const char *data, qint64 n)
+    {
+        if (m_ok && n > 0 && g_fileOps.load()->write(m_fd, data, n) != n)
+            m_ok = false;
+    }
+    int m_fd;
+    QByteArray m_buffer;
+    Checksum m_sum;
     bool m_ok = true;
     quint64 m_total = 0;
 };
@@ -134,6 +251,7 @@ public:
                 m_ok = false;
                 return false;
             }
+            m_sum.add(out, std::size_t(chunk));
             out += chunk;
             n -= quint64(chunk);
         }
@@ -182,10 +300,13 @@ public:
     }
     bool ok() const { return m_ok; }
     void fail() { m_ok = false; }
+    // The checksum of everything read so far.
+    quint64 checksum() const { return m_sum.value(); }
 
 private:
     QFile &m_f;
     quint64 m_end;
+    Checksum m_sum;
     bool m_ok = true;
 };
 
@@ -251,7 +372,6 @@ void VectorIndex::invalidate()
     m_private = {};
     m_created = {};
     m_importance = {};
-    m_importanceMissing = false;
     m_vectors = {};
     m_slotOfRow = {};
     m_ann.reset();
@@ -484,12 +604,6 @@ std::optional<double> VectorIndex::similarity(const float *query, qint64 rowid) 
     std::vector<float> unit(static_cast<std::size_t>(m_dimension));
     normalise(query, unit.data(), m_dimension);
     return double(VectorMath::dot(unit.data(), vectorAt(*s), std::size_t(m_dimension)));
-}
-
-void VectorIndex::setImportance(qint64 rowid, double importance)
-{
-    if (const std::optional<std::size_t> s = slotOf(rowid))
-        m_importance[*s] = importance;
 }
 
 std::vector<qint64> VectorIndex::trackedRowids() const
@@ -809,12 +923,24 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
     }
     const Graph &g = *m_ann->graph;
     const std::size_t nodes = g.cur_element_count;
-    QSaveFile file(path);
-    if (!file.open(QIODevice::WriteOnly)) {
-        *error = file.errorString();
+    // A temporary file of this process beside the index, synced and renamed over it: a reader sees
+    // the old file or the new one, whole, and a crash leaves at most a temporary file behind.
+    static std::atomic<int> serial{0};
+    const QString temporary = QStringLiteral("%1.%2-%3.tmp").arg(path).arg(::getpid()).arg(serial++);
+    const QByteArray tmpName = QFile::encodeName(temporary);
+    const int fd = ::open(tmpName.constData(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        *error = QStringLiteral("cannot create %1: %2").arg(temporary, QString::fromLocal8Bit(std::strerror(errno)));
         return false;
     }
-    Writer w(file);
+    FileOps &ops = *g_fileOps.load();
+    const auto abandon = [&](const QString &why) {
+        *error = why;
+        ::close(fd);
+        ::unlink(tmpName.constData());
+        return false;
+    };
+    Writer w(fd);
     w.raw(kMagic, sizeof(kMagic));
     w.pod<quint32>(kFormat);
     w.pod<quint32>(kByteOrder);
@@ -859,18 +985,33 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
             w.raw(g.linkLists_[i], bytes);
     }
     const quint64 length = w.total();
+    const quint64 sum = w.checksum();
     w.raw(kTrailer, sizeof(kTrailer));
+    w.pod<quint64>(sum);
     w.pod<quint64>(length);
-    if (!w.ok()) {
-        *error = file.errorString();
-        file.cancelWriting();
+    if (!w.flush())
+        return abandon(QStringLiteral("cannot write %1 (the disk may be full)").arg(temporary));
+    if (!ops.sync(fd))
+        return abandon(QStringLiteral("cannot sync %1 to the disk").arg(temporary));
+    ::close(fd);
+    if (!ops.rename(tmpName, QFile::encodeName(path))) {
+        *error = QStringLiteral("cannot rename %1 to %2").arg(temporary, path);
+        ::unlink(tmpName.constData());
         return false;
     }
-    if (!file.commit()) { // flushes, syncs and renames over the old file
-        *error = file.errorString();
-        return false;
+    // The rename itself is durable once the folder is synced (a failure here loses nothing: the file
+    // is a cache, rebuilt when it is missing).
+    const int dir = ::open(QFile::encodeName(QFileInfo(path).absolutePath()).constData(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+        ops.sync(dir);
+        ::close(dir);
     }
     return true;
+}
+
+void VectorIndex::setFileOps(FileOps *ops)
+{
+    g_fileOps.store(ops ? ops : &g_posixOps);
 }
 
 bool VectorIndex::load(const QString &path, int dimension, Stamp *stamp, QString *error)
@@ -899,15 +1040,31 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
         return false;
     }
     const qint64 fileSize = file.size();
-    const qint64 trailerSize = qint64(sizeof(kTrailer) + sizeof(quint64));
-    if (fileSize < qint64(sizeof(kMagic)) + trailerSize) {
+    const qint64 trailerSize = qint64(sizeof(kTrailer) + 2 * sizeof(quint64));
+    if (fileSize < qint64(sizeof(kMagic) + 2 * sizeof(quint32)) + trailerSize) {
         *error = QStringLiteral("the file is too short");
         return false;
     }
-    // The trailer first: a file cut short is refused before anything is allocated.
+    // The header and the trailer first: a file of another format, or cut short, is refused before
+    // anything is allocated.
+    char head[sizeof(kMagic) + 2 * sizeof(quint32)];
+    if (file.read(head, sizeof(head)) != qint64(sizeof(head)) || std::memcmp(head, kMagic, sizeof(kMagic)) != 0) {
+        *error = QStringLiteral("not a Mneme vector index");
+        return false;
+    }
+    quint32 headFormat = 0, headOrder = 0;
+    std::memcpy(&headFormat, head + sizeof(kMagic), sizeof(quint32));
+    std::memcpy(&headOrder, head + sizeof(kMagic) + sizeof(quint32), sizeof(quint32));
+    if (headFormat != kFormat || headOrder != kByteOrder) {
+        *error = headFormat < kFormat ? QStringLiteral("written by an older Mneme (format %1, without a checksum)").arg(headFormat)
+                                      : QStringLiteral("not a Mneme vector index of this format");
+        return false;
+    }
     char trailer[sizeof(kTrailer)];
+    quint64 checksum = 0;
     quint64 length = 0;
     if (!file.seek(fileSize - trailerSize) || file.read(trailer, sizeof(trailer)) != qint64(sizeof(trailer))
+        || file.read(reinterpret_cast<char *>(&checksum), sizeof(checksum)) != qint64(sizeof(checksum))
         || file.read(reinterpret_cast<char *>(&length), sizeof(length)) != qint64(sizeof(length))
         || std::memcmp(trailer, kTrailer, sizeof(kTrailer)) != 0 || length != quint64(fileSize - trailerSize)
         || !file.seek(0)) {
@@ -917,12 +1074,8 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     Reader r(file, length);
     char magic[sizeof(kMagic)];
     r.raw(magic, sizeof(magic));
-    const bool magicOk = r.ok() && std::memcmp(magic, kMagic, sizeof(kMagic)) == 0;
-    const quint32 format = r.pod<quint32>();
-    if (!magicOk || format < 1 || format > kFormat || r.pod<quint32>() != kByteOrder) {
-        *error = QStringLiteral("not a Mneme vector index of this format");
-        return false;
-    }
+    r.pod<quint32>(); // the format and the byte order, checked above
+    r.pod<quint32>();
     if (r.pod<qint32>() != dimension || dimension <= 0) {
         *error = QStringLiteral("the file holds vectors of another dimension");
         return false;
@@ -967,12 +1120,7 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     r.array(m_source, nodes);
     r.array(m_private, nodes);
     r.array(m_created, nodes);
-    if (format >= 2) {
-        r.array(m_importance, nodes);
-    } else {
-        m_importance.assign(nodes, 0.0);
-        m_importanceMissing = true;
-    }
+    r.array(m_importance, nodes);
     const quint64 unvectored = r.pod<quint64>();
     if (!r.ok() || unvectored > length / sizeof(qint64)) {
         *error = QStringLiteral("the file is damaged (attributes)");
@@ -1056,6 +1204,22 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
         *error = QStringLiteral("the file is damaged (graph)");
         return false;
     }
+    if (r.checksum() != checksum) {
+        *error = QStringLiteral("the file is damaged (its checksum does not match)");
+        return false;
+    }
+    // Values a search relies on, whatever wrote them: a NaN importance or vector component would
+    // order a record out of every result, a privacy flag other than 0 or 1 is not one of ours.
+    for (std::size_t s = 0; s < nodes; ++s) {
+        const float *v = reinterpret_cast<const float *>(g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_);
+        bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1;
+        for (int k = 0; finite && k < dimension; ++k)
+            finite = std::isfinite(v[k]);
+        if (!finite) {
+            *error = QStringLiteral("the file is damaged (values of node %1)").arg(s);
+            return false;
+        }
+    }
     // The entry point sits on the top level; every link must name a node that has the link's level;
     // every label must be the rowid recorded for its node.
     if (nodes && g.element_levels_[g.enterpoint_node_] != g.maxlevel_) {
@@ -1085,7 +1249,10 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
             *error = QStringLiteral("the file is damaged (labels)");
             return false;
         }
-        g.label_lookup_[label] = hnswlib::tableint(i);
+        if (!g.label_lookup_.emplace(label, hnswlib::tableint(i)).second) {
+            *error = QStringLiteral("the file is damaged (a record is in it twice)");
+            return false;
+        }
         if (g.isMarkedDeleted(hnswlib::tableint(i)))
             ++g.num_deleted_;
     }

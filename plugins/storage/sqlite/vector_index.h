@@ -122,11 +122,6 @@ public:
     // The cosine similarity of `query` (dimension() floats, any length) to the record's vector;
     // nothing when it has no vector here.
     std::optional<double> similarity(const float *query, qint64 rowid) const;
-    // True after load() of a file written before importances were kept (format 1) until
-    // setImportance() has been called for every record; rankFields() is then unreliable.
-    bool importanceMissing() const { return m_importanceMissing; }
-    void setImportance(qint64 rowid, double importance);
-    void clearImportanceMissing() { m_importanceMissing = false; }
 
     // Converts the flat layout into the approximate one, inserting with `threads` threads.
     void buildAnn(int threads);
@@ -138,12 +133,28 @@ public:
     std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit,
                             const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto) const;
 
-    // Writes the approximate layout to `path` (a temporary file renamed over it, synced). False with
-    // *error when it cannot; the flat layout is never written.
+    // Writes the approximate layout to `path`: a temporary file beside it, with a checksum of its
+    // content, synced, renamed over it, and the folder synced. False with *error when it cannot
+    // (the temporary file removed, the file at `path` as it was); the flat layout is never written.
     bool save(const QString &path, const Stamp &stamp, QString *error) const;
     // Replaces the content with the file's (approximate layout). False with *error, leaving the index
-    // not loaded, when the file is missing, damaged or for another dimension.
+    // not loaded, when the file is missing, of an older format, damaged (its checksum, its structure or
+    // a value such as a NaN importance) or for another dimension.
     bool load(const QString &path, int dimension, Stamp *stamp, QString *error);
+
+    // The file operations save() makes, replaceable by tests that inject failures (a failed or
+    // partial write, a failed sync or rename). The default is the operating system's.
+    class FileOps
+    {
+    public:
+        virtual ~FileOps() = default;
+        // Writes `size` bytes at the file's position; returns how many were written, -1 on failure.
+        virtual qint64 write(int fd, const char *data, qint64 size) = 0;
+        virtual bool sync(int fd) = 0;
+        virtual bool rename(const QByteArray &from, const QByteArray &to) = 0;
+    };
+    // Uses `ops` for every later save() in this process (null: the operating system's again).
+    static void setFileOps(FileOps *ops);
 
 private:
     struct Ann;
@@ -173,7 +184,6 @@ private:
     std::vector<std::uint8_t> m_private;
     std::vector<qint64> m_created; // INT64_MIN when unknown
     std::vector<double> m_importance;
-    bool m_importanceMissing = false;
 
     std::vector<float> m_vectors;             // flat layout only: size() * dimension(), normalised
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
