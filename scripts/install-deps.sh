@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Mneme builds with, when any is missing.
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
+#   scripts/install-deps.sh             the build and the tests
+#   scripts/install-deps.sh sanitizers  clang and its sanitizer and libFuzzer runtimes (make fuzz)
 set -euo pipefail
 
 packages=(
@@ -17,6 +19,9 @@ packages=(
   dpkg-dev
   file
 )
+if [ "${1:-}" = sanitizers ]; then
+  packages=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
