@@ -1014,6 +1014,13 @@ void VectorIndex::setFileOps(FileOps *ops)
     g_fileOps.store(ops ? ops : &g_posixOps);
 }
 
+quint64 VectorIndex::fileChecksum(const char *data, qint64 size)
+{
+    Checksum sum;
+    sum.add(data, std::size_t(size));
+    return sum.value();
+}
+
 bool VectorIndex::load(const QString &path, int dimension, Stamp *stamp, QString *error)
 {
     invalidate();

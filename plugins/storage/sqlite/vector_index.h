@@ -155,6 +155,9 @@ public:
     };
     // Uses `ops` for every later save() in this process (null: the operating system's again).
     static void setFileOps(FileOps *ops);
+    // The checksum a file's trailer holds of its first `size` bytes (everything before the trailer):
+    // for tools and fuzzers that change a file and want it read past its checksum.
+    static quint64 fileChecksum(const char *data, qint64 size);
 
 private:
     struct Ann;
