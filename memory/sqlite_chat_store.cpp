@@ -578,8 +578,8 @@ QList<SessionMessage> SqliteChatStore::messagesLocked(const QString &session, co
         SessionMessage m;
         m.seq = st.int64(0);
         const std::optional<ChatMessage::Role> role = SessionMessage::roleFromName(st.text(1));
-        const Json calls = Json::parse(st.text(5).toStdString(), nullptr, false);
-        const Json meta = Json::parse(st.text(6).toStdString(), nullptr, false);
+        const Json calls = parseJsonOrDiscarded(st.text(5).toStdString());
+        const Json meta = parseJsonOrDiscarded(st.text(6).toStdString());
         if (!role || !calls.is_array() || !meta.is_object())
             throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: message %2 of chat session %3 cannot be read (its role, tool "
                                                            "calls or metadata); Mneme did not change it")
@@ -629,7 +629,7 @@ std::optional<FlushRecord> SqliteChatStore::pendingLocked(const QString &session
     f.firstSeq = st.int64(2);
     f.lastSeq = st.int64(3);
     f.tokens = int(st.int64(4));
-    const Json pending = Json::parse(st.text(5).toStdString(), nullptr, false);
+    const Json pending = parseJsonOrDiscarded(st.text(5).toStdString());
     if (!pending.is_array())
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: flush %2 of chat session %3 has no readable list of pending "
                                                        "blocks; Mneme did not change it")
@@ -788,7 +788,7 @@ QMap<QString, Json> SqliteChatStore::blockStates(const QString &session)
     st.bind(1, session);
     QMap<QString, Json> out;
     while (st.step(QStringLiteral("reading the block states of chat session %1").arg(session))) {
-        const Json state = Json::parse(st.text(1).toStdString(), nullptr, false);
+        const Json state = parseJsonOrDiscarded(st.text(1).toStdString());
         if (state.is_discarded())
             throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the state of block %2 of chat session %3 is not JSON; "
                                                            "Mneme did not change it")
