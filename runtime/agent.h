@@ -96,7 +96,9 @@ public:
     // too) and its chat memory, publishing the same events as in a crew. Returns at once; the run
     // advances on the event loop of the calling thread. The future fails with the run's typed Error;
     // cancelling it stops the run. It resolves after the memory saves it started are written. An
-    // agent not held by a std::shared_ptr must outlive the kickoff.
+    // agent not held by a std::shared_ptr must outlive the kickoff. Blocking on the future on the
+    // calling thread (result(), waitForFinished()) would stop the loop the run needs: the wait fails
+    // at once instead, the kickoff stopped, with an Error(InvalidArgument) naming kickoffAndWait().
     QFuture<AgentOutput> kickoff(const QString &prompt, const AgentKickoffOptions &options = {});
     // Blocking, for scripts and tests: runs an event loop until the kickoff ends (not on a GUI thread).
     AgentOutput kickoffAndWait(const QString &prompt, const AgentKickoffOptions &options = {});

@@ -1,5 +1,6 @@
 #include "runtime/agent_kickoff_p.h"
 
+#include "memory/blocking_wait_guard_p.h"
 #include "runtime/crew_run_p.h"
 #include "runtime/future_util_p.h"
 #include <mneme/core/error.h>
@@ -10,6 +11,7 @@
 #include <mneme/runtime/memory_tools.h>
 
 #include <QFutureWatcher>
+#include <QPointer>
 #include <QtConcurrent>
 
 namespace mneme {
@@ -21,8 +23,29 @@ QFuture<AgentOutput> AgentKickoff::start(std::shared_ptr<Agent> agent, const QSt
     auto *watch = new QFutureWatcher<AgentOutput>(kickoff);
     connect(watch, &QFutureWatcherBase::canceled, kickoff, [kickoff] { kickoff->m_run.cancel(); });
     watch->setFuture(future);
+    const QPointer<AgentKickoff> started(kickoff);
+    BlockingWaitGuard::arm(QFuture<void>(future), kickoff->thread(), [started] {
+        if (started)
+            started->refuseBlockingWait();
+    });
     kickoff->begin();
     return future;
+}
+
+void AgentKickoff::refuseBlockingWait()
+{
+    if (m_promise.future().isFinished())
+        return;
+    m_promise.setException(Error(ErrorKind::InvalidArgument,
+                                 QStringLiteral("Agent \"%1\": the future of kickoff() was waited for on the agent's own thread, where the "
+                                                "kickoff advances, so the wait would never end; the kickoff was stopped. Wait with "
+                                                "kickoffAndWait() (it runs an event loop meanwhile), or attach a continuation with "
+                                                "future.then(context, ...)")
+                                     .arg(m_agent->role())));
+    m_promise.finish();
+    // The run winds up when the thread's event loop runs again; what it settles then is ignored.
+    QMetaObject::invokeMethod(
+        this, [this] { m_run.cancel(); }, Qt::QueuedConnection);
 }
 
 AgentKickoff::AgentKickoff(std::shared_ptr<Agent> agent, const QString &prompt, const AgentKickoffOptions &options)

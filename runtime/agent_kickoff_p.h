@@ -23,6 +23,10 @@ class AgentKickoff : public QObject
     Q_OBJECT
 public:
     static QFuture<AgentOutput> start(std::shared_ptr<Agent> agent, const QString &prompt, const AgentKickoffOptions &options);
+    // The agent's own thread waits on the kickoff's future, so the run cannot advance: the future
+    // fails now (the wait returns with an error that names kickoffAndWait), the run is cancelled when
+    // the thread's event loop runs again.
+    void refuseBlockingWait();
 
 private:
     AgentKickoff(std::shared_ptr<Agent> agent, const QString &prompt, const AgentKickoffOptions &options);

@@ -18,6 +18,7 @@
 
 #include <QSignalSpy>
 #include <QtTest>
+#include <optional>
 
 using namespace mneme;
 using namespace mneme::test;
@@ -190,6 +191,26 @@ private Q_SLOTS:
         QVERIFY(f.isCanceled());
         QTRY_VERIFY(rec.pairingProblems().isEmpty());
         QCOMPARE(rec.ofType(events::kAgentExecutionError).size(), 1);
+    }
+
+    // Blocking on the future of kickoff() on the agent's own thread would stop the loop the kickoff
+    // needs: the wait fails at once with an error naming kickoffAndWait(), and the agent runs again.
+    void waitingForTheKickoffOnItsThreadFails()
+    {
+        m_llm->setFallback([](const Json &) { return text(QStringLiteral("done")); });
+        auto planner = agent();
+        QFuture<AgentOutput> f = planner->kickoff(QStringLiteral("Hi"), AgentKickoffOptions{m_bus});
+        std::optional<Error> e; // without the guard the wait never returns (the test fails by its timeout)
+        try {
+            (void)f.result();
+        } catch (const Error &error) {
+            e = error;
+        }
+        QVERIFY2(e, "the wait did not fail");
+        QCOMPARE(e->kind(), ErrorKind::InvalidArgument);
+        QVERIFY2(e->message().contains(QLatin1String("kickoffAndWait()")), qPrintable(e->message()));
+        QTest::qWait(100); // the stopped kickoff winds up on the loop
+        QCOMPARE(planner->kickoffAndWait(QStringLiteral("Hi"), AgentKickoffOptions{m_bus}).raw, QStringLiteral("done"));
     }
 
     void kickoffWithAChatMemory()
