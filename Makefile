@@ -67,7 +67,7 @@ define sanitized_configure
 	  cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
 	    -DCMAKE_CXX_FLAGS="$(2) -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$(3)" \
 	    -DCMAKE_SHARED_LINKER_FLAGS="$(4)" -DCMAKE_MODULE_LINKER_FLAGS="$(4)" \
-	    -DMNEME_PRECOMPILE_HEADERS=OFF -DMNEME_INSTALL=OFF -DMNEME_TEST_TIMEOUT_SCALE=4 $(5) $(CCACHE); \
+	    -DMNEME_PRECOMPILE_HEADERS=OFF -DMNEME_INSTALL=OFF -DMNEME_TEST_TIMEOUT_SCALE=4 -DMNEME_HNSWLIB_NO_SIMD=ON $(5) $(CCACHE); \
 	fi
 endef
 
@@ -91,7 +91,7 @@ fuzz-build: deps-sanitizers
 	    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
 	    -DCMAKE_CXX_FLAGS="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize=vptr -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
 	    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DMNEME_PRECOMPILE_HEADERS=OFF \
-	    -DMNEME_BUILD_FUZZERS=ON -DMNEME_BUILD_TESTS=OFF -DMNEME_BUILD_EXAMPLES=OFF -DMNEME_BUILD_BENCH=OFF \
+	    -DMNEME_BUILD_FUZZERS=ON -DMNEME_HNSWLIB_NO_SIMD=ON -DMNEME_BUILD_TESTS=OFF -DMNEME_BUILD_EXAMPLES=OFF -DMNEME_BUILD_BENCH=OFF \
 	    -DMNEME_BUILD_CLI=OFF -DMNEME_INSTALL=OFF $(CCACHE); \
 	fi
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target mneme_fuzzers
