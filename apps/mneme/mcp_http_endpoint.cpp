@@ -92,9 +92,9 @@ void McpHttpEndpoint::post(const HttpServerRequest &request, const HttpServer::R
                              .arg(QString::fromLatin1(version.left(40)), Mcp::supportedVersions().join(QStringLiteral(", ")))));
         return;
     }
-    const Json message = Json::parse(request.body.constBegin(), request.body.constEnd(), nullptr, false);
-    if (message.is_discarded()) {
-        respond(rpcError(400, JsonRpc::ParseError, QStringLiteral("Parse error: the body is not JSON")));
+    Json message;
+    if (const QString problem = readJson(std::string_view(request.body.constData(), std::size_t(request.body.size())), &message); !problem.isEmpty()) {
+        respond(rpcError(400, JsonRpc::ParseError, QStringLiteral("Parse error: the body is not JSON (%1)").arg(problem)));
         return;
     }
 

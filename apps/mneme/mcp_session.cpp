@@ -27,10 +27,10 @@ McpSession::~McpSession()
 
 void McpSession::receive(const QByteArray &text, Reply reply)
 {
-    Json message = Json::parse(text.constBegin(), text.constEnd(), nullptr, false);
-    if (message.is_discarded()) {
+    Json message;
+    if (const QString problem = readJson(std::string_view(text.constData(), std::size_t(text.size())), &message); !problem.isEmpty()) {
         reply(JsonRpc::error(Json(), JsonRpc::ParseError,
-                             QStringLiteral("Parse error: the message is not JSON; send one JSON-RPC 2.0 object per message")));
+                             QStringLiteral("Parse error: the message is not JSON (%1); send one JSON-RPC 2.0 object per message").arg(problem)));
         return;
     }
     receive(message, std::move(reply));

@@ -212,10 +212,10 @@ void RestApi::run(const Route &route, const HttpServerRequest &request, const QS
                                                   QStringLiteral("send the body as JSON with Content-Type: application/json")));
                 return;
             }
-            args = Json::parse(request.body.constBegin(), request.body.constEnd(), nullptr, false);
-            if (args.is_discarded() || !args.is_object()) {
-                respond(invalid(args.is_discarded()
-                                    ? QStringLiteral("the body is not valid JSON; send one JSON object of arguments")
+            const QString problem = readJson(std::string_view(request.body.constData(), std::size_t(request.body.size())), &args);
+            if (!problem.isEmpty() || !args.is_object()) {
+                respond(invalid(!problem.isEmpty()
+                                    ? QStringLiteral("the body is not valid JSON (%1); send one JSON object of arguments").arg(problem)
                                     : QStringLiteral("the body must be a JSON object of arguments, not %1").arg(QLatin1String(args.type_name()))));
                 return;
             }

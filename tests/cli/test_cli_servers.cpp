@@ -266,6 +266,9 @@ void TestCliServers::stdioMalformedMessages_data()
     QTest::newRow("not JSON") << QByteArray("hello there") << -32700 << QByteArray("null") << QStringLiteral("not JSON");
     QTest::newRow("truncated") << QByteArray(R"({"jsonrpc":"2.0","id":1,"method":"pi)") << -32700 << QByteArray("null") << QString();
     QTest::newRow("invalid UTF-8") << QByteArray("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\"}") << -32700 << QByteArray("null") << QString();
+    // Nested deeper than any JSON Mneme reads (kJsonMaxDepth): refused before it is parsed.
+    QTest::newRow("nested 20,000 levels deep") << QByteArray(R"({"jsonrpc":"2.0","id":13,"method":"ping","params":{"a":)") + QByteArray(20000, '[') + QByteArray(20000, ']') + QByteArray("}}")
+                                               << -32700 << QByteArray("null") << QStringLiteral("deeper than 64 levels");
     QTest::newRow("a number") << QByteArray("42") << -32600 << QByteArray("null") << QStringLiteral("JSON object");
     QTest::newRow("a batch after 2025-03-26") << QByteArray(R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])") << -32600 << QByteArray("null")
                                               << QStringLiteral("batches");
