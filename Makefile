@@ -74,6 +74,7 @@ endef
 test-asan: deps
 	$(call sanitized_configure,$(ASAN_DIR),-fsanitize=address$(comma)undefined -fno-sanitize-recover=undefined,-fsanitize=address$(comma)undefined,-fsanitize=address$(comma)undefined,)
 	cmake --build $(ASAN_DIR) -j $(JOBS)
+	@bash scripts/install-node-deps.sh $(ASAN_DIR)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1 \
 	  LSAN_OPTIONS=suppressions=$(SANITIZER_SUPPRESSIONS)/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
