@@ -25,9 +25,9 @@ namespace mneme::cli {
 // an empty source sees public records only and cannot store private ones. Records it stores carry
 // its source.
 //
-// Reads of whole subtrees (tree, info, scopes, categories, forget by filter) go through the records
-// the source sees, page by page, because Memory's counts include every record; the cost grows with
-// the subtree. Thread-safe as Memory is: one SourceView serves concurrent requests.
+// Reads and writes of one record go through the memory as this source (reader()). Reads of whole
+// subtrees (tree, info, scopes, categories, forget by filter) go through the records the source
+// sees, page by page; the cost grows with the subtree. Thread-safe as Memory is: one SourceView serves concurrent requests.
 class SourceView
 {
 public:
