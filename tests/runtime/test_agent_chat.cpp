@@ -197,9 +197,14 @@ private Q_SLOTS:
     // needs: the wait fails at once with an error naming kickoffAndWait(), and the agent runs again.
     void waitingForTheKickoffOnItsThreadFails()
     {
-        m_llm->setFallback([](const Json &) { return text(QStringLiteral("done")); });
+        // The reply comes after the stopped kickoff has wound up, as in kickoffCancelled.
+        m_llm->setFallback([](const Json &) {
+            QThread::msleep(300);
+            return text(QStringLiteral("done"));
+        });
         auto planner = agent();
         QFuture<AgentOutput> f = planner->kickoff(QStringLiteral("Hi"), AgentKickoffOptions{m_bus});
+        QTest::qWait(100);      // the kickoff is under way, its request sent
         std::optional<Error> e; // without the guard the wait never returns (the test fails by its timeout)
         try {
             (void)f.result();
@@ -209,7 +214,7 @@ private Q_SLOTS:
         QVERIFY2(e, "the wait did not fail");
         QCOMPARE(e->kind(), ErrorKind::InvalidArgument);
         QVERIFY2(e->message().contains(QLatin1String("kickoffAndWait()")), qPrintable(e->message()));
-        QTest::qWait(100); // the stopped kickoff winds up on the loop
+        QTest::qWait(700); // the stopped kickoff winds up on the loop, its request's late reply dropped
         QCOMPARE(planner->kickoffAndWait(QStringLiteral("Hi"), AgentKickoffOptions{m_bus}).raw, QStringLiteral("done"));
     }
 

@@ -658,10 +658,16 @@ private Q_SLOTS:
     void waitingForTheKickoffOnTheCrewsThreadFails()
     {
         QFETCH(bool, result);
-        m_llm->setFallback([](const Json &) { return text(QStringLiteral("done")); });
+        // The reply comes after the stopped kickoff has wound up, as in kickoffCancelled.
+        m_llm->setFallback([](const Json &) {
+            QThread::msleep(300);
+            return text(QStringLiteral("done"));
+        });
         auto a = agent(QStringLiteral("Worker"));
         Crew crew(crewOf({a}, {task(QStringLiteral("t"), a)}));
+        QSignalSpy failed(&crew, &Crew::kickoffFailed);
         QFuture<CrewOutput> future = crew.kickoff();
+        QTest::qWait(100); // the kickoff is under way, its request sent
         // Without the guard this wait never returns (the test then fails by its timeout).
         std::optional<Error> e;
         try {
@@ -675,7 +681,8 @@ private Q_SLOTS:
         QVERIFY2(e, "the wait did not fail");
         QCOMPARE(e->kind(), ErrorKind::InvalidArgument);
         QVERIFY2(e->message().contains(QLatin1String("kickoffAndWait()")), qPrintable(e->message()));
-        QTest::qWait(50); // the stopped kickoff winds up on the crew's loop
+        QTRY_COMPARE(failed.size(), 1); // the stopped kickoff winds up on the crew's loop
+        QTest::qWait(600);              // and its request's late reply is dropped
         QCOMPARE(crew.kickoffAndWait().raw, QStringLiteral("done"));
     }
 
