@@ -118,7 +118,8 @@ public:
     // A record with exactly this content, scope, source and privacy, if one exists.
     virtual std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                                   const QString &source, bool isPrivate) = 0;
-    // For each of `records`, one stored with exactly its content, scope, source and privacy, if one
+    // For each of `records`, one stored with exactly its content, scope, source and privacy, and the
+    // same identities (the metadata keys RecordFilter::identityKeys(), a missing one missing), if one
     // exists: findExact() for a whole batch, in one read of the store.
     virtual std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) = 0;
     virtual int count(const RecordFilter &filter) = 0;

@@ -83,6 +83,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         const QString prefix = scopeGiven ? r.scope : rootOf(config, it.input);
         if (prefix != QLatin1String("/"))
             f.scopes << prefix;
+        f.metadata = sameIdentity(r.metadata); // another user's, agent's or run's record is not a candidate
         try {
             for (ScoredRecord &s : storage->search(r.embedding, f, config.consolidationLimit * 4)) {
                 if (s.record.source != r.source || s.record.isPrivate != r.isPrivate)

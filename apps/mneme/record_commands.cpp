@@ -5,6 +5,9 @@
 #include "table_printer.h"
 
 #include <mneme/core/error.h>
+#include <mneme/core/metadata_filter.h>
+
+#include <QRegularExpression>
 
 namespace mneme::cli {
 
@@ -48,8 +51,74 @@ QString describe(const MemoryRecord &r)
     return text;
 }
 
-// The options of remember that set a record's fields.
-RememberOptions rememberOptions(const CliArguments &a)
+// A value written in a --where condition: JSON when it reads as JSON (numbers, true, false, null,
+// "quoted text", [lists]), else the text itself.
+Json whereValue(const QString &text)
+{
+    const QString t = text.trimmed();
+    const Json parsed = Json::parse(t.toStdString(), nullptr, false);
+    return parsed.is_discarded() ? Json(t.toStdString()) : parsed;
+}
+
+// One --where condition as a filter document.
+Json whereCondition(const QString &text)
+{
+    static const QRegularExpression membership(QStringLiteral(R"(^\s*(.+?)\s+(not\s+in|in)\s+(.*)$)"),
+                                               QRegularExpression::CaseInsensitiveOption);
+    static const QRegularExpression comparison(QStringLiteral(R"(^\s*([^=!<>]+?)\s*(!=|>=|<=|=|>|<)\s*(.*)$)"));
+    const auto refuse = [&]() -> Json {
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("--where \"%1\" is not a condition; write KEY=VALUE, KEY!=VALUE, KEY>N, KEY>=N, KEY<N, "
+                                   "KEY<=N, \"KEY in A,B\" or \"KEY not in A,B\"; a value is read as JSON when it is JSON (a number, "
+                                   "true, false, null, \"quoted text\"), else as text")
+                        .arg(text));
+    };
+    if (const QRegularExpressionMatch m = membership.match(text); m.hasMatch() && !m.captured(1).contains(QLatin1Char('='))) {
+        const QString list = m.captured(3).trimmed();
+        Json values = Json::array();
+        if (list.startsWith(QLatin1Char('['))) {
+            values = whereValue(list);
+            if (!values.is_array())
+                return refuse();
+        } else {
+            for (const QString &item : list.split(QLatin1Char(','), Qt::SkipEmptyParts))
+                values.push_back(whereValue(item));
+        }
+        const bool negated = m.captured(2).startsWith(QLatin1String("not"), Qt::CaseInsensitive);
+        return Json{{m.captured(1).trimmed().toStdString(), {{negated ? "$nin" : "$in", values}}}};
+    }
+    const QRegularExpressionMatch m = comparison.match(text);
+    if (!m.hasMatch() || m.captured(1).trimmed().isEmpty())
+        return refuse();
+    static const QMap<QString, const char *> ops = {{QStringLiteral("="), "$eq"}, {QStringLiteral("!="), "$ne"}, {QStringLiteral(">"), "$gt"}, {QStringLiteral(">="), "$gte"}, {QStringLiteral("<"), "$lt"}, {QStringLiteral("<="), "$lte"}};
+    return Json{{m.captured(1).trimmed().toStdString(), {{ops.value(m.captured(2)), whereValue(m.captured(3))}}}};
+}
+
+// The metadata conditions of --where (each) and --metadata (a JSON filter), all of which must hold;
+// checked here, so that a bad one stops the command before the store is opened.
+Json metadataConditions(const CliArguments &a)
+{
+    Json all = Json::object();
+    for (const QString &text : a.values(QStringLiteral("where")))
+        all = MetadataFilter::both(all, whereCondition(text));
+    if (const std::optional<Json> document = a.jsonObject(QStringLiteral("metadata")))
+        all = MetadataFilter::both(all, *document);
+    (void)MetadataFilter::parse(all);
+    return all;
+}
+
+// --user, --agent and --run into options that have userId, agentId and runId.
+template<typename Options>
+void readIdentity(const CliArguments &a, Options &o)
+{
+    o.userId = a.value(QStringLiteral("user")).value_or(QString()).trimmed();
+    o.agentId = a.value(QStringLiteral("agent")).value_or(QString()).trimmed();
+    o.runId = a.value(QStringLiteral("run")).value_or(QString()).trimmed();
+}
+
+} // namespace
+
+RememberOptions RecordCommands::rememberOptions(const CliArguments &a)
 {
     RememberOptions o;
     o.scope = a.scope(QStringLiteral("scope"));
@@ -63,8 +132,11 @@ RememberOptions rememberOptions(const CliArguments &a)
         o.createdAt = *at;
     if (const std::optional<Json> metadata = a.jsonObject(QStringLiteral("metadata")))
         o.metadata = *metadata;
+    readIdentity(a, o);
     return o;
 }
+
+namespace {
 
 [[noreturn]] void unknownId(const QString &id)
 {
@@ -122,9 +194,15 @@ void RecordCommands::recall()
     }
     if (const std::optional<QString> source = a.value(QStringLiteral("source")))
         o.source = source->trimmed();
+    if (const std::optional<QString> only = a.value(QStringLiteral("only-source")))
+        o.onlySource = only->trimmed();
     o.includePrivate = a.has(QStringLiteral("include-private"));
     if (const std::optional<QDateTime> now = a.time(QStringLiteral("now")))
         o.now = *now;
+    o.metadata = metadataConditions(a);
+    readIdentity(a, o);
+    o.threshold = a.unitInterval(QStringLiteral("min-score"));
+    o.minRelevance = a.unitInterval(QStringLiteral("min-relevance"));
 
     const QList<MemoryMatch> matches = m_ctx.memory().recall(query, o);
     if (m_ctx.json()) {
@@ -157,10 +235,13 @@ void RecordCommands::forget()
     o.categories = a.nonBlankValues(QStringLiteral("category"));
     if (const std::optional<QDateTime> before = a.time(QStringLiteral("older-than")))
         o.olderThan = *before;
-    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid())
+    o.metadata = metadataConditions(a);
+    readIdentity(a, o);
+    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid() && o.metadata.empty()
+        && o.userId.isEmpty() && o.agentId.isEmpty() && o.runId.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("forget needs at least one of --scope, --id, --category or --older-than; "
-                                   "to delete everything run \"mneme reset --yes\""));
+                    QStringLiteral("forget needs at least one of --scope, --id, --category, --older-than, --where, "
+                                   "--metadata, --user, --agent or --run; to delete everything run \"mneme reset --yes\""));
     const int deleted = m_ctx.memory().forget(o);
     if (m_ctx.json())
         m_ctx.console().writeJson(Json{{"deleted", deleted}});
@@ -179,12 +260,26 @@ void RecordCommands::update()
         o.content = *content;
     }
     o.scope = a.scope(QStringLiteral("scope"));
-    if (a.has(QStringLiteral("category")))
-        o.categories = a.nonBlankValues(QStringLiteral("category"));
-    o.importance = a.unitInterval(QStringLiteral("importance"));
-    if (!o.content && !o.scope && !o.categories && !o.importance)
+    if (a.has(QStringLiteral("category")) && a.has(QStringLiteral("no-categories")))
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("update needs at least one of --content, --scope, --category or --importance"));
+                    QStringLiteral("--category and --no-categories contradict each other; give one of them"));
+    if (a.has(QStringLiteral("category"))) {
+        o.categories = a.nonBlankValues(QStringLiteral("category"));
+        if (o.categories->isEmpty())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("--category needs a category name; to remove every category use --no-categories"));
+    }
+    if (a.has(QStringLiteral("no-categories")))
+        o.categories = QStringList();
+    o.importance = a.unitInterval(QStringLiteral("importance"));
+    o.metadata = a.jsonObject(QStringLiteral("metadata"));
+    o.mergeMetadata = !a.has(QStringLiteral("replace-metadata"));
+    if (a.has(QStringLiteral("replace-metadata")) && !o.metadata)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("--replace-metadata needs --metadata JSON (the new metadata object)"));
+    if (!o.content && !o.scope && !o.categories && !o.importance && !o.metadata)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("update needs at least one of --content, --scope, --category, --no-categories, "
+                                   "--importance or --metadata"));
     const MemoryRecord record = m_ctx.memory().update(id, o);
     if (m_ctx.json()) {
         m_ctx.console().writeJson(record);
