@@ -6,7 +6,8 @@
 // it again (index read from its file), shallow recall latency (query embedding included), resident
 // memory, and the bare index search on the same query vectors: approximate top-10 against the exact
 // top-10 (ann_recall_at_10) and median recall time over median index time (recall_to_index_ratio; and
-// recall_to_index_ratio_paired, the two timed alternately query by query).
+// recall_to_index_ratio_paired, the two timed alternately query by query), and last the saves whose
+// fields the offline analyzer infers (remember_many_inferred_per_s, remember_many_plain_per_s).
 // One JSON line per figure on stdout, a table for people on stderr.
 //
 //   mneme-bench                 # scales 10,000 and 100,000
@@ -90,6 +91,36 @@ MemoryConfig configFor(const QString &path, int dimension)
     c.storage = Json{{"provider", "sqlite"}, {"config", {{"path", path.toStdString()}}}};
     c.embedder = Json{{"provider", "builtin"}, {"config", {{"dimension", dimension}}}};
     return c;
+}
+
+// Saves whose fields the offline analyzer infers, into the loaded store (after the other figures,
+// which they would change): items with a scope but no categories or importance
+// (remember_many_inferred_per_s), then plain text with no field at all, whose scope is voted among the
+// store's scopes by the most similar records (remember_many_plain_per_s). 10,000 items each (fewer
+// for a small store), in batches of 1,000 as mneme remember-many sends them.
+void measureInferredSaves(const QString &path, int records, int dimension, QRandomGenerator &rng)
+{
+    const int count = std::min(records, 10000);
+    Memory memory(configFor(path, dimension));
+    memory.recall(QStringLiteral("load the vector index"), RecallOptions());
+    for (const bool plain : {false, true}) {
+        QElapsedTimer t;
+        t.start();
+        for (int start = 0; start < count; start += 1000) {
+            QList<MemoryInput> items;
+            for (int i = start; i < std::min(count, start + 1000); ++i) {
+                MemoryInput in;
+                in.content = sentence(rng, records + (plain ? count : 0) + i);
+                if (!plain)
+                    in.options.scope = QStringLiteral("/bench/s%1").arg(i % 16);
+                items << in;
+            }
+            memory.rememberMany(items);
+        }
+        memory.drainWrites();
+        report(plain ? "remember_many_plain_per_s" : "remember_many_inferred_per_s", records,
+               count / (t.nsecsElapsed() / 1e9), "records/s");
+    }
 }
 
 void runScale(const QString &dir, int records, int queries, int dimension)
@@ -211,6 +242,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
                  stats.approximate ? "HNSW graph" : "exact scan", stats.vectors, stats.fromFile ? "yes" : "no",
                  static_cast<long long>(stats.builds));
     storage.close();
+    measureInferredSaves(path, records, dimension, rng);
     for (const char *suffix : {"", "-wal", "-shm", ".hnsw"})
         QFile::remove(path + QLatin1String(suffix));
 }

@@ -626,11 +626,19 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     matches.reserve(pool.size());
     for (Candidate &c : pool) {
         c.record.embedding.clear();
-        MemoryMatch m = Scoring::match(std::move(c.record), c.cosine, c.keyword, now, config);
-        // Recency and importance rank relevant records; they never make an unrelated one relevant.
-        if (Scoring::relevantEnough(m.signalValues, floor))
-            matches << std::move(m);
+        matches << Scoring::match(std::move(c.record), c.cosine, c.keyword, now, config);
     }
+    // Recency and importance rank relevant records; they never make an unrelated one relevant.
+    std::vector<const MatchSignals *> all;
+    for (const MemoryMatch &m : std::as_const(matches))
+        all.push_back(&m.signalValues);
+    if (!Scoring::anyRelevantEnough(all, floor))
+        return {};
+    matches.removeIf([floor](const MemoryMatch &m) { return !Scoring::relevantEnough(m.signalValues, floor); });
+    std::vector<MatchSignals *> keptSignals;
+    for (MemoryMatch &m : matches)
+        keptSignals.push_back(&m.signalValues);
+    Scoring::relativeKeywords(keptSignals);
     Scoring::weighByRelevance(matches, config);
     const auto kept = matches.begin() + std::min<qsizetype>(limit, matches.size());
     std::partial_sort(matches.begin(), kept, matches.end(), ranksBefore);
@@ -663,16 +671,26 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
         else
             pool[it->second].keyword = h.score;
     }
-    std::vector<Candidate *> kept;
-    double best = 0;
+    std::vector<const MatchSignals *> all;
     for (Candidate &c : pool) {
         c.signals = Scoring::signals(c.hit.cosine, c.keyword, c.hit.createdAt, c.hit.importance, 0, now, config);
-        // Recency and importance rank relevant records; they never make an unrelated one relevant.
+        all.push_back(&c.signals);
+    }
+    // Recency and importance rank relevant records; they never make an unrelated one relevant.
+    if (!Scoring::anyRelevantEnough(all, floor))
+        return {};
+    std::vector<Candidate *> kept;
+    std::vector<MatchSignals *> keptSignals;
+    for (Candidate &c : pool) {
         if (Scoring::relevantEnough(c.signals, floor)) {
             kept.push_back(&c);
-            best = std::max(best, c.signals.relevance);
+            keptSignals.push_back(&c.signals);
         }
     }
+    Scoring::relativeKeywords(keptSignals);
+    double best = 0;
+    for (const Candidate *c : kept)
+        best = std::max(best, Scoring::relevance(c->signals.semantic, c->signals.keyword, config));
     for (Candidate *c : kept)
         c->score = Scoring::score(c->signals, best, config);
     const auto before = [](const Candidate *a, const Candidate *b) {

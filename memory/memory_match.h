@@ -16,10 +16,12 @@ struct MNEME_MEMORY_EXPORT MatchSignals
     double semantic = 0;   // cosine similarity of the embeddings, clipped to 0..1 (decision 7)
     double recency = 0;    // decay of the record's age
     double importance = 0; // the record's importance (plus the access boost, when configured)
-    double keyword = 0;    // the storage's keyword evidence: BM25 of the query's words in the record, over the
-                           // BM25 of an average-length record holding each of them once, capped at 1
-    // What the relevance floor (min_relevance) judges: semantic and keyword combined,
-    // (semantic_weight*semantic + keyword_weight*keyword) / (semantic_weight + keyword_weight).
+    double keyword = 0;    // keywordEvidence over the best keyword evidence among the recall's candidates
+    // The storage's keyword evidence: BM25 of the query's words in the record, over the BM25 of an
+    // average-length record holding each of them once, capped at 1.
+    double keywordEvidence = 0;
+    // What the relevance floor (min_relevance) judges: semantic and keyword evidence combined,
+    // (semantic_weight*semantic + keyword_weight*keywordEvidence) / (semantic_weight + keyword_weight).
     double relevance = 0;
 };
 

@@ -75,8 +75,25 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
 
     // 1. Similar stored records: same source and privacy only (decision 6), within the item's scope
     //    when one was given, else within its root. A failing search treats the item as new.
+    //    Without an LLM they serve only the offline scope vote: an item whose scope is given, or whose
+    //    root has no scope below it to vote for, needs none (an identical record in its scope was
+    //    found before the analysis), and skipping the search keeps inferred saves as fast as full ones.
+    QHash<QString, bool> rootHasScopes;
+    const auto needsNeighbours = [&](const Item &it) {
+        if (haveLlm)
+            return true;
+        if (it.input.options.scope.has_value())
+            return false;
+        const QString root = rootOf(config, it.input);
+        auto known = rootHasScopes.constFind(root);
+        if (known == rootHasScopes.constEnd())
+            known = rootHasScopes.insert(root, !storage->childScopes(root).isEmpty());
+        return *known;
+    };
     for (size_t i : work) {
         Item &it = items[i];
+        if (!needsNeighbours(it))
+            continue;
         const MemoryRecord &r = it.record;
         const bool scopeGiven = it.input.options.scope.has_value();
         RecordFilter f;

@@ -26,8 +26,9 @@ MatchSignals Scoring::signals(double cosine, double keyword, const QDateTime &cr
 {
     MatchSignals s;
     s.semantic = std::clamp(cosine, 0.0, 1.0);
-    s.keyword = std::clamp(keyword, 0.0, 1.0);
-    s.relevance = relevance(s.semantic, s.keyword, config);
+    s.keywordEvidence = std::clamp(keyword, 0.0, 1.0);
+    s.keyword = s.keywordEvidence; // until weighed against the other candidates (relativeKeywords())
+    s.relevance = relevance(s.semantic, s.keywordEvidence, config);
     const double ageDays = createdAt.isValid() ? createdAt.msecsTo(now) / 86400000.0 : 0.0;
     s.recency = decay(ageDays, config);
     if (config.accessBoost > 0 && accessCount > 0)
@@ -47,7 +48,8 @@ double Scoring::score(const MatchSignals &s, double best, const MemoryConfig &c)
     const double total = c.semanticWeight + c.keywordWeight + c.recencyWeight + c.importanceWeight;
     if (total <= 0)
         return 0;
-    const double share = best > s.relevance ? s.relevance / best : 1.0;
+    const double ranking = relevance(s.semantic, s.keyword, c);
+    const double share = best > ranking ? ranking / best : 1.0;
     const double evidence = c.semanticWeight * s.semantic + c.keywordWeight * s.keyword;
     const double standing = c.recencyWeight * s.recency + c.importanceWeight * s.importance;
     return (evidence + standing * share * share) / total;
@@ -82,14 +84,31 @@ void Scoring::weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &
 {
     double best = 0;
     for (const MemoryMatch &m : std::as_const(matches))
-        best = std::max(best, m.signalValues.relevance);
+        best = std::max(best, relevance(m.signalValues.semantic, m.signalValues.keyword, config));
     for (MemoryMatch &m : matches)
         m.score = score(m.signalValues, best, config);
 }
 
+void Scoring::relativeKeywords(const std::vector<MatchSignals *> &candidates)
+{
+    double best = 0;
+    for (const MatchSignals *s : candidates)
+        best = std::max(best, s->keywordEvidence);
+    for (MatchSignals *s : candidates)
+        s->keyword = best > 0 ? s->keywordEvidence / best : 0.0;
+}
+
+bool Scoring::anyRelevantEnough(const std::vector<const MatchSignals *> &candidates, double floor)
+{
+    for (const MatchSignals *s : candidates)
+        if (s->relevance > 0 && s->relevance >= floor)
+            return true;
+    return false;
+}
+
 bool Scoring::relevantEnough(const MatchSignals &s, double floor)
 {
-    return s.relevance > 0 && s.relevance >= floor;
+    return s.relevance > 0 && s.relevance >= floor * kCompanionShare;
 }
 
 double Scoring::cosine(const Embedding &a, const Embedding &b)

@@ -197,18 +197,40 @@ private Q_SLOTS:
         QVERIFY(qAbs(best - 1.0) < 1e-12); // signals all at 1 (or clipped to it)
     }
 
-    // The floor looks at relevance only: recency and importance never make a record relevant.
+    // The floor looks at relevance only: recency and importance never make a record relevant. A recall
+    // passes when one candidate reaches the floor; then candidates at half of it come along.
     void floorJudgesRelevanceOnly()
     {
         MemoryConfig c;
         const QDateTime now = nowUtc();
         const MemoryMatch unrelated = Scoring::match(aged(1.0, 0, now), 0.0, 0.0, now, c);
+        QVERIFY(!Scoring::anyRelevantEnough({&unrelated.signalValues}, 0.0));
         QVERIFY(!Scoring::relevantEnough(unrelated.signalValues, 0.0));
         QVERIFY(unrelated.score > 0.3); // new and important: a high composite, still not returned
         const MemoryMatch weak = Scoring::match(aged(0.5, 900, now), 0.2, 0.1, now, c);
         QVERIFY(qAbs(weak.signalValues.relevance - 0.15) < 1e-12);
-        QVERIFY(Scoring::relevantEnough(weak.signalValues, 0.15));
-        QVERIFY(!Scoring::relevantEnough(weak.signalValues, 0.16));
+        QVERIFY(Scoring::anyRelevantEnough({&weak.signalValues}, 0.15));
+        QVERIFY(!Scoring::anyRelevantEnough({&weak.signalValues, &unrelated.signalValues}, 0.16));
+        QCOMPARE(Scoring::kCompanionShare, 0.5);
+        QVERIFY(Scoring::relevantEnough(weak.signalValues, 0.30));
+        QVERIFY(!Scoring::relevantEnough(weak.signalValues, 0.31));
+    }
+
+    // The keyword signal that ranks is the evidence over the best evidence among the candidates; the
+    // relevance (and so the floor) keeps the absolute evidence.
+    void relativeKeywords()
+    {
+        MemoryConfig c;
+        const QDateTime now = nowUtc();
+        MemoryMatch a = Scoring::match(aged(0.5, 1, now), 0.1, 0.4, now, c);
+        MemoryMatch b = Scoring::match(aged(0.5, 1, now), 0.1, 0.1, now, c);
+        MemoryMatch none = Scoring::match(aged(0.5, 1, now), 0.3, 0.0, now, c);
+        Scoring::relativeKeywords({&a.signalValues, &b.signalValues, &none.signalValues});
+        QCOMPARE(a.signalValues.keyword, 1.0);
+        QVERIFY(qAbs(b.signalValues.keyword - 0.25) < 1e-12);
+        QCOMPARE(none.signalValues.keyword, 0.0);
+        QCOMPARE(a.signalValues.keywordEvidence, 0.4);
+        QVERIFY(qAbs(a.signalValues.relevance - 0.25) < 1e-12); // (0.1 + 0.4) / 2
     }
 
     void accessBoost()
