@@ -243,7 +243,7 @@ const CommandSpec *CommandSpec::find(const QString &commandName)
 const QList<CommandSpec::Option> &CommandSpec::globalOptions()
 {
     static const QList<Option> options = {
-        value("db", "PATH", "SQLite file of the store (default $MNEME_STORAGE_DIR/memory.db, else ./.mneme/memory.db)"),
+        value("db", "PATH", "SQLite file of the store (default $MNEME_STORAGE_DIR/memory.db, else ~/.local/share/mneme/memory.db)"),
         value("config", "FILE", "JSON configuration (the keys of MemoryConfig)"),
         flag("json", "print exactly one JSON document on standard output"),
         flag("quiet", "print nothing but errors on standard error"),
