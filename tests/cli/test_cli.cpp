@@ -468,7 +468,7 @@ void TestCli::recallSliceAndOptions()
         previous = m["score"].get<double>();
         QCOMPARE(keysOf(m["signals"]), set({QStringLiteral("semantic"), QStringLiteral("recency"),
                                             QStringLiteral("importance"), QStringLiteral("keyword"),
-                                            QStringLiteral("relevance")}));
+                                            QStringLiteral("keyword_evidence"), QStringLiteral("relevance")}));
         QVERIFY(m["score"].get<double>() >= 0.0 && m["score"].get<double>() <= 1.0);
         for (const char *signal : {"semantic", "recency", "importance", "keyword", "relevance"}) {
             const double v = m["signals"][signal].get<double>();
