@@ -171,8 +171,9 @@ MemoryConfig configFor(const QString &path, int dimension)
 void measureInferredSaves(const QString &path, int records, int dimension, QRandomGenerator &rng)
 {
     const int count = std::min(records, 10000);
+    // Opened afresh, as by `mneme remember-many`: the vector index is not loaded (it catches up on the
+    // next recall), as during the bulk load remember_many_per_s measures.
     Memory memory(configFor(path, dimension));
-    memory.recall(QStringLiteral("load the vector index"), RecallOptions());
     for (const bool plain : {false, true}) {
         QElapsedTimer t;
         t.start();
@@ -322,9 +323,11 @@ void runScale(const QString &dir, int records, int queries, int dimension)
             continue;
         // Ties at the tenth score count as found: any of them is a correct tenth neighbour.
         const double tenth = exact.back().score;
+        double hits = 0;
         for (const auto &h : approx)
             if (h.score >= tenth - 1e-6)
-                ++annFound;
+                ++hits;
+        annFound += std::min(hits, double(exact.size()));
         wanted += double(exact.size());
     }
     report("ann_recall_at_10", records, wanted > 0 ? annFound / wanted : 1.0, "ratio");
