@@ -5,6 +5,11 @@
 
 namespace mneme {
 
+QStringList RecordFilter::identityKeys()
+{
+    return {QStringLiteral("user_id"), QStringLiteral("agent_id"), QStringLiteral("run_id")};
+}
+
 bool RecordFilter::isEmpty() const
 {
     return scopes.isEmpty() && categories.isEmpty() && (metadata.is_null() || metadata.empty())
@@ -13,6 +18,11 @@ bool RecordFilter::isEmpty() const
 }
 
 bool RecordFilter::matches(const MemoryRecord &r) const
+{
+    return matches(r, MetadataFilter::parse(metadata));
+}
+
+bool RecordFilter::matches(const MemoryRecord &r, const MetadataFilter &metadataConditions) const
 {
     if (!ids.isEmpty() && !ids.contains(r.id))
         return false;
@@ -38,12 +48,8 @@ bool RecordFilter::matches(const MemoryRecord &r) const
         if (!any)
             return false;
     }
-    if (metadata.is_object()) {
-        for (auto it = metadata.begin(); it != metadata.end(); ++it) {
-            if (!r.metadata.is_object() || !r.metadata.contains(it.key()) || r.metadata[it.key()] != it.value())
-                return false;
-        }
-    }
+    if (!metadataConditions.matches(r.metadata))
+        return false;
     if (createdBefore.isValid() && !(r.createdAt < createdBefore))
         return false;
     if (createdAfter.isValid() && r.createdAt < createdAfter)

@@ -2,6 +2,7 @@
 
 #include <mneme/core/export.h>
 #include <mneme/core/json.h>
+#include <mneme/core/metadata_filter.h>
 
 #include <QDateTime>
 #include <QString>
@@ -20,7 +21,8 @@ struct MNEME_CORE_EXPORT RecordFilter
     QStringList scopes;
     // A record matches when it has at least one of these categories. Empty = no restriction.
     QStringList categories;
-    // A record matches when metadata[key] == value for every key of this object.
+    // Conditions on the record's metadata (MetadataFilter: {"key": value}, {"key": {"$gte": 2}}, ...);
+    // every one must hold. An empty object: no condition.
     Json metadata = Json::object();
     // Only these ids. Empty = no restriction.
     QStringList ids;
@@ -38,9 +40,16 @@ struct MNEME_CORE_EXPORT RecordFilter
     // Only records whose source equals this (CLI `recall --source`). Empty = any source.
     QString onlySource;
 
+    // The metadata keys of the Mem0-style identities Memory writes from RememberOptions::userId,
+    // agentId and runId: "user_id", "agent_id", "run_id". A backend may index them to filter fast.
+    static QStringList identityKeys();
+
     bool isEmpty() const;
-    // True when `r` passes the scope, category, metadata, id, time and privacy conditions.
+    // True when `r` passes the scope, category, metadata, id, time and privacy conditions. Throws
+    // Error(InvalidArgument) for a metadata filter MetadataFilter::parse() refuses.
     bool matches(const MemoryRecord &r) const;
+    // The same with the metadata conditions already read (for a caller testing many records).
+    bool matches(const MemoryRecord &r, const MetadataFilter &metadataConditions) const;
 };
 
 } // namespace mneme

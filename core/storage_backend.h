@@ -80,7 +80,7 @@ public:
     // Inserts records (ids must be new) in one transaction; writes an ADD history entry for each.
     virtual void save(const std::vector<MemoryRecord> &records) = 0;
     // save() for records that must not be stored twice: a record identical to a stored one (same
-    // content, scope, source and privacy, as findExact() matches), or to an earlier one of the batch,
+    // content, scope, source, privacy and identities, as findExact() matches), or to an earlier one of the batch,
     // is not inserted. Returns, for each record, the id it is stored under: its own, or that of the
     // identical record. A backend that can look up and insert in one transaction does, so that
     // writers saving the same content at once (other processes) store it once; this default looks up
@@ -90,11 +90,22 @@ public:
         std::vector<QString> ids(records.size());
         std::vector<MemoryRecord> fresh;
         const std::vector<std::optional<MemoryRecord>> found = findExact(records);
+        const auto identityAt = [](const MemoryRecord &r, const QString &key) {
+            const std::string k = key.toStdString();
+            return r.metadata.is_object() && r.metadata.contains(k) ? r.metadata[k] : Json();
+        };
+        const auto sameIdentity = [&](const MemoryRecord &a, const MemoryRecord &b) {
+            for (const QString &key : RecordFilter::identityKeys())
+                if (identityAt(a, key) != identityAt(b, key))
+                    return false;
+            return true;
+        };
         for (std::size_t i = 0; i < records.size(); ++i) {
             const MemoryRecord &r = records[i];
             for (std::size_t k = 0; k < i && !found[i] && ids[i].isEmpty(); ++k) {
                 const MemoryRecord &e = records[k];
-                if (e.content == r.content && e.scope == r.scope && e.source == r.source && e.isPrivate == r.isPrivate)
+                if (e.content == r.content && e.scope == r.scope && e.source == r.source && e.isPrivate == r.isPrivate
+                    && sameIdentity(e, r))
                     ids[i] = ids[k];
             }
             if (found[i])
@@ -164,7 +175,8 @@ public:
     // A record with exactly this content, scope, source and privacy, if one exists.
     virtual std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                                   const QString &source, bool isPrivate) = 0;
-    // For each of `records`, one stored with exactly its content, scope, source and privacy, if one
+    // For each of `records`, one stored with exactly its content, scope, source and privacy, and the
+    // same identities (the metadata keys RecordFilter::identityKeys(), a missing one missing), if one
     // exists: findExact() for a whole batch, in one read of the store.
     virtual std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) = 0;
     virtual int count(const RecordFilter &filter) = 0;

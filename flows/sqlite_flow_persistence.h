@@ -50,7 +50,7 @@ public:
     SqliteFlowPersistence(const SqliteFlowPersistence &) = delete;
     SqliteFlowPersistence &operator=(const SqliteFlowPersistence &) = delete;
 
-    // $MNEME_STORAGE_DIR/flows.db, else ./.mneme/flows.db (beside the default memory store).
+    // flows.db beside the default memory store (MemoryConfig::defaultStoragePath()).
     static QString defaultPath();
     // The schema version this build writes and the newest it reads.
     static int latestSchemaVersion();

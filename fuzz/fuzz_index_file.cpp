@@ -44,6 +44,10 @@ void loadAndSearch(const QString &path, const QByteArray &bytes)
     filter.applyPrivacy = true;
     (void)index.search(query, filter, 5, nullptr, VectorIndex::Mode::Graph);
     (void)index.search(query, filter, 5, nullptr, VectorIndex::Mode::Exact);
+    // The identity arrays, as a recall filtered by user, agent or run reads them.
+    filter.metadata = Json{{"user_id", "alice"}, {"agent_id", Json{{"$exists", true}}}, {"run_id", Json{{"$exists", false}}}};
+    (void)index.search(query, filter, 5, nullptr, VectorIndex::Mode::Graph);
+    (void)index.search(query, filter, 5, nullptr, VectorIndex::Mode::Exact);
     for (qint64 rowid : index.trackedRowids())
         (void)index.rankFields(rowid);
 }

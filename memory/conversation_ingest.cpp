@@ -456,6 +456,7 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
             if (base.scope != QLatin1String("/"))
                 filter.scopes << base.scope;
             filter.onlySource = base.source;
+            filter.metadata = MemoryPrivate::sameIdentity(base.metadata); // another user's memories are not candidates
             // Oversampled: records of another source or privacy are skipped after the search.
             const int searchLimit = int(std::min<qint64>(qint64(job.similar) * 4, 10000));
             QList<Candidate> shown;

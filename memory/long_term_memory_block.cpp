@@ -108,6 +108,9 @@ QString LongTermMemoryBlock::get(const std::vector<ChatMessage> &messages)
     o.limit = m_options.similarityTopK + kRecallHeadroom;
     o.depth = RecallDepth::Shallow;
     o.source = m_options.source;
+    // The query is the last messages together, which no single fact covers much of: the block takes
+    // its top k, as LlamaIndex's does, without the relevance floor meant for one question.
+    o.minRelevance = 0.0;
     QStringList facts;
     for (const MemoryMatch &m : memory().recall(query, o)) {
         if (m.record.categories.contains(QLatin1String(VectorMemoryBlock::kCategory)))

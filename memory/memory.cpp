@@ -9,6 +9,7 @@
 #include "memory/scoring_p.h"
 #include "memory/statement_splitter_p.h"
 #include <mneme/core/error.h>
+#include <mneme/core/metadata_filter.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/provider_settings.h>
 #include <mneme/core/scope_path.h>
@@ -16,9 +17,11 @@
 #include <mneme/memory/memory_scope.h>
 #include <mneme/memory/memory_slice.h>
 
+#include <QDir>
 #include <QElapsedTimer>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -40,6 +43,21 @@ constexpr int kTouchChunk = 32;
 constexpr int kMaxMetadataDepth = 32;
 constexpr int kMaxMetadataBytes = 65536;
 
+// One line, once a process, when the default store is used while the default of earlier versions
+// (./.mneme/memory.db) exists: the caller may be looking for the memories it holds.
+void noteLegacyStore()
+{
+    static std::once_flag once;
+    std::call_once(once, [] {
+        const QString legacy = MemoryConfig::legacyStoragePath();
+        if (!legacy.isEmpty())
+            qCWarning(lcMemory).noquote()
+                << QStringLiteral("note: the default store is %1; %2, the default of earlier versions, is not "
+                                  "read (pass its path as the store, such as mneme --db .mneme/memory.db, to use it)")
+                       .arg(MemoryConfig::defaultStoragePath(), QDir::cleanPath(legacy));
+    });
+}
+
 std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
 {
     QString key = QStringLiteral("sqlite");
@@ -54,6 +72,9 @@ std::shared_ptr<StorageBackend> buildStorage(const Json &spec)
     }
     if (key == QLatin1String("sqlite") && !cfg.contains("path"))
         cfg["path"] = MemoryConfig::defaultStoragePath();
+    if (key == QLatin1String("sqlite") && cfg["path"].is_string()
+        && QDir::cleanPath(QString::fromStdString(cfg["path"].get<std::string>())) == QDir::cleanPath(MemoryConfig::defaultStoragePath()))
+        noteLegacyStore();
     return PluginRegistry::instance().createStorage(key, cfg);
 }
 
@@ -158,6 +179,45 @@ QString scopeUnder(const QString &root, const std::optional<QString> &scope)
     return ScopePath::join(root, scope.value_or(QString()));
 }
 
+// An identity value (user, agent or run id): trimmed, printable; empty for none.
+QString validIdentity(const QString &value, const char *what)
+{
+    const QString v = value.trimmed();
+    for (const QChar ch : v)
+        if (ch.category() == QChar::Other_Control)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the %1 contains a control character; use printable characters").arg(QLatin1String(what)));
+    return v;
+}
+
+// The identity values of options, in RecordFilter::identityKeys() order.
+template<typename Options>
+std::array<QString, 3> identityOf(const Options &o)
+{
+    return {validIdentity(o.userId, "user id"), validIdentity(o.agentId, "agent id"), validIdentity(o.runId, "run id")};
+}
+
+// The metadata conditions that select the records of these identities (an empty value: any).
+Json identityConditions(const std::array<QString, 3> &identity)
+{
+    Json conditions = Json::object();
+    const QStringList keys = RecordFilter::identityKeys();
+    for (std::size_t k = 0; k < 3; ++k)
+        if (!identity[k].isEmpty())
+            conditions[keys[qsizetype(k)].toStdString()] = identity[k].toStdString();
+    return conditions;
+}
+
+// A filter document as a recall or forget takes it: checked now, so that a bad one fails before any work.
+Json validMetadataFilter(const Json &document)
+{
+    if (!document.is_null() && !document.is_object())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the metadata filter must be a JSON object such as {\"status\": \"done\"}"));
+    (void)MetadataFilter::parse(document);
+    return document.is_object() ? document : Json::object();
+}
+
 // The record a save of `input` would store (no id, no embedding yet); throws for bad input.
 MemoryRecord resolvedInput(const MemoryInput &input, const MemoryConfig &config)
 {
@@ -169,6 +229,21 @@ MemoryRecord resolvedInput(const MemoryInput &input, const MemoryConfig &config)
     r.importance = o.importance ? validImportance(*o.importance) : config.defaultImportance;
     checkMetadata(o.metadata);
     r.metadata = o.metadata.is_object() ? o.metadata : Json::object();
+    const std::array<QString, 3> identity = identityOf(o);
+    const QStringList identityKeys = RecordFilter::identityKeys();
+    for (std::size_t k = 0; k < 3; ++k) {
+        if (identity[k].isEmpty())
+            continue;
+        const std::string key = identityKeys[qsizetype(k)].toStdString();
+        if (r.metadata.contains(key) && r.metadata[key] != identity[k].toStdString())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the metadata says %1 is %2, but the memory is saved for %1 %3; give one of them")
+                            .arg(identityKeys[qsizetype(k)],
+                                 Error::quoted(QString::fromStdString(r.metadata[key].dump(-1, ' ', false, Json::error_handler_t::replace))),
+                                 Error::quoted(identity[k])));
+        r.metadata[key] = identity[k].toStdString();
+    }
+    checkMetadata(r.metadata); // the identities count towards its size
     r.source = o.source.trimmed();
     r.isPrivate = o.isPrivate;
     if (r.isPrivate && r.source.isEmpty())
@@ -330,7 +405,9 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
         std::vector<size_t> fresh;
         for (size_t k = 0; k < active.size(); ++k) {
             const size_t i = active[k];
-            if (k < existing.size() && existing[k]) {
+            // The same words saved for another user, agent or run are not this item's record.
+            if (k < existing.size() && existing[k]
+                && MetadataFilter::parse(MemoryPrivate::sameIdentity(items[i].record.metadata)).matches(existing[k]->metadata)) {
                 items[i].existingId = existing[k]->id;
                 out.records[i] = *existing[k];
             } else {
@@ -395,8 +472,8 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 
     // 3. Intra-batch dedup: a later item nearly identical to an earlier kept one is dropped (not in a
     //    conversation, whose turns are events even when their words repeat).
-    //    Only items of the same source and privacy are compared (decision 6): one source's record never
-    //    drops another's, nor a private record a shared one.
+    //    Only items of the same source, privacy and identities are compared (decision 6): one source's
+    //    (or user's, agent's, run's) record never drops another's, nor a private record a shared one.
     std::vector<size_t> kept;
     std::vector<const Embedding *> vectors;
     std::vector<int> groups;
@@ -406,7 +483,8 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     for (size_t i : active) {
         const MemoryRecord &r = items[i].record;
         vectors.push_back(context.conversation ? nullptr : &r.embedding);
-        const QString key = (r.isPrivate ? QStringLiteral("p:") : QStringLiteral("s:")) + r.source;
+        const QString key = (r.isPrivate ? QStringLiteral("p:") : QStringLiteral("s:")) + r.source + QChar(0)
+                          + QString::fromStdString(MemoryPrivate::sameIdentity(r.metadata).dump(-1, ' ', false, Json::error_handler_t::replace));
         groups.push_back(groupOf.contains(key) ? groupOf.value(key) : groupOf.insert(key, int(groupOf.size())).value());
     }
     const std::vector<bool> duplicate = BatchDedup::duplicates(vectors, d.config.batchDedupThreshold, groups);
@@ -551,6 +629,21 @@ void MemoryPrivate::embedNextAhead(const std::shared_ptr<EmbedAhead> &own)
     }
 }
 
+// The conditions that select exactly the records with the same identities as `metadata` (a missing key
+// must be missing): the records a save may treat as its own.
+Json MemoryPrivate::sameIdentity(const Json &metadata)
+{
+    Json conditions = Json::object();
+    for (const QString &key : RecordFilter::identityKeys()) {
+        const std::string k = key.toStdString();
+        if (metadata.is_object() && metadata.contains(k))
+            conditions[k] = metadata[k];
+        else
+            conditions[k] = Json{{"$exists", false}};
+    }
+    return conditions;
+}
+
 RecordFilter MemoryPrivate::readFilter(const QStringList &scopes, const ReadContext &reader) const
 {
     RecordFilter f;
@@ -581,20 +674,24 @@ QString MemoryPrivate::readScope(const QString &path) const
 }
 
 QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter,
-                                       int limit, const QDateTime &now)
+                                       int limit, const QDateTime &now, double floor)
 {
     // Oversample so recency and importance can lift a record the vectors rank a little lower.
     const int candidates = std::max(limit * 3, 30);
+    // A text with nothing an embedder can read (punctuation only) has no vector: keywords alone.
+    const bool vectors = !queryVector.empty();
 
     // Most candidates are not kept: when the backend can rank them without their records (and the
     // ranking does not weigh access counts, which its hits do not carry), only the kept ones are read.
     if (config.accessBoost <= 0) {
-        if (std::optional<std::vector<SearchHit>> hits = storage->searchHits(queryVector, filter, candidates)) {
+        std::optional<std::vector<SearchHit>> hits =
+            vectors ? storage->searchHits(queryVector, filter, candidates) : std::optional(std::vector<SearchHit>());
+        if (hits) {
             std::optional<std::vector<SearchHit>> words;
             if (config.keywordWeight > 0)
                 words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight);
             if (config.keywordWeight <= 0 || words)
-                return rankHits(*hits, words ? *words : std::vector<SearchHit>(), filter, limit, now);
+                return rankHits(*hits, words ? *words : std::vector<SearchHit>(), filter, limit, now, floor);
         }
     }
 
@@ -606,25 +703,23 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     };
     QHash<QString, Candidate> pool;
     pool.reserve(2 * candidates);
-    for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
-        const QString id = s.record.id;
-        pool.insert(id, Candidate{std::move(s.record), s.score, 0});
+    if (vectors) {
+        for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
+            const QString id = s.record.id;
+            pool.insert(id, Candidate{std::move(s.record), s.score, 0});
+        }
     }
     if (config.keywordWeight > 0) {
-        const auto hits = storage->keywordSearch(text, filter, candidates, config.keywordContextWeight);
-        double best = 0;
-        for (const auto &h : hits)
-            best = std::max(best, h.score);
-        for (const auto &h : hits) {
-            const double kw = best > 0 ? h.score / best : 0;
+        for (const ScoredRecord &h : storage->keywordSearch(text, filter, candidates, config.keywordContextWeight)) {
             auto it = pool.find(h.record.id);
             if (it != pool.end()) {
-                it->keyword = kw;
+                it->keyword = h.score;
                 continue;
             }
-            Candidate c{h.record, 0, kw};
-            if (auto full = storage->get(h.record.id, true))
-                c.cosine = Scoring::cosine(queryVector, full->embedding);
+            Candidate c{h.record, 0, h.score};
+            if (vectors)
+                if (auto full = storage->get(h.record.id, true))
+                    c.cosine = Scoring::cosine(queryVector, full->embedding);
             pool.insert(h.record.id, std::move(c));
         }
     }
@@ -632,11 +727,19 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     matches.reserve(pool.size());
     for (Candidate &c : pool) {
         c.record.embedding.clear();
-        MemoryMatch m = Scoring::match(std::move(c.record), c.cosine, c.keyword, now, config);
-        // Recency and importance rank relevant records; they never make an unrelated one relevant.
-        if (m.signalValues.semantic > 0 || m.signalValues.keyword > 0)
-            matches << std::move(m);
+        matches << Scoring::match(std::move(c.record), c.cosine, c.keyword, now, config);
     }
+    // Recency and importance rank relevant records; they never make an unrelated one relevant.
+    std::vector<const MatchSignals *> all;
+    for (const MemoryMatch &m : std::as_const(matches))
+        all.push_back(&m.signalValues);
+    if (!Scoring::anyRelevantEnough(all, floor))
+        return {};
+    matches.removeIf([floor](const MemoryMatch &m) { return !Scoring::relevantEnough(m.signalValues, floor); });
+    std::vector<MatchSignals *> keptSignals;
+    for (MemoryMatch &m : matches)
+        keptSignals.push_back(&m.signalValues);
+    Scoring::relativeKeywords(keptSignals);
     Scoring::weighByRelevance(matches, config);
     const auto kept = matches.begin() + std::min<qsizetype>(limit, matches.size());
     std::partial_sort(matches.begin(), kept, matches.end(), ranksBefore);
@@ -645,7 +748,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
 }
 
 QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
-                                           const RecordFilter &filter, int limit, const QDateTime &now)
+                                           const RecordFilter &filter, int limit, const QDateTime &now, double floor)
 {
     // The same pool, signals and scores as rank() computes from records.
     struct Candidate
@@ -662,29 +765,35 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
         at.emplace(h.key, pool.size());
         pool.push_back(Candidate{h, 0, {}, 0});
     }
-    double bestWords = 0;
-    for (const SearchHit &h : keywordHits)
-        bestWords = std::max(bestWords, h.score);
     for (const SearchHit &h : keywordHits) {
-        const double kw = bestWords > 0 ? h.score / bestWords : 0;
         auto [it, fresh] = at.emplace(h.key, pool.size());
         if (fresh)
-            pool.push_back(Candidate{h, kw, {}, 0});
+            pool.push_back(Candidate{h, h.score, {}, 0});
         else
-            pool[it->second].keyword = kw;
+            pool[it->second].keyword = h.score;
     }
-    std::vector<Candidate *> kept;
-    double best = 0;
+    std::vector<const MatchSignals *> all;
     for (Candidate &c : pool) {
         c.signals = Scoring::signals(c.hit.cosine, c.keyword, c.hit.createdAt, c.hit.importance, 0, now, config);
-        // Recency and importance rank relevant records; they never make an unrelated one relevant.
-        if (c.signals.semantic > 0 || c.signals.keyword > 0) {
+        all.push_back(&c.signals);
+    }
+    // Recency and importance rank relevant records; they never make an unrelated one relevant.
+    if (!Scoring::anyRelevantEnough(all, floor))
+        return {};
+    std::vector<Candidate *> kept;
+    std::vector<MatchSignals *> keptSignals;
+    for (Candidate &c : pool) {
+        if (Scoring::relevantEnough(c.signals, floor)) {
             kept.push_back(&c);
-            best = std::max(best, Scoring::relevance(c.signals, config));
+            keptSignals.push_back(&c.signals);
         }
     }
+    Scoring::relativeKeywords(keptSignals);
+    double best = 0;
+    for (const Candidate *c : kept)
+        best = std::max(best, Scoring::relevance(c->signals.semantic, c->signals.keyword, config));
     for (Candidate *c : kept)
-        c->score = Scoring::weighed(c->signals, best, config);
+        c->score = Scoring::score(c->signals, best, config);
     const auto before = [](const Candidate *a, const Candidate *b) {
         if (a->score != b->score)
             return a->score > b->score;
@@ -698,6 +807,7 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
     // which only the records tell); more when some were deleted, or changed out of the filter, since
     // the search (the record is the final judge, as in search()).
     QList<MemoryMatch> out;
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     std::size_t next = 0;
     while (out.size() < limit && next < kept.size()) {
         std::size_t end = std::min(kept.size(), next + std::size_t(limit - out.size()));
@@ -710,7 +820,7 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
         std::vector<std::optional<MemoryRecord>> records = storage->hitRecords(keys);
         for (std::size_t i = next; i < end; ++i) {
             std::optional<MemoryRecord> &r = records[i - next];
-            if (!r || !filter.matches(*r))
+            if (!r || !filter.matches(*r, conditions))
                 continue;
             MemoryMatch m;
             m.record = std::move(*r);
@@ -818,7 +928,13 @@ RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStrin
     RecordFilter filter = readFilter(scopes, o.effectiveReader());
     filter.categories = categories;
     filter.onlySource = o.onlySource;
+    filter.metadata = MetadataFilter::both(o.metadata, identityConditions(identityOf(o)));
     return filter;
+}
+
+double MemoryPrivate::relevanceFloor(const RecallOptions &o) const
+{
+    return o.minRelevance.value_or(config.minRelevance);
 }
 
 QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOptions &o)
@@ -827,12 +943,21 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
     if (o.limit < 1 || o.limit > kMaxRecallLimit)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("limit must be between 1 and %1 (got %2)").arg(kMaxRecallLimit).arg(o.limit));
+    const auto unitInterval = [](const std::optional<double> &v) { return !v || (*v >= 0 && *v <= 1); };
+    if (!unitInterval(o.minRelevance) || !unitInterval(o.threshold))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the relevance floor and the score threshold of a recall must be between 0 and 1 "
+                                   "(got %1 and %2)")
+                        .arg(o.minRelevance ? QString::number(*o.minRelevance) : QStringLiteral("none"),
+                             o.threshold ? QString::number(*o.threshold) : QStringLiteral("none")));
     QStringList scopes;
     for (const QString &s : o.scopes)
         scopes << q->resolveScope(s);
     if (scopes.isEmpty())
         scopes << q->resolveScope(std::nullopt);
     const QStringList categories = validCategories(o.categories);
+    validMetadataFilter(o.metadata);
+    identityOf(o);
 
     drainSaves(); // read barrier
     QElapsedTimer timer;
@@ -846,7 +971,13 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
             if (o.depth == RecallDepth::Deep)
                 matches = RecallFlow(*this).run(text, o, scopes, categories, now);
             else
-                matches = rank(text, embedQuery(text), recallFilter(scopes, categories, o), o.limit, now);
+                matches = rank(text, embedQuery(text), recallFilter(scopes, categories, o), o.limit, now, relevanceFloor(o));
+            if (o.threshold) {
+                const double threshold = *o.threshold;
+                matches.erase(std::remove_if(matches.begin(), matches.end(),
+                                             [threshold](const MemoryMatch &m) { return m.score < threshold; }),
+                              matches.end());
+            }
             touchLater(matches);
         }
         Q_EMIT q->queryCompleted(query, matches, elapsedMs(timer));
@@ -1055,18 +1186,16 @@ QStringList Memory::extractMemories(const QString &content)
 int Memory::forget(const ForgetOptions &o, const ReadContext &caller)
 {
     d->checkWritable("forget");
-    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid()
-        && (o.metadata.is_null() || o.metadata.empty()))
+    const Json conditions = MetadataFilter::both(validMetadataFilter(o.metadata), identityConditions(identityOf(o)));
+    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid() && conditions.empty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("forget needs a scope, ids, categories, a time or a metadata filter; "
+                    QStringLiteral("forget needs a scope, ids, categories, a time, a metadata filter or an identity; "
                                    "to delete everything use reset() or resetAll()"));
     RecordFilter f = d->readFilter({o.scope || !d->config.rootScope.isEmpty() ? resolveScope(o.scope) : QStringLiteral("/")}, caller);
     f.ids = o.ids;
     f.categories = validCategories(o.categories);
     f.createdBefore = o.olderThan.isValid() ? o.olderThan.toUTC() : QDateTime();
-    if (!o.metadata.is_null() && !o.metadata.is_object())
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("the metadata filter must be a JSON object"));
-    f.metadata = o.metadata.is_object() ? o.metadata : Json::object();
+    f.metadata = conditions;
     return d->exclusively("forget()", [&] { return d->storage->remove(f); });
 }
 
@@ -1102,7 +1231,13 @@ MemoryRecord Memory::update(const QString &id, const UpdateOptions &o, const Rea
         if (o.metadata->is_null())
             throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
         checkMetadata(*o.metadata);
-        r.metadata = *o.metadata;
+        if (o.mergeMetadata)
+            r.metadata.merge_patch(*o.metadata);
+        else
+            r.metadata = *o.metadata;
+        if (!r.metadata.is_object())
+            r.metadata = Json::object();
+        checkMetadata(r.metadata); // a patch can make it larger
     }
     r.updatedAt = nowUtc();
     r.lastAccessed = r.updatedAt;

@@ -4,6 +4,8 @@
 #include <mneme/core/scope_path.h>
 
 #include <QDir>
+#include <QFileInfo>
+#include <QStandardPaths>
 #include <QUrl>
 #include <cmath>
 #include <functional>
@@ -142,6 +144,7 @@ MemoryConfig MemoryConfig::fromJson(const Json &json)
         {"importance_weight", [&](const Json &v, const std::string &k) { c.importanceWeight = number(v, k); }},
         {"keyword_weight", [&](const Json &v, const std::string &k) { c.keywordWeight = number(v, k); }},
         {"keyword_context_weight", [&](const Json &v, const std::string &k) { c.keywordContextWeight = number(v, k); }},
+        {"min_relevance", [&](const Json &v, const std::string &k) { c.minRelevance = number(v, k); }},
         {"recency_half_life_days", [&](const Json &v, const std::string &k) { c.recencyHalfLifeDays = number(v, k); }},
         {"decay_function", [&](const Json &v, const std::string &k) {
              if (!v.is_string())
@@ -198,6 +201,10 @@ void MemoryConfig::validate() const
     checkRange(importanceWeight, 0, 1, "importance_weight");
     checkRange(keywordWeight, 0, 1, "keyword_weight");
     checkRange(keywordContextWeight, 0, 1, "keyword_context_weight");
+    if (!(semanticWeight + keywordWeight > 0))
+        bad("semantic_weight", QStringLiteral("and keyword_weight are both 0, so nothing would ever be relevant to a query; "
+                                              "give one of them a positive weight"));
+    checkRange(minRelevance, 0, 1, "min_relevance");
     if (!(recencyHalfLifeDays > 0) || !std::isfinite(recencyHalfLifeDays))
         bad("recency_half_life_days", QStringLiteral("must be a positive number of days"));
     if (decayFunction != QLatin1String("exponential") && decayFunction != QLatin1String("linear"))
@@ -239,6 +246,7 @@ Json MemoryConfig::toJson() const
         {"importance_weight", importanceWeight},
         {"keyword_weight", keywordWeight},
         {"keyword_context_weight", keywordContextWeight},
+        {"min_relevance", minRelevance},
         {"recency_half_life_days", recencyHalfLifeDays},
         {"decay_function", decayFunction},
         {"access_boost", accessBoost},
@@ -273,7 +281,16 @@ QString MemoryConfig::defaultStoragePath()
     const QString dir = qEnvironmentVariable("MNEME_STORAGE_DIR");
     if (!dir.isEmpty())
         return QDir(dir).filePath(QStringLiteral("memory.db"));
-    return QDir::current().filePath(QStringLiteral(".mneme/memory.db"));
+    // The platform's folder for an application's data: $XDG_DATA_HOME, else ~/.local/share on Linux.
+    const QString data = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+    return QDir(data.isEmpty() ? QDir::homePath() + QStringLiteral("/.local/share") : data)
+        .filePath(QStringLiteral("mneme/memory.db"));
+}
+
+QString MemoryConfig::legacyStoragePath()
+{
+    const QString path = QDir::current().filePath(QStringLiteral(".mneme/memory.db"));
+    return QFileInfo::exists(path) && QDir::cleanPath(path) != QDir::cleanPath(defaultStoragePath()) ? path : QString();
 }
 
 } // namespace mneme

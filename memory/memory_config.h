@@ -23,6 +23,10 @@ struct MNEME_MEMORY_EXPORT MemoryConfig
     // Keyword search: a word found in a record's context (MemoryRecord::context, a conversation
     // turn's neighbours) counts this much of one found in its content (0: the content alone).
     double keywordContextWeight = 0.3;
+    // The relevance floor: recall returns only records whose relevance (semantic and keyword evidence,
+    // MatchSignals::relevance) is at least this, so a query about nothing stored returns nothing.
+    // 0: every record with any semantic or keyword relation. RecallOptions::minRelevance overrides it.
+    double minRelevance = 0.18;
     double recencyHalfLifeDays = 30;
     QString decayFunction = QStringLiteral("exponential"); // or "linear"
     double accessBoost = 0.0;                              // importance bonus per log2(1+access_count)
@@ -65,8 +69,12 @@ struct MNEME_MEMORY_EXPORT MemoryConfig
     // Throws mneme::Error(InvalidArgument) naming the first invalid setting.
     void validate() const;
 
-    // $MNEME_STORAGE_DIR/memory.db, else ./.mneme/memory.db.
+    // $MNEME_STORAGE_DIR/memory.db, else memory.db in the platform's folder for application data
+    // ($XDG_DATA_HOME/mneme, else ~/.local/share/mneme on Linux).
     static QString defaultStoragePath();
+    // ./.mneme/memory.db (the default store before version 0.3) when it exists and is not the default
+    // store: a store the caller may be looking for. Empty otherwise.
+    static QString legacyStoragePath();
 };
 
 } // namespace mneme

@@ -52,6 +52,8 @@ void to_json(Json &j, const MemoryMatch &m)
         {"recency", m.signalValues.recency},
         {"importance", m.signalValues.importance},
         {"keyword", m.signalValues.keyword},
+        {"keyword_evidence", m.signalValues.keywordEvidence},
+        {"relevance", m.signalValues.relevance},
     };
     j["match_reasons"] = m.matchReasons;
     if (!m.evidenceGaps.isEmpty())

@@ -16,14 +16,22 @@ struct MNEME_MEMORY_EXPORT MatchSignals
     double semantic = 0;   // cosine similarity of the embeddings, clipped to 0..1 (decision 7)
     double recency = 0;    // decay of the record's age
     double importance = 0; // the record's importance (plus the access boost, when configured)
-    double keyword = 0;    // normalised BM25 of the query's words
+    double keyword = 0;    // keywordEvidence over the best keyword evidence among the recall's candidates
+    // The storage's keyword evidence: BM25 of the query's words in the record, over the BM25 of an
+    // average-length record holding each of them once, capped at 1.
+    double keywordEvidence = 0;
+    // What the relevance floor (min_relevance) judges: semantic and keyword evidence combined,
+    // (semantic_weight*semantic + keyword_weight*keywordEvidence) / (semantic_weight + keyword_weight).
+    double relevance = 0;
 };
 
 // One recall result.
 struct MNEME_MEMORY_EXPORT MemoryMatch
 {
     MemoryRecord record;
-    double score = 0;          // the composite, with recency and importance weighed by relative relevance (Scoring::weighByRelevance)
+    // 0..1: the weighted mean of the signals, recency and importance scaled by the square of the match's
+    // relevance relative to the most relevant match of the recall (docs/concepts.md, "Recall").
+    double score = 0;
     MatchSignals signalValues; // "signals" in JSON (the C++ name avoids Qt's `signals` keyword macro)
     // "semantic", "keyword", "recency", "importance"; deep recall adds "time_filter" (the record passed
     // the period the query names) and "offline_analysis" (the offline analyzer read that period).

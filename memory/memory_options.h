@@ -51,6 +51,12 @@ struct MNEME_MEMORY_EXPORT RememberOptions
     QDateTime createdAt;              // invalid: now
     QString agentRole;                // reported in events
     std::optional<QString> rootScope; // overrides the Memory's root_scope for this call
+    // Mem0-style identities, stored as the metadata keys "user_id", "agent_id" and "run_id" (empty:
+    // none). Recall, forget and the save pipeline (identical records, consolidation, the offline scope
+    // vote) keep records of different identities apart.
+    QString userId;
+    QString agentId;
+    QString runId;
 };
 
 // One item of a batch whose items carry their own fields.
@@ -135,6 +141,17 @@ struct MNEME_MEMORY_EXPORT RecallOptions
     bool includePrivate = false; // the same as reader.curator (the older spelling)
     QString onlySource;          // only records with this source
     QDateTime now;               // invalid: the current time (recency is measured to it)
+    // The relevance floor of this recall (0..1); unset: the configuration's min_relevance.
+    std::optional<double> minRelevance;
+    // Mem0's `threshold`: only matches whose score is at least this (0..1); unset: no threshold.
+    std::optional<double> threshold;
+    // Conditions on the records' metadata (MetadataFilter: {"key": value}, {"key": {"$gte": 2}}, $in,
+    // $nin, $ne, $exists, $and); an empty object: none.
+    Json metadata = Json::object();
+    // Only records with these identities (RememberOptions::userId ...); empty: any.
+    QString userId;
+    QString agentId;
+    QString runId;
 
     // `reader` with the older fields folded in: the context this recall reads with.
     ReadContext effectiveReader() const;
@@ -146,7 +163,11 @@ struct MNEME_MEMORY_EXPORT ForgetOptions
     QStringList ids;
     QStringList categories;
     QDateTime olderThan;            // created before this
-    Json metadata = Json::object(); // key == value for every key
+    Json metadata = Json::object(); // conditions on the metadata, as RecallOptions::metadata
+    // Only records with these identities; each counts as a condition.
+    QString userId;
+    QString agentId;
+    QString runId;
 };
 
 struct MNEME_MEMORY_EXPORT UpdateOptions
@@ -155,7 +176,10 @@ struct MNEME_MEMORY_EXPORT UpdateOptions
     std::optional<QString> scope;
     std::optional<QStringList> categories;
     std::optional<double> importance;
-    std::optional<Json> metadata;
+    std::optional<Json> metadata; // replaces the metadata, or with mergeMetadata patches it
+    // Apply `metadata` as a JSON merge patch (RFC 7386): its keys are set, a key set to null is
+    // removed, the others are kept.
+    bool mergeMetadata = false;
 };
 
 // What a batch save did.

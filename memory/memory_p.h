@@ -89,12 +89,15 @@ public:
     MemoryRecord undoNow(const QString &id, const ReadContext &caller);
     // One hybrid search (vectors + keywords) over what `filter` selects, scored and sorted, at most
     // `limit` matches. The shallow recall is exactly this; deep recall runs it per query and scope.
+    // Only candidates whose relevance is at least `floor` (and positive) are ranked and returned.
     QList<MemoryMatch> rank(const QString &text, const Embedding &queryVector, const RecordFilter &filter, int limit,
-                            const QDateTime &now);
+                            const QDateTime &now, double floor);
     // rank() on the backend's two-phase search: hits scored from their ranking fields, and only the
     // records of the `limit` best read.
     QList<MemoryMatch> rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
-                                const RecordFilter &filter, int limit, const QDateTime &now);
+                                const RecordFilter &filter, int limit, const QDateTime &now, double floor);
+    // The relevance floor of a recall: its own, else min_relevance.
+    double relevanceFloor(const RecallOptions &options) const;
     // Best first: score, then semantic similarity, then id (a total order).
     static bool ranksBefore(const MemoryMatch &a, const MemoryMatch &b);
     static void sortMatches(QList<MemoryMatch> &matches);
@@ -116,6 +119,9 @@ public:
     RecordFilter recallFilter(const QStringList &scopes, const QStringList &categories, const RecallOptions &o) const;
     // What `reader` may see in these (resolved) scopes.
     RecordFilter readFilter(const QStringList &scopes, const ReadContext &reader) const;
+    // The metadata conditions that select exactly the records with the identities (user, agent, run)
+    // of `metadata`, a missing one missing: the records a save may treat as its own.
+    static Json sameIdentity(const Json &metadata);
     QString readScope(const QString &path) const;
     ScopeNode node(const QString &path, int depth, int maxDepth, const RecordFilter &visible);
     // The record with this id when it lies under the root scope and `reader` may see it.

@@ -268,7 +268,7 @@ QList<QList<MemoryMatch>> RecallFlow::search(const QList<Phrase> &phrases, const
                 filter.createdAfter = plan.after;
                 filter.createdBefore = plan.before;
             }
-            QList<MemoryMatch> found = d.rank(p.text, p.vector, filter, perSearch, m_now);
+            QList<MemoryMatch> found = d.rank(p.text, p.vector, filter, perSearch, m_now, d.relevanceFloor(m_options));
             if (!found.isEmpty())
                 out << std::move(found);
         }

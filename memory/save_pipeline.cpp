@@ -75,14 +75,34 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
 
     // 1. Similar stored records: same source and privacy only (decision 6), within the item's scope
     //    when one was given, else within its root. A failing search treats the item as new.
+    //    Without an LLM they serve only the offline scope vote: an item whose scope is given, or whose
+    //    root has no scope below it to vote for, needs none (an identical record in its scope was
+    //    found before the analysis), and skipping the search keeps inferred saves as fast as full ones.
+    QHash<QString, bool> rootHasScopes;
+    const auto needsNeighbours = [&](const Item &it) {
+        if (haveLlm)
+            return true;
+        if (it.input.options.scope.has_value())
+            return false;
+        // The scopes the item's source may see (its neighbours are of its source, shared or its own).
+        const QString root = rootOf(config, it.input);
+        const QString key = root + QChar(0) + it.record.source;
+        auto known = rootHasScopes.constFind(key);
+        if (known == rootHasScopes.constEnd())
+            known = rootHasScopes.insert(key, !storage->childScopes(root, readFilter({}, ReadContext::of(it.record.source))).isEmpty());
+        return *known;
+    };
     for (size_t i : work) {
         Item &it = items[i];
+        if (!needsNeighbours(it))
+            continue;
         const MemoryRecord &r = it.record;
         const bool scopeGiven = it.input.options.scope.has_value();
         RecordFilter f;
         const QString prefix = scopeGiven ? r.scope : rootOf(config, it.input);
         if (prefix != QLatin1String("/"))
             f.scopes << prefix;
+        f.metadata = sameIdentity(r.metadata); // another user's, agent's or run's record is not a candidate
         try {
             for (ScoredRecord &s : storage->search(r.embedding, f, config.consolidationLimit * 4)) {
                 if (s.record.source != r.source || s.record.isPrivate != r.isPrivate)

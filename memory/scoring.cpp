@@ -26,7 +26,9 @@ MatchSignals Scoring::signals(double cosine, double keyword, const QDateTime &cr
 {
     MatchSignals s;
     s.semantic = std::clamp(cosine, 0.0, 1.0);
-    s.keyword = std::clamp(keyword, 0.0, 1.0);
+    s.keywordEvidence = std::clamp(keyword, 0.0, 1.0);
+    s.keyword = s.keywordEvidence; // until weighed against the other candidates (relativeKeywords())
+    s.relevance = relevance(s.semantic, s.keywordEvidence, config);
     const double ageDays = createdAt.isValid() ? createdAt.msecsTo(now) / 86400000.0 : 0.0;
     s.recency = decay(ageDays, config);
     if (config.accessBoost > 0 && accessCount > 0)
@@ -35,10 +37,22 @@ MatchSignals Scoring::signals(double cosine, double keyword, const QDateTime &cr
     return s;
 }
 
-double Scoring::composite(const MatchSignals &s, const MemoryConfig &c)
+double Scoring::relevance(double semantic, double keyword, const MemoryConfig &c)
 {
-    return c.semanticWeight * s.semantic + c.keywordWeight * s.keyword + c.recencyWeight * s.recency
-         + c.importanceWeight * s.importance;
+    const double weight = c.semanticWeight + c.keywordWeight;
+    return weight > 0 ? (c.semanticWeight * semantic + c.keywordWeight * keyword) / weight : 0.0;
+}
+
+double Scoring::score(const MatchSignals &s, double best, const MemoryConfig &c)
+{
+    const double total = c.semanticWeight + c.keywordWeight + c.recencyWeight + c.importanceWeight;
+    if (total <= 0)
+        return 0;
+    const double ranking = relevance(s.semantic, s.keyword, c);
+    const double share = best > ranking ? ranking / best : 1.0;
+    const double evidence = c.semanticWeight * s.semantic + c.keywordWeight * s.keyword;
+    const double standing = c.recencyWeight * s.recency + c.importanceWeight * s.importance;
+    return (evidence + standing * share * share) / total;
 }
 
 QStringList Scoring::reasons(const MatchSignals &s)
@@ -61,34 +75,40 @@ MemoryMatch Scoring::match(MemoryRecord record, double cosine, double keyword, c
     MemoryMatch m;
     m.signalValues = signalsFor(record, cosine, keyword, now, config);
     m.record = std::move(record);
-    m.score = composite(m.signalValues, config);
+    m.score = score(m.signalValues, m.signalValues.relevance, config);
     m.matchReasons = reasons(m.signalValues);
     return m;
-}
-
-double Scoring::relevance(const MatchSignals &s, const MemoryConfig &c)
-{
-    return c.semanticWeight * s.semantic + c.keywordWeight * s.keyword;
 }
 
 void Scoring::weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &config)
 {
     double best = 0;
     for (const MemoryMatch &m : std::as_const(matches))
-        best = std::max(best, relevance(m.signalValues, config));
-    if (best <= 0)
-        return;
+        best = std::max(best, relevance(m.signalValues.semantic, m.signalValues.keyword, config));
     for (MemoryMatch &m : matches)
-        m.score = weighed(m.signalValues, best, config);
+        m.score = score(m.signalValues, best, config);
 }
 
-double Scoring::weighed(const MatchSignals &s, double best, const MemoryConfig &c)
+void Scoring::relativeKeywords(const std::vector<MatchSignals *> &candidates)
 {
-    if (best <= 0)
-        return composite(s, c);
-    const double rel = relevance(s, c);
-    const double share = rel / best;
-    return rel + (c.recencyWeight * s.recency + c.importanceWeight * s.importance) * share * share;
+    double best = 0;
+    for (const MatchSignals *s : candidates)
+        best = std::max(best, s->keywordEvidence);
+    for (MatchSignals *s : candidates)
+        s->keyword = best > 0 ? s->keywordEvidence / best : 0.0;
+}
+
+bool Scoring::anyRelevantEnough(const std::vector<const MatchSignals *> &candidates, double floor)
+{
+    for (const MatchSignals *s : candidates)
+        if (s->relevance > 0 && s->relevance >= floor)
+            return true;
+    return false;
+}
+
+bool Scoring::relevantEnough(const MatchSignals &s, double floor)
+{
+    return s.relevance > 0 && s.relevance >= floor * kCompanionShare;
 }
 
 double Scoring::cosine(const Embedding &a, const Embedding &b)

@@ -5,39 +5,61 @@
 #include <mneme/memory/memory_match.h>
 
 #include <QDateTime>
+#include <vector>
 
 namespace mneme {
 
-// The composite score of the reference, with Mneme's keyword signal:
-//   score = semantic_weight*semantic + keyword_weight*keyword + recency_weight*decay + importance_weight*importance
-// decay = 0.5^(age_days/half_life) (exponential) or max(0, 1 - age_days/(2*half_life)) (linear).
+// Recall's scores. Five signals, each in 0..1: semantic (the cosine similarity, clipped), keyword
+// evidence (the storage's absolute keyword evidence), keyword (that evidence over the best of the
+// recall's candidates: 1 for the best keyword match), recency (decay = 0.5^(age_days/half_life), or
+// max(0, 1 - age_days/(2*half_life)) when linear) and importance. From them:
+//   relevance = (semantic_weight*semantic + keyword_weight*keyword_evidence) / (semantic_weight + keyword_weight)
+//   ranking   = the same with keyword instead of keyword_evidence
+//   score     = (semantic_weight*semantic + keyword_weight*keyword
+//                + (recency_weight*recency + importance_weight*importance) * (ranking/best)^2)
+//               / (semantic_weight + keyword_weight + recency_weight + importance_weight)
+// where best is the highest ranking among the candidates of one recall. The score is the weighted
+// mean of the signals, in 0..1, for a lone candidate or equally ranked ones; with keyword_weight 0 and
+// weights that sum to 1 (the defaults but the keyword's) it is the reference's composite. Recency and
+// importance order records that are about equally relevant but cannot lift a weakly related record
+// over a clearly related one.
+//
+// The relevance floor (min_relevance) judges relevance, never recency or importance: a recall whose
+// candidates all fall below it returns nothing; otherwise it returns the candidates whose relevance is
+// at least kCompanionShare of it (the weaker evidence that comes with a related query, such as the
+// other turns a multi-hop question needs).
 class Scoring
 {
 public:
     static double decay(double ageDays, const MemoryConfig &config);
-    // cosine: the raw cosine similarity (clipped to 0..1 here, decision 7); keyword: already in 0..1.
-    static MatchSignals signalsFor(const MemoryRecord &record, double cosine, double keyword,
-                                   const QDateTime &now, const MemoryConfig &config);
-    // The same from the fields of a record that ranking reads.
+    // cosine: the raw cosine similarity (clipped to 0..1 here, decision 7); keyword: the storage's
+    // keyword evidence (0..1). Sets every signal, relevance included; keyword is the evidence itself
+    // until relativeKeywords().
     static MatchSignals signals(double cosine, double keyword, const QDateTime &createdAt, double importance,
                                 int accessCount, const QDateTime &now, const MemoryConfig &config);
-    static double composite(const MatchSignals &signals, const MemoryConfig &config);
+    static MatchSignals signalsFor(const MemoryRecord &record, double cosine, double keyword,
+                                   const QDateTime &now, const MemoryConfig &config);
+    // (semantic_weight*semantic + keyword_weight*keyword) / (semantic_weight + keyword_weight).
+    static double relevance(double semantic, double keyword, const MemoryConfig &config);
+    // The score above, `best` being the highest ranking among the candidates (the candidate's own
+    // ranking when best is not above it: the weighted mean).
+    static double score(const MatchSignals &signals, double best, const MemoryConfig &config);
     // "semantic" when the semantic signal is positive, "keyword" when the keyword signal is, "recency"
     // when the decay is above 0.5 (younger than one half-life), "importance" when importance > 0.5.
     static QStringList reasons(const MatchSignals &signals);
+    // A match scored as a lone candidate.
     static MemoryMatch match(MemoryRecord record, double cosine, double keyword, const QDateTime &now,
                              const MemoryConfig &config);
-    // semantic_weight*semantic + keyword_weight*keyword.
-    static double relevance(const MatchSignals &signals, const MemoryConfig &config);
-    // Recall's final scores: each candidate's recency and importance terms are scaled by the square of
-    // its relevance relative to the most relevant candidate, so they order records that are about
-    // equally relevant but cannot lift a weakly related record over a clearly related one:
-    //   score = relevance + (recency_weight*decay + importance_weight*importance) * (relevance/best)^2
-    // With one candidate, or candidates equally relevant, this is the composite above.
+    // Scores the matches of one recall against each other (score() with their best ranking).
     static void weighByRelevance(QList<MemoryMatch> &matches, const MemoryConfig &config);
-    // One candidate's score under weighByRelevance(), `best` being the highest relevance among them
-    // (the composite when best is 0).
-    static double weighed(const MatchSignals &signals, double best, const MemoryConfig &config);
+    // Sets each candidate's keyword signal: its keyword evidence over the best among them.
+    static void relativeKeywords(const std::vector<MatchSignals *> &candidates);
+    // The floor's first test: whether one of the candidates has a positive relevance of at least `floor`.
+    static bool anyRelevantEnough(const std::vector<const MatchSignals *> &candidates, double floor);
+    // The second, once the first passed: whether a candidate may be returned (its relevance positive
+    // and at least kCompanionShare of `floor`).
+    static bool relevantEnough(const MatchSignals &signals, double floor);
+    static constexpr double kCompanionShare = 0.5;
     // Cosine similarity; 0 when the lengths differ or a vector is zero.
     static double cosine(const Embedding &a, const Embedding &b);
 };

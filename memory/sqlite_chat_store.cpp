@@ -299,7 +299,7 @@ void SqliteChatStore::open()
 {
     if (m_options.path.trimmed().isEmpty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("the chat store needs a path (the memory store's file, such as .mneme/memory.db, or \":memory:\")"));
+                    QStringLiteral("the chat store needs a path (the memory store's file, such as ~/.local/share/mneme/memory.db, or \":memory:\")"));
     if (m_options.busyTimeoutMs < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("busyTimeoutMs of the chat store must not be negative"));
     const bool inMemory = m_options.path == QLatin1String(":memory:");

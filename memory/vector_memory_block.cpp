@@ -96,6 +96,7 @@ QString VectorMemoryBlock::get(const std::vector<ChatMessage> &messages)
     o.scopes = QStringList{sessionScope(owner->sessionId(), owner->sessionUid())};
     o.limit = m_options.similarityTopK;
     o.depth = RecallDepth::Shallow;
+    o.minRelevance = 0.0; // the last messages together: the top k, without the floor (as the long-term block)
     Json batches = Json::array();
     for (const MemoryMatch &m : memory().recall(query, o)) {
         const Json batch = m.record.metadata.value("messages", Json());

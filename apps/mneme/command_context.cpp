@@ -104,8 +104,34 @@ const MemoryConfig &CommandContext::config()
 Memory &CommandContext::memory()
 {
     if (!m_memory)
-        open(config());
+        open(createsStore(m_args.commandName()) ? config() : withoutCreating(config()));
     return *m_memory;
+}
+
+bool CommandContext::createsStore(const QString &command)
+{
+    static const QStringList writers = {QStringLiteral("remember"), QStringLiteral("remember-many"), QStringLiteral("import"),
+                                        QStringLiteral("chat"), QStringLiteral("mcp"), QStringLiteral("serve")};
+    return writers.contains(command);
+}
+
+MemoryConfig CommandContext::withoutCreating(MemoryConfig config)
+{
+    Json storage = config.storage;
+    if (storage.is_null())
+        storage = MemoryConfig::defaultStoragePath().toStdString();
+    if (storage.is_string())
+        storage = Json{{"provider", "sqlite"}, {"config", {{"path", storage}}}};
+    const bool sqlite = storage.is_object() && (!storage.contains("provider") || storage["provider"] == "sqlite");
+    if (!sqlite)
+        return config; // another backend decides what opening means
+    if (!storage.contains("config") || !storage["config"].is_object())
+        storage["config"] = Json::object();
+    if (!storage["config"].contains("path"))
+        storage["config"]["path"] = MemoryConfig::defaultStoragePath().toStdString();
+    storage["config"]["create"] = false;
+    config.storage = storage;
+    return config;
 }
 
 Memory &CommandContext::memoryWithoutStore()

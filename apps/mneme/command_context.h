@@ -26,8 +26,10 @@ public:
 
     // The configuration of --config / --db, read on the first call (see configFor()).
     const MemoryConfig &config();
-    // The Memory of --db / --config / $MNEME_STORAGE_DIR, opened on the first call. Throws
-    // mneme::Error when the configuration is invalid or the store cannot be opened.
+    // The Memory of --db / --config / $MNEME_STORAGE_DIR, opened on the first call. Only the commands
+    // that add records (createsStore()) create a missing store (and its folder); for the others a
+    // missing store is Error(NotFound) naming its path. Throws mneme::Error when the configuration is
+    // invalid or the store cannot be opened.
     Memory &memory();
     // A Memory with the configuration's LLM, embedder and settings over an empty in-memory store,
     // for commands that store nothing (extract): the store of --db (or the default one) is neither
@@ -50,6 +52,11 @@ public:
     // The SQLite file of the store the arguments name (for the chat sessions kept beside it).
     // Throws Error(InvalidArgument) when the configured storage is not a SQLite file.
     QString storePath();
+    // The commands that may save (remember, remember-many, import, chat, mcp, serve): they create a
+    // missing store.
+    static bool createsStore(const QString &command);
+    // `config` with its SQLite store opened only if it exists ("create": false).
+    static MemoryConfig withoutCreating(MemoryConfig config);
 
 private:
     void open(const MemoryConfig &config);

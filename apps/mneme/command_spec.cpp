@@ -51,11 +51,23 @@ QList<CommandSpec> buildTable()
     // Who a read acts as (docs/cli.md "Privacy: --source and --curator").
     const Option readerSource = value("source", "S", "act as this source: its private records are visible too");
     const Option curator = flag("curator", "act as the store's owner: every record, private ones included");
+    const Option user = value("user", "ID", "the user the memory belongs to (metadata user_id)");
+    const Option agent = value("agent", "ID", "the agent the memory belongs to (metadata agent_id)");
+    const Option run = value("run", "ID", "the run or session the memory belongs to (metadata run_id)");
+    const Option where = repeated("where", "COND",
+                                  "a metadata condition: KEY=VALUE, KEY!=VALUE, KEY>N, KEY>=N, KEY<N, KEY<=N, "
+                                  "\"KEY in A,B\" or \"KEY not in A,B\"; repeat for several (all must hold)");
+    const Option whereJson = value("metadata", "JSON",
+                                   "metadata conditions as a JSON filter: {\"key\": value}, {\"key\": {\"$gte\": 2}}, "
+                                   "$in, $nin, $ne, $exists");
+    const Option onlyUser = value("user", "ID", "only memories of this user (metadata user_id)");
+    const Option onlyAgent = value("agent", "ID", "only memories of this agent (metadata agent_id)");
+    const Option onlyRun = value("run", "ID", "only memories of this run or session (metadata run_id)");
 
     return {
         command("remember", "TEXT", "Store one memory and print the stored record (TEXT \"-\" reads the text from standard input).", 1, 1,
                 {scope, category, importance, source, privateFlag,
-                 value("at", "ISO8601", "creation time of the memory (default now)"), metadata}),
+                 value("at", "ISO8601", "creation time of the memory (default now)"), metadata, user, agent, run}),
         command("remember-many", "[FILE|-]",
                 "Store many memories from JSON Lines or plain text lines (standard input when FILE is - or absent).",
                 0, 1,
@@ -65,25 +77,37 @@ QList<CommandSpec> buildTable()
                  value("source", "S", "default source of the items"),
                  flag("private", "make the items private unless a line says otherwise"),
                  value("at", "ISO8601", "default creation time of the items"),
-                 value("metadata", "JSON", "default metadata object; a line's keys override it")}),
+                 value("metadata", "JSON", "default metadata object; a line's keys override it"),
+                 value("user", "ID", "default user of the items (a line's user_id overrides it)"),
+                 value("agent", "ID", "default agent of the items (a line's agent_id overrides it)"),
+                 value("run", "ID", "default run of the items (a line's run_id overrides it)")}),
         command("recall", "QUERY", "Ranked recall of the memories that match QUERY.", 1, 1,
                 {repeated("scope", "S", "search this scope; several make a slice"),
                  repeated("category", "C", "only records with one of these categories"),
                  value("limit", "N", "at most N matches (default 10)"),
                  value("depth", "shallow|deep", "recall depth (default deep)"),
                  value("source", "S", "recall as this source: its private records are visible"),
+                 value("only-source", "S", "only records whose source is S"),
                  curator,
                  flag("include-private", "the same as --curator"),
-                 value("now", "ISO8601", "measure recency to this time instead of now")}),
+                 value("now", "ISO8601", "measure recency to this time instead of now"),
+                 where, whereJson, onlyUser, onlyAgent, onlyRun,
+                 value("min-score", "X", "only matches whose score is at least X (0..1)"),
+                 value("min-relevance", "X", "the relevance floor of this recall (0..1; default min_relevance)")}),
         command("forget", "", "Delete the records the filters select (kept in their history).", 0, 0,
                 {value("scope", "S", "records in this scope and below"),
                  repeated("id", "ID", "the record with this id; repeat for several"),
                  repeated("category", "C", "records with one of these categories"),
-                 value("older-than", "ISO8601", "records created before this time"), readerSource, curator}),
+                 value("older-than", "ISO8601", "records created before this time"), where, whereJson, onlyUser,
+                 onlyAgent, onlyRun, readerSource, curator}),
         command("update", "ID", "Edit one record and print it.", 1, 1,
                 {value("content", "T", "new content (embedded again)"), value("scope", "S", "new scope"),
                  repeated("category", "C", "new categories (replace the old ones); repeat for several"),
-                 value("importance", "X", "new importance between 0 and 1"), readerSource, curator}),
+                 flag("no-categories", "remove every category of the record"),
+                 value("importance", "X", "new importance between 0 and 1"),
+                 value("metadata", "JSON",
+                       "metadata keys to set (a JSON merge patch: a key set to null is removed, others are kept)"),
+                 flag("replace-metadata", "with --metadata: replace the whole metadata object instead"), readerSource, curator}),
         command("get", "ID", "Print one record.", 1, 1, {readerSource, curator}),
         command("history", "ID", "Print every change of one record.", 1, 1, {readerSource, curator}),
         command("undo", "ID",
@@ -125,7 +149,10 @@ QList<CommandSpec> buildTable()
                  value("conversations", "A-B", "only the conversations A to B (1-based), or N for one (default all)"),
                  repeated("category", "N",
                           "only questions of this category: 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, "
-                          "5 adversarial; repeat for several (default all five)")}),
+                          "5 adversarial; repeat for several (default all five)"),
+                 value("off-topic", "FILE",
+                       "also recall each query of FILE (one a line, # comments) on every conversation and count "
+                       "how many return nothing")}),
         command("flow-graph", "FILE|-",
                 "Print a flow's graph in Graphviz DOT, from the JSON description the flow writes with Flow::toJson() or its "
                 "program prints with --flow-graph=json (FILE \"-\" reads standard input). Render it with: dot -Tsvg.",
@@ -225,7 +252,7 @@ const CommandSpec *CommandSpec::find(const QString &commandName)
 const QList<CommandSpec::Option> &CommandSpec::globalOptions()
 {
     static const QList<Option> options = {
-        value("db", "PATH", "SQLite file of the store (default $MNEME_STORAGE_DIR/memory.db, else ./.mneme/memory.db)"),
+        value("db", "PATH", "SQLite file of the store (default $MNEME_STORAGE_DIR/memory.db, else ~/.local/share/mneme/memory.db)"),
         value("config", "FILE", "JSON configuration (the keys of MemoryConfig)"),
         flag("json", "print exactly one JSON document on standard output"),
         flag("quiet", "print nothing but errors on standard error"),

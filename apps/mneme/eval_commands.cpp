@@ -147,6 +147,9 @@ void EvalCommands::locomo()
     if (categories.isEmpty())
         categories = {1, 2, 3, 4, 5};
     const MemoryConfig &config = m_ctx.config();
+    QStringList offTopic;
+    if (const std::optional<QString> path = a.value(QStringLiteral("off-topic")))
+        offTopic = LocomoEvaluator::readOffTopic(*path);
 
     const QString file = a.positional(1);
     const LocomoDataset dataset = LocomoDataset::load(file);
@@ -158,7 +161,8 @@ void EvalCommands::locomo()
                             QString::number(available)));
     const QList<LocomoConversation> conversations = dataset.conversations.mid(first - 1, last - first + 1);
 
-    const LocomoEvaluator evaluator(config, ks, categories);
+    LocomoEvaluator evaluator(config, ks, categories);
+    evaluator.setOffTopic(offTopic);
     ProgressBar bar(console, QStringLiteral("eval locomo"), evaluator.questionCount(conversations));
     QElapsedTimer timer;
     timer.start();
@@ -211,6 +215,16 @@ void EvalCommands::locomo()
 
         OrderedJson out = OrderedJson::object();
         out["recall_at"] = recallObject(result.overall, ks);
+        if (result.offTopicQueries > 0) {
+            OrderedJson answered = OrderedJson::array();
+            for (const QString &line : result.offTopicAnswered)
+                answered.push_back(line.toStdString());
+            out["off_topic"] = OrderedJson{{"queries", result.offTopicQueries},
+                                           {"recalls", result.offTopicRecalls},
+                                           {"empty", result.offTopicEmpty},
+                                           {"empty_fraction", recallValue(result.offTopicEmptyFraction())},
+                                           {"answered", answered}};
+        }
         out["by_category"] = byCategory;
         out["questions"] = result.overall.questions;
         out["ms_per_query"] = result.msPerQuery();
@@ -247,6 +261,15 @@ void EvalCommands::locomo()
     text += QStringLiteral("evidence ids: %1 repaired, %2 dropped; %3 questions skipped (no usable evidence)\n")
                 .arg(QString::number(result.evidenceIdsRepaired), QString::number(result.evidenceIdsDropped),
                      QString::number(result.questionsSkipped));
+    if (result.offTopicQueries > 0) {
+        text += QStringLiteral("off-topic: %1 of %2 recalls returned nothing (%3%), %4 queries on %5 conversations\n")
+                    .arg(QString::number(result.offTopicEmpty), QString::number(result.offTopicRecalls),
+                         QString::number(100.0 * result.offTopicEmptyFraction(), 'f', 1),
+                         QString::number(result.offTopicQueries), QString::number(result.conversationIds.size()));
+        if (console.isVerbose())
+            for (const QString &line : result.offTopicAnswered)
+                console.event(QStringLiteral("off-topic query answered: ") + line);
+    }
     console.write(text);
 }
 

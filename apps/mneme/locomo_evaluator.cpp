@@ -4,6 +4,8 @@
 #include <mneme/core/vector_math.h>
 #include <mneme/memory/memory.h>
 
+#include "input_lines.h"
+
 #include <QElapsedTimer>
 
 #include <cmath>
@@ -35,6 +37,29 @@ double LocomoScore::recallAt(int k) const
     if (questions == 0)
         return std::numeric_limits<double>::quiet_NaN();
     return recallSum.value(k) / questions;
+}
+
+double LocomoEvalResult::offTopicEmptyFraction() const
+{
+    if (offTopicRecalls == 0)
+        return std::numeric_limits<double>::quiet_NaN();
+    return double(offTopicEmpty) / offTopicRecalls;
+}
+
+QStringList LocomoEvaluator::readOffTopic(const QString &path)
+{
+    QStringList queries;
+    for (const InputLines::Line &line : InputLines::read(path).nonBlankLines()) {
+        const QString query = line.text.trimmed();
+        if (!query.startsWith(QLatin1Char('#')))
+            queries << query;
+    }
+    if (queries.isEmpty())
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("the off-topic file %1 holds no query; write one query a line (lines starting with # "
+                                   "are comments)")
+                        .arg(path));
+    return queries;
 }
 
 LocomoEvaluator::LocomoEvaluator(const MemoryConfig &config, const QList<int> &ks, const QList<int> &categories)
@@ -89,6 +114,7 @@ LocomoEvalResult LocomoEvaluator::run(const QList<LocomoConversation> &conversat
     result.memoryConfig = m_config.toJson();
     for (int category : m_categories)
         result.byCategory[category] = LocomoScore();
+    result.offTopicQueries = int(m_offTopic.size());
     qint64 done = 0;
     for (const LocomoConversation &conversation : conversations) {
         result.conversationIds << conversation.sampleId;
@@ -178,6 +204,14 @@ void LocomoEvaluator::evaluate(const LocomoConversation &conversation, LocomoEva
         }
         if (progress)
             progress(++done);
+    }
+    // 4. The off-topic queries, with the same options: each should find nothing.
+    for (const QString &query : m_offTopic) {
+        ++result.offTopicRecalls;
+        if (memory.recall(query, options).isEmpty())
+            ++result.offTopicEmpty;
+        else
+            result.offTopicAnswered << conversation.sampleId + QStringLiteral(": ") + query;
     }
     memory.close();
 

@@ -39,7 +39,16 @@ struct LocomoEvalResult
     int recalls = 0;
     double recallMs = 0; // total wall time of the recall calls
 
+    // Off-topic queries (LocomoEvaluator::setOffTopic): each recalled on every conversation, with the
+    // options of the questions. A recall passes when it returns nothing.
+    int offTopicQueries = 0;
+    int offTopicRecalls = 0;
+    int offTopicEmpty = 0;
+    QStringList offTopicAnswered; // "<conversation>: <query>" for every recall that returned something
+
     double msPerQuery() const { return recalls > 0 ? recallMs / recalls : 0.0; }
+    // The share of the off-topic recalls that returned nothing; NaN without any.
+    double offTopicEmptyFraction() const;
 };
 
 // Runs the LOCOMO retrieval evaluation (docs/cli.md, "eval locomo"): per conversation a fresh in-memory
@@ -61,6 +70,13 @@ public:
     LocomoEvalResult run(const QList<LocomoConversation> &conversations, const Progress &progress = {},
                          const Log &log = {}) const;
 
+    // Queries that should find nothing in any conversation (unrelated questions, nonsense), recalled on
+    // every conversation after its questions.
+    void setOffTopic(const QStringList &queries) { m_offTopic = queries; }
+    // The queries of an off-topic file: one a line; blank lines and lines starting with # are skipped.
+    // Throws Error(InvalidArgument) naming the file when it cannot be read or holds no query.
+    static QStringList readOffTopic(const QString &path);
+
     // The questions run() would recall (selected category, usable evidence).
     qint64 questionCount(const QList<LocomoConversation> &conversations) const;
 
@@ -81,6 +97,7 @@ private:
     MemoryConfig m_config;
     QList<int> m_ks;
     QList<int> m_categories;
+    QStringList m_offTopic;
 };
 
 } // namespace mneme::cli

@@ -22,6 +22,9 @@ const QStringList &knownFields()
         QStringLiteral("private"),
         QStringLiteral("created_at"),
         QStringLiteral("metadata"),
+        QStringLiteral("user_id"),
+        QStringLiteral("agent_id"),
+        QStringLiteral("run_id"),
     };
     return fields;
 }
@@ -140,6 +143,14 @@ MemoryInput MemoryInputParser::parseJsonLine(const InputLines &input, const Inpu
         if (!t.isValid())
             fail(QStringLiteral("\"created_at\" must be an ISO 8601 date or time such as \"2024-05-01T12:00:00Z\""));
         item.options.createdAt = t;
+    }
+    for (auto [key, field] : {std::pair{"user_id", &RememberOptions::userId}, std::pair{"agent_id", &RememberOptions::agentId},
+                              std::pair{"run_id", &RememberOptions::runId}}) {
+        if (!present(key))
+            continue;
+        if (!j[key].is_string())
+            fail(QStringLiteral("\"%1\" must be a string").arg(QLatin1String(key)));
+        item.options.*field = text(j[key]);
     }
     if (present("metadata")) {
         if (!j["metadata"].is_object())

@@ -5,6 +5,9 @@
 #include "table_printer.h"
 
 #include <mneme/core/error.h>
+#include <mneme/core/metadata_filter.h>
+
+#include <QRegularExpression>
 
 namespace mneme::cli {
 
@@ -48,8 +51,85 @@ QString describe(const MemoryRecord &r)
     return text;
 }
 
-// The options of remember that set a record's fields.
-RememberOptions rememberOptions(const CliArguments &a)
+// A value written in a --where condition: JSON when it reads as JSON (numbers, true, false, null,
+// "quoted text", [lists]; read with the limits of any JSON from outside), else the text itself. A
+// number JSON cannot hold (1e309), and a list or object that is not acceptable JSON (nested too
+// deep, cut short), are refused rather than compared as text.
+Json whereValue(const QString &text)
+{
+    static const QRegularExpression number(QStringLiteral(R"(^-?\d+(\.\d+)?([eE][+-]?\d+)?$)"));
+    const QString t = text.trimmed();
+    Json parsed;
+    const QString problem = readJson(t.toStdString(), &parsed);
+    if (problem.isEmpty())
+        return parsed;
+    if (number.match(t).hasMatch() || t.startsWith(QLatin1Char('[')) || t.startsWith(QLatin1Char('{')))
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("--where: the value %1 is not valid JSON (%2); write a number a double holds, or a "
+                                   "JSON list or object of at most 64 levels")
+                        .arg(Error::quoted(t), problem.size() > 160 ? problem.left(160) + QStringLiteral("...") : problem));
+    return Json(t.toStdString());
+}
+
+// One --where condition as a filter document.
+Json whereCondition(const QString &text)
+{
+    static const QRegularExpression membership(QStringLiteral(R"(^\s*(.+?)\s+(not\s+in|in)\s+(.*)$)"),
+                                               QRegularExpression::CaseInsensitiveOption);
+    static const QRegularExpression comparison(QStringLiteral(R"(^\s*([^=!<>]+?)\s*(!=|>=|<=|=|>|<)\s*(.*)$)"));
+    const auto refuse = [&]() -> Json {
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("--where %1 is not a condition; write KEY=VALUE, KEY!=VALUE, KEY>N, KEY>=N, KEY<N, "
+                                   "KEY<=N, \"KEY in A,B\" or \"KEY not in A,B\"; a value is read as JSON when it is JSON (a number, "
+                                   "true, false, null, \"quoted text\"), else as text")
+                        .arg(Error::quoted(text)));
+    };
+    if (const QRegularExpressionMatch m = membership.match(text); m.hasMatch() && !m.captured(1).contains(QLatin1Char('='))) {
+        const QString list = m.captured(3).trimmed();
+        Json values = Json::array();
+        if (list.startsWith(QLatin1Char('['))) {
+            values = whereValue(list);
+            if (!values.is_array())
+                return refuse();
+        } else {
+            for (const QString &item : list.split(QLatin1Char(','), Qt::SkipEmptyParts))
+                values.push_back(whereValue(item));
+        }
+        const bool negated = m.captured(2).startsWith(QLatin1String("not"), Qt::CaseInsensitive);
+        return Json{{m.captured(1).trimmed().toStdString(), {{negated ? "$nin" : "$in", values}}}};
+    }
+    const QRegularExpressionMatch m = comparison.match(text);
+    if (!m.hasMatch() || m.captured(1).trimmed().isEmpty())
+        return refuse();
+    static const QMap<QString, const char *> ops = {{QStringLiteral("="), "$eq"}, {QStringLiteral("!="), "$ne"}, {QStringLiteral(">"), "$gt"}, {QStringLiteral(">="), "$gte"}, {QStringLiteral("<"), "$lt"}, {QStringLiteral("<="), "$lte"}};
+    return Json{{m.captured(1).trimmed().toStdString(), {{ops.value(m.captured(2)), whereValue(m.captured(3))}}}};
+}
+
+// The metadata conditions of --where (each) and --metadata (a JSON filter), all of which must hold;
+// checked here, so that a bad one stops the command before the store is opened.
+Json metadataConditions(const CliArguments &a)
+{
+    Json all = Json::object();
+    for (const QString &text : a.values(QStringLiteral("where")))
+        all = MetadataFilter::both(all, whereCondition(text));
+    if (const std::optional<Json> document = a.jsonObject(QStringLiteral("metadata")))
+        all = MetadataFilter::both(all, *document);
+    (void)MetadataFilter::parse(all);
+    return all;
+}
+
+// --user, --agent and --run into options that have userId, agentId and runId.
+template<typename Options>
+void readIdentity(const CliArguments &a, Options &o)
+{
+    o.userId = a.value(QStringLiteral("user")).value_or(QString()).trimmed();
+    o.agentId = a.value(QStringLiteral("agent")).value_or(QString()).trimmed();
+    o.runId = a.value(QStringLiteral("run")).value_or(QString()).trimmed();
+}
+
+} // namespace
+
+RememberOptions RecordCommands::rememberOptions(const CliArguments &a)
 {
     RememberOptions o;
     o.scope = a.scope(QStringLiteral("scope"));
@@ -63,8 +143,11 @@ RememberOptions rememberOptions(const CliArguments &a)
         o.createdAt = *at;
     if (const std::optional<Json> metadata = a.jsonObject(QStringLiteral("metadata")))
         o.metadata = *metadata;
+    readIdentity(a, o);
     return o;
 }
+
+namespace {
 
 [[noreturn]] void unknownId(const QString &id)
 {
@@ -121,8 +204,14 @@ void RecordCommands::recall()
                         QStringLiteral("--depth must be shallow or deep, got \"%1\"").arg(*depth));
     }
     o.reader = a.reader();
+    if (const std::optional<QString> only = a.value(QStringLiteral("only-source")))
+        o.onlySource = only->trimmed();
     if (const std::optional<QDateTime> now = a.time(QStringLiteral("now")))
         o.now = *now;
+    o.metadata = metadataConditions(a);
+    readIdentity(a, o);
+    o.threshold = a.unitInterval(QStringLiteral("min-score"));
+    o.minRelevance = a.unitInterval(QStringLiteral("min-relevance"));
 
     const QList<MemoryMatch> matches = m_ctx.memory().recall(query, o);
     if (m_ctx.json()) {
@@ -155,10 +244,13 @@ void RecordCommands::forget()
     o.categories = a.nonBlankValues(QStringLiteral("category"));
     if (const std::optional<QDateTime> before = a.time(QStringLiteral("older-than")))
         o.olderThan = *before;
-    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid())
+    o.metadata = metadataConditions(a);
+    readIdentity(a, o);
+    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid() && o.metadata.empty()
+        && o.userId.isEmpty() && o.agentId.isEmpty() && o.runId.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("forget needs at least one of --scope, --id, --category or --older-than; "
-                                   "to delete everything run \"mneme reset --yes\""));
+                    QStringLiteral("forget needs at least one of --scope, --id, --category, --older-than, --where, "
+                                   "--metadata, --user, --agent or --run; to delete everything run \"mneme reset --yes\""));
     const int deleted = m_ctx.memory().forget(o, a.reader());
     if (m_ctx.json())
         m_ctx.console().writeJson(Json{{"deleted", deleted}});
@@ -177,12 +269,26 @@ void RecordCommands::update()
         o.content = *content;
     }
     o.scope = a.scope(QStringLiteral("scope"));
-    if (a.has(QStringLiteral("category")))
-        o.categories = a.nonBlankValues(QStringLiteral("category"));
-    o.importance = a.unitInterval(QStringLiteral("importance"));
-    if (!o.content && !o.scope && !o.categories && !o.importance)
+    if (a.has(QStringLiteral("category")) && a.has(QStringLiteral("no-categories")))
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("update needs at least one of --content, --scope, --category or --importance"));
+                    QStringLiteral("--category and --no-categories contradict each other; give one of them"));
+    if (a.has(QStringLiteral("category"))) {
+        o.categories = a.nonBlankValues(QStringLiteral("category"));
+        if (o.categories->isEmpty())
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("--category needs a category name; to remove every category use --no-categories"));
+    }
+    if (a.has(QStringLiteral("no-categories")))
+        o.categories = QStringList();
+    o.importance = a.unitInterval(QStringLiteral("importance"));
+    o.metadata = a.jsonObject(QStringLiteral("metadata"));
+    o.mergeMetadata = !a.has(QStringLiteral("replace-metadata"));
+    if (a.has(QStringLiteral("replace-metadata")) && !o.metadata)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("--replace-metadata needs --metadata JSON (the new metadata object)"));
+    if (!o.content && !o.scope && !o.categories && !o.importance && !o.metadata)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("update needs at least one of --content, --scope, --category, --no-categories, "
+                                   "--importance or --metadata"));
     const MemoryRecord record = m_ctx.memory().update(id, o, a.reader());
     if (m_ctx.json()) {
         m_ctx.console().writeJson(record);

@@ -1,7 +1,10 @@
 #pragma once
 
+#include <mneme/memory/memory_options.h>
+
 namespace mneme::cli {
 
+class CliArguments;
 class CommandContext;
 
 // The commands that work on records: remember, recall, forget, update, get, history, undo, list, and
@@ -20,6 +23,10 @@ public:
     void undo();
     void list();
     void extract();
+
+    // The options of remember that set a record's fields (remember-many's defaults too): --scope,
+    // --category, --importance, --source, --private, --at, --metadata, --user, --agent, --run.
+    static RememberOptions rememberOptions(const CliArguments &arguments);
 
 private:
     CommandContext &m_ctx;

@@ -4,6 +4,7 @@
 #include "input_lines.h"
 #include "memory_input_parser.h"
 #include "progress_bar.h"
+#include "record_commands.h"
 #include "record_file_parser.h"
 
 #include <mneme/core/error.h>
@@ -47,18 +48,7 @@ void TransferCommands::rememberMany()
 {
     const CliArguments &a = m_ctx.args();
     Console &console = m_ctx.console();
-    RememberOptions defaults;
-    defaults.scope = a.scope(QStringLiteral("scope"));
-    if (a.has(QStringLiteral("category")))
-        defaults.categories = a.nonBlankValues(QStringLiteral("category"));
-    defaults.importance = a.unitInterval(QStringLiteral("importance"));
-    if (const std::optional<QString> source = a.value(QStringLiteral("source")))
-        defaults.source = source->trimmed();
-    defaults.isPrivate = a.has(QStringLiteral("private"));
-    if (const std::optional<QDateTime> at = a.time(QStringLiteral("at")))
-        defaults.createdAt = *at;
-    if (const std::optional<Json> metadata = a.jsonObject(QStringLiteral("metadata")))
-        defaults.metadata = *metadata;
+    const RememberOptions defaults = RecordCommands::rememberOptions(a);
 
     const QString file = a.positionals().isEmpty() ? QStringLiteral("-") : a.positional(0);
     if (file == QLatin1String("-") && Console::stdinIsTerminal())

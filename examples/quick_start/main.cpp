@@ -8,7 +8,7 @@ int main(int argc, char **argv)
 {
     QCoreApplication app(argc, argv);
     try {
-        mneme::Memory memory; // ./.mneme/memory.db, builtin embedder, no LLM
+        mneme::Memory memory; // the default store (~/.local/share/mneme/memory.db), builtin embedder, no LLM
 
         mneme::RememberOptions decision;
         decision.scope = QStringLiteral("/project/alpha");

@@ -1,4 +1,4 @@
-// Runs offline: no LLM and no network; the builtin embedder and a SQLite memory in ./.mneme/memory.db.
+// Runs offline: no LLM and no network; the builtin embedder and a SQLite memory in the default store.
 //
 // The research flow of the CrewAI memory guide ("With Flows"), in C++: gather_data stores its
 // findings in the flow's built-in memory, write_report recalls what the memory knows about the

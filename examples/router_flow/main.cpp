@@ -1,4 +1,4 @@
-// Runs offline: no LLM and no network. The state is saved to ./.mneme/flows.db after every step.
+// Runs offline: no LLM and no network. The state is saved to flows.db beside the default store after every step.
 //
 // A router with a retry loop: "draft" writes a first version, the router "review" sends it back
 // ("needs_work") until it is good enough, "revise" improves it and goes back to review, and
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
         for (const QString &a : args)
             graphOnly = graphOnly || a.startsWith(QLatin1String("--flow-graph"));
         if (!graphOnly)                                                             // printing the graph creates no file
-            options.persistence = std::make_shared<mneme::SqliteFlowPersistence>(); // ./.mneme/flows.db
+            options.persistence = std::make_shared<mneme::SqliteFlowPersistence>(); // flows.db beside the default store
         mneme::FlowInstance<ReviewFlow> flow(options);
         if (flow.printGraphIfAsked(args))
             return 0;

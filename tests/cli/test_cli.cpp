@@ -8,6 +8,7 @@
 
 #include <mneme/core/version.h>
 
+#include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QProcess>
@@ -110,7 +111,13 @@ private Q_SLOTS:
     void rememberAndGet();
     void globalOptionsBeforeAndAfterCommand();
     void defaultStorageLocation();
+    void storeIsCreatedOnlyByWrites();
     void recallSliceAndOptions();
+    void recallFiltersAndThresholds();
+    void recallRefusesBadFilters_data();
+    void recallRefusesBadFilters();
+    void updateCategoriesAndMetadata();
+    void identitiesAcrossCommands();
     void privateRecords();
     void rememberManyJsonLines();
     void rememberManyPlainTextAndStdin();
@@ -353,6 +360,56 @@ void TestCli::defaultStorageLocation()
     QCOMPARE(int(listed.json().size()), 1);
 }
 
+// The default store is in the XDG data folder; commands that only read never create it (nor its
+// folder) and name the path they looked at; a store of earlier versions in ./.mneme gets a one-line note.
+void TestCli::storeIsCreatedOnlyByWrites()
+{
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    const QString xdg = m_store->dir() + QStringLiteral("/xdg");
+    env.insert(QStringLiteral("XDG_DATA_HOME"), xdg);
+    env.insert(QStringLiteral("MNEME_STORAGE_DIR"), QString()); // empty: not set
+    const QString store = xdg + QStringLiteral("/mneme/memory.db");
+    const QList<QStringList> reads = {
+        {QStringLiteral("recall"), QStringLiteral("anything")},
+        {QStringLiteral("list")},
+        {QStringLiteral("tree")},
+        {QStringLiteral("info"), QStringLiteral("/")},
+        {QStringLiteral("categories")},
+        {QStringLiteral("get"), QStringLiteral("01a219c4-3e10-7b00-85ce-c7a53c418413")},
+        {QStringLiteral("export"), m_store->dir() + QStringLiteral("/out.jsonl")},
+        {QStringLiteral("forget"), QStringLiteral("--scope"), QStringLiteral("/x")},
+    };
+    for (const QStringList &args : reads) {
+        const Run r = run(args + QStringList{QStringLiteral("--json")}, {}, env);
+        EXPECT_FAILURE(r, 2);
+        QVERIFY2(r.err.contains(store.toUtf8()), r.describe().constData());
+        QVERIFY2(!QFileInfo::exists(xdg), qPrintable(args.join(' ')));
+    }
+    // --db to a missing folder: the same, nothing created.
+    const QString nested = m_store->dir() + QStringLiteral("/not/there/x.db");
+    const Run missing = run({QStringLiteral("recall"), QStringLiteral("x"), QStringLiteral("--db"), nested}, {}, env);
+    EXPECT_FAILURE(missing, 2);
+    QVERIFY(missing.err.contains(nested.toUtf8()));
+    QVERIFY(!QFileInfo::exists(m_store->dir() + QStringLiteral("/not")));
+
+    const Run written = run({QStringLiteral("remember"), QStringLiteral("the first memory"), QStringLiteral("--json")}, {}, env);
+    EXPECT_JSON_OK(written);
+    QVERIFY(QFileInfo::exists(store));
+    const Run listed = run({QStringLiteral("list"), QStringLiteral("--json")}, {}, env);
+    EXPECT_JSON_OK(listed);
+    QCOMPARE(int(listed.json().size()), 1);
+
+    // A store of earlier versions in the working folder: one note on standard error, the output intact.
+    QVERIFY(QDir(m_store->dir()).mkpath(QStringLiteral(".mneme")));
+    QVERIFY(writeFile(m_store->dir() + QStringLiteral("/.mneme/memory.db"), QByteArray()));
+    const Run noted = run({QStringLiteral("list"), QStringLiteral("--json")}, {}, env);
+    EXPECT_EXIT(noted, 0);
+    QVERIFY(noted.isJson());
+    QCOMPARE(noted.err.count('\n'), 1);
+    QVERIFY2(noted.err.contains("note:") && noted.err.contains(".mneme/memory.db") && noted.err.contains(store.toUtf8()),
+             noted.describe().constData());
+}
+
 void TestCli::recallSliceAndOptions()
 {
     QVERIFY(!remember(QStringLiteral("Alice drinks green tea every morning"),
@@ -386,8 +443,10 @@ void TestCli::recallSliceAndOptions()
         QVERIFY(m["score"].get<double>() <= previous);
         previous = m["score"].get<double>();
         QCOMPARE(keysOf(m["signals"]), set({QStringLiteral("semantic"), QStringLiteral("recency"),
-                                            QStringLiteral("importance"), QStringLiteral("keyword")}));
-        for (const char *signal : {"semantic", "recency", "importance", "keyword"}) {
+                                            QStringLiteral("importance"), QStringLiteral("keyword"),
+                                            QStringLiteral("keyword_evidence"), QStringLiteral("relevance")}));
+        QVERIFY(m["score"].get<double>() >= 0.0 && m["score"].get<double>() <= 1.0);
+        for (const char *signal : {"semantic", "recency", "importance", "keyword", "relevance"}) {
             const double v = m["signals"][signal].get<double>();
             QVERIFY2(v >= 0.0 && v <= 1.0, signal);
         }
@@ -416,6 +475,140 @@ void TestCli::recallSliceAndOptions()
     QVERIFY(!now.json().empty());
     for (const Json &m : now.json())
         QVERIFY(m["signals"]["recency"].get<double>() < 0.5);
+}
+
+void TestCli::recallFiltersAndThresholds()
+{
+    const auto add = [&](const QString &content, const QString &metadata, const QStringList &more = {}) {
+        return str(remember(content, QStringList{QStringLiteral("--metadata"), metadata, QStringLiteral("--scope"),
+                                                 QStringLiteral("/")}
+                                         + more)["id"]);
+    };
+    add(QStringLiteral("Ticket about the login page"), QStringLiteral(R"({"team": "web", "priority": 1})"),
+        {QStringLiteral("--source"), QStringLiteral("jira")});
+    add(QStringLiteral("Ticket about the payment page"), QStringLiteral(R"({"team": "web", "priority": 3})"));
+    add(QStringLiteral("Ticket about the database page"), QStringLiteral(R"({"team": "db", "priority": 2})"));
+    const auto found = [&](const QStringList &options) {
+        const Run r = cli(QStringList{QStringLiteral("recall"), QStringLiteral("ticket page"), QStringLiteral("--depth"),
+                                      QStringLiteral("shallow")}
+                          + options);
+        QStringList out;
+        if (r.exitCode != 0 || !r.json().is_array()) {
+            qWarning("%s", r.describe().constData());
+            return QStringList{QStringLiteral("(failed)")};
+        }
+        for (const Json &m : r.json())
+            out << str(m["content"]).section(QLatin1Char(' '), 3, 3);
+        out.sort();
+        return out;
+    };
+    QCOMPARE(found({}), (QStringList{"database", "login", "payment"}));
+    QCOMPARE(found({QStringLiteral("--where"), QStringLiteral("team=web")}), (QStringList{"login", "payment"}));
+    QCOMPARE(found({QStringLiteral("--where"), QStringLiteral("priority>=2")}), (QStringList{"database", "payment"}));
+    QCOMPARE(found({QStringLiteral("--where"), QStringLiteral("team=web"), QStringLiteral("--where"), QStringLiteral("priority<2")}),
+             QStringList{"login"});
+    QCOMPARE(found({QStringLiteral("--where"), QStringLiteral("team in db,ops")}), QStringList{"database"});
+    QCOMPARE(found({QStringLiteral("--where"), QStringLiteral("team not in db")}), (QStringList{"login", "payment"}));
+    QCOMPARE(found({QStringLiteral("--where"), QStringLiteral("team!=web")}), QStringList{"database"});
+    QCOMPARE(found({QStringLiteral("--metadata"), QStringLiteral(R"({"priority": {"$gt": 1, "$lt": 3}})")}),
+             QStringList{"database"});
+    QCOMPARE(found({QStringLiteral("--only-source"), QStringLiteral("jira")}), QStringList{"login"});
+    QCOMPARE(found({QStringLiteral("--min-score"), QStringLiteral("1")}), QStringList());
+    QCOMPARE(found({QStringLiteral("--min-relevance"), QStringLiteral("0.99")}), QStringList());
+    // Nothing about these tickets: nothing comes back.
+    const Run nonsense = cli({QStringLiteral("recall"), QStringLiteral("quantum banana helicopter")});
+    EXPECT_JSON_OK(nonsense);
+    COMPARE_JSON(nonsense.json(), Json::array());
+    const Run human = run({QStringLiteral("recall"), QStringLiteral("quantum banana helicopter"), QStringLiteral("--db"), m_db});
+    EXPECT_EXIT(human, 0);
+    QVERIFY(human.out.contains("No memories match."));
+}
+
+void TestCli::recallRefusesBadFilters_data()
+{
+    QTest::addColumn<QStringList>("options");
+    QTest::addColumn<QString>("mentions");
+    QTest::newRow("not a condition") << QStringList{"--where", "priority"} << "--where \"priority\" is not a condition";
+    QTest::newRow("no key") << QStringList{"--where", "=3"} << "is not a condition";
+    QTest::newRow("unknown operator") << QStringList{"--metadata", R"({"a": {"$like": 1}})"} << "\"$like\" under \"a\"";
+    QTest::newRow("metadata not an object") << QStringList{"--metadata", "[1]"} << "--metadata";
+    QTest::newRow("score out of range") << QStringList{"--min-score", "2"} << "--min-score";
+    QTest::newRow("relevance not a number") << QStringList{"--min-relevance", "high"} << "--min-relevance";
+}
+
+void TestCli::recallRefusesBadFilters()
+{
+    QFETCH(QStringList, options);
+    QFETCH(QString, mentions);
+    QVERIFY(!remember(QStringLiteral("a note"), {}).is_null());
+    const Run r = cli(QStringList{QStringLiteral("recall"), QStringLiteral("note")} + options);
+    EXPECT_FAILURE(r, 2);
+    QVERIFY2(r.err.contains(mentions.toUtf8()), r.describe().constData());
+}
+
+void TestCli::updateCategoriesAndMetadata()
+{
+    const QString id = str(remember(QStringLiteral("a categorised note"),
+                                    {QStringLiteral("--category"), QStringLiteral("a"), QStringLiteral("--category"),
+                                     QStringLiteral("b"), QStringLiteral("--metadata"), QStringLiteral(R"({"keep": 1, "drop": 2})")})["id"]);
+    QVERIFY(!id.isEmpty());
+    const Run cleared = cli({QStringLiteral("update"), id, QStringLiteral("--no-categories"), QStringLiteral("--metadata"),
+                             QStringLiteral(R"({"drop": null, "added": "x"})")});
+    EXPECT_JSON_OK(cleared);
+    COMPARE_JSON(cleared.json()["categories"], Json::array());
+    QVERIFY(cleared.json()["metadata"]["keep"] == 1);
+    QVERIFY(cleared.json()["metadata"]["added"] == "x");
+    QVERIFY(!cleared.json()["metadata"].contains("drop"));
+    const Run replaced = cli({QStringLiteral("update"), id, QStringLiteral("--metadata"), QStringLiteral(R"({"only": true})"),
+                              QStringLiteral("--replace-metadata")});
+    EXPECT_JSON_OK(replaced);
+    COMPARE_JSON(replaced.json()["metadata"], Json::object({{"only", true}}));
+    for (const QStringList &bad : {QStringList{"--category", ""}, QStringList{"--category", "x", "--no-categories"},
+                                   QStringList{"--replace-metadata"}, QStringList{"--metadata", "[]"}}) {
+        const Run r = cli(QStringList{QStringLiteral("update"), id} + bad);
+        EXPECT_FAILURE(r, 2);
+    }
+    COMPARE_JSON(cli({QStringLiteral("get"), id}).json()["metadata"], Json::object({{"only", true}}));
+}
+
+void TestCli::identitiesAcrossCommands()
+{
+    QVERIFY(!remember(QStringLiteral("alice likes green tea"), {QStringLiteral("--user"), QStringLiteral("alice")}).is_null());
+    QVERIFY(!remember(QStringLiteral("bob likes green tea"), {QStringLiteral("--user"), QStringLiteral("bob"),
+                                                              QStringLiteral("--agent"), QStringLiteral("barista")})
+                 .is_null());
+    const QByteArray lines = R"({"content": "carol likes green tea", "user_id": "carol", "run_id": "r7"})"
+                             "\n"
+                             R"({"content": "dave likes green tea"})"
+                             "\n";
+    const Run many = cli({QStringLiteral("remember-many"), QStringLiteral("-"), QStringLiteral("--user"), QStringLiteral("dave")},
+                         lines);
+    EXPECT_JSON_OK(many);
+    QCOMPARE(many.json()["stored"].get<int>(), 2);
+    const auto who = [&](const QStringList &options) {
+        const Run r = cli(QStringList{QStringLiteral("recall"), QStringLiteral("green tea")} + options);
+        QStringList out;
+        for (const Json &m : r.json())
+            out << str(m["metadata"]["user_id"]);
+        out.sort();
+        return out;
+    };
+    QCOMPARE(who({}), (QStringList{"alice", "bob", "carol", "dave"}));
+    QCOMPARE(who({QStringLiteral("--user"), QStringLiteral("bob")}), QStringList{"bob"});
+    QCOMPARE(who({QStringLiteral("--agent"), QStringLiteral("barista")}), QStringList{"bob"});
+    QCOMPARE(who({QStringLiteral("--run"), QStringLiteral("r7")}), QStringList{"carol"});
+    QCOMPARE(who({QStringLiteral("--user"), QStringLiteral("alice"), QStringLiteral("--agent"), QStringLiteral("barista")}),
+             QStringList());
+    const Run conflict = cli({QStringLiteral("remember"), QStringLiteral("x"), QStringLiteral("--user"), QStringLiteral("erin"),
+                              QStringLiteral("--metadata"), QStringLiteral(R"({"user_id": "frank"})")});
+    EXPECT_FAILURE(conflict, 2);
+    const Run forgotten = cli({QStringLiteral("forget"), QStringLiteral("--user"), QStringLiteral("dave")});
+    EXPECT_JSON_OK(forgotten);
+    COMPARE_JSON(forgotten.json(), Json::object({{"deleted", 1}}));
+    const Run byWhere = cli({QStringLiteral("forget"), QStringLiteral("--where"), QStringLiteral("run_id=r7")});
+    EXPECT_JSON_OK(byWhere);
+    COMPARE_JSON(byWhere.json(), Json::object({{"deleted", 1}}));
+    QCOMPARE(count(), 2);
 }
 
 void TestCli::privateRecords()

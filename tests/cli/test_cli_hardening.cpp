@@ -46,6 +46,9 @@ private Q_SLOTS:
     // 1. JSON nested tens of thousands of levels deep is refused with exit 2 (and a line number).
     void deepJsonRefused_data();
     void deepJsonRefused();
+    // 1, 4. The values of --where and --metadata filters follow the same limits.
+    void whereValuesAreStrict_data();
+    void whereValuesAreStrict();
     // 2. A time outside the years 1 to 9999 in UTC is refused, and cannot break an export.
     void timesOutsideFourDigitYears_data();
     void timesOutsideFourDigitYears();
@@ -165,6 +168,8 @@ void TestCliHardening::deepJsonRefused()
     QFETCH(QString, command);
     QFETCH(QByteArray, line);
     QFETCH(QString, expected);
+    // The store exists (only saving commands create one): what the refused input left in it is read below.
+    EXPECT_JSON_OK(cli({QStringLiteral("remember"), QStringLiteral("before")}));
     Run r;
     if (command == QLatin1String("--metadata"))
         r = cli({QStringLiteral("remember"), QStringLiteral("x"), QStringLiteral("--metadata"), QString::fromUtf8(line)});
@@ -179,8 +184,37 @@ void TestCliHardening::deepJsonRefused()
     const Run list = cli({QStringLiteral("list")});
     if (command != QLatin1String("--config")) {
         EXPECT_JSON_OK(list);
-        QCOMPARE(list.json().size(), std::size_t(0));
+        QCOMPARE(list.json().size(), std::size_t(1));
     }
+}
+
+// The values of --where follow the limits of JSON from outside: a number a double cannot hold, or a
+// list nested past 64 levels, is refused (exit 2), never compared as text; nothing is deleted.
+void TestCliHardening::whereValuesAreStrict_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QByteArray>("expected");
+    const QString deep = QString(55000, QLatin1Char('[')) + QString(55000, QLatin1Char(']'));
+    QTest::newRow("recall KEY>1e309") << QStringList{"recall", "x", "--where", "n>1e309"} << QByteArray("1e309");
+    QTest::newRow("forget KEY=-1e400") << QStringList{"forget", "--where", "n=-1e400"} << QByteArray("-1e400");
+    QTest::newRow("recall KEY in [deep]") << QStringList{"recall", "x", "--where", "n in " + deep} << QByteArray("nests deeper than 64");
+    QTest::newRow("forget KEY=[deep]") << QStringList{"forget", "--where", "n=" + deep} << QByteArray("nests deeper than 64");
+    QTest::newRow("forget --metadata deep") << QStringList{"forget", "--metadata", "{\"n\": " + deep + "}"} << QByteArray("nests deeper");
+    QTest::newRow("recall --user empty after trimming, with a control character") << QStringList{"recall", "x", "--user", "\x02"}
+                                                                                  << QByteArray("control character");
+}
+
+void TestCliHardening::whereValuesAreStrict()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QByteArray, expected);
+    EXPECT_JSON_OK(cli({QStringLiteral("remember"), QStringLiteral("kept"), QStringLiteral("--metadata"), QStringLiteral("{\"n\": 1}")}));
+    const Run r = cli(args);
+    EXPECT_FAILURE(r, 2);
+    QVERIFY2(r.err.contains(expected) && r.err.size() < 1000, r.describe().left(2000).constData());
+    const Run list = cli({QStringLiteral("list")});
+    EXPECT_JSON_OK(list);
+    QCOMPARE(list.json().size(), std::size_t(1));
 }
 
 void TestCliHardening::timesOutsideFourDigitYears_data()
@@ -419,12 +453,24 @@ void TestCliHardening::longInputQuotedShortly_data()
     QTest::newRow("--at") << QStringList{"remember", "x", "--at", huge} << 2;
     QTest::newRow("get ID") << QStringList{"get", huge} << 2;
     QTest::newRow("category with a control character") << QStringList{"remember", "x", "--category", huge + "\x01"} << 2;
+    // The filters and thresholds of recall and forget.
+    QTest::newRow("recall --where, no operator") << QStringList{"recall", "x", "--where", huge} << 2;
+    QTest::newRow("recall --where, a long key") << QStringList{"recall", "x", "--where", huge + "!={"} << 2;
+    QTest::newRow("forget --where, a long list") << QStringList{"forget", "--where", "k in [" + huge} << 2;
+    QTest::newRow("recall --metadata, a long operator") << QStringList{"recall", "x", "--metadata", "{\"k\": {\"$" + huge + "\": 1}}"} << 2;
+    QTest::newRow("recall --metadata, a long value") << QStringList{"recall", "x", "--metadata", "{\"k\": {\"$gt\": [\"" + huge + "\"]}}"} << 2;
+    QTest::newRow("recall --min-score") << QStringList{"recall", "x", "--min-score", huge} << 2;
+    QTest::newRow("recall --min-relevance") << QStringList{"recall", "x", "--min-relevance", huge} << 2;
+    QTest::newRow("remember --user with a control character") << QStringList{"remember", "x", "--user", huge + "\x01"} << 2;
+    QTest::newRow("remember --user and --metadata disagree") << QStringList{"remember", "x", "--user", huge, "--metadata", "{\"user_id\": \"" + huge + "z\"}"} << 2;
 }
 
 void TestCliHardening::longInputQuotedShortly()
 {
     QFETCH(QStringList, args);
     QFETCH(int, exitCode);
+    // A store to read (a read of a missing store stops before the argument is looked at).
+    EXPECT_JSON_OK(cli({QStringLiteral("remember"), QStringLiteral("a record")}));
     const Run r = cli(args);
     EXPECT_FAILURE(r, exitCode);
     QVERIFY2(r.err.size() < 1000, r.err.left(2000).constData());

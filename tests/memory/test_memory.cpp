@@ -768,6 +768,7 @@ private Q_SLOTS:
             m->rememberConversation(turns, o).waitForFinished();
             RecallOptions q = shallow();
             q.now = t0;
+            q.minRelevance = 0; // what the keyword context finds, however weak (the floor has tests of its own)
             const auto matches = m->recall(QStringLiteral("lighthouse"), q);
             // The turn that says it, then the two after it through their keyword context
             // (conversation_context_window 2; the shorter context first); not the turns further away.
@@ -916,7 +917,7 @@ private Q_SLOTS:
         m.remember(QStringLiteral("Deploys happen on Fridays"), fields(QStringLiteral("/")));
         const auto matches = m.recall(QStringLiteral("zeta-9"), shallow());
         QCOMPARE(matches.first().record.content, QStringLiteral("The staging server is zeta-9"));
-        QCOMPARE(matches.first().signalValues.keyword, 1.0);
+        QVERIFY(matches.first().signalValues.keyword > 0.8); // the whole query, in a record a little longer than the average
         QVERIFY(matches.first().matchReasons.contains(QStringLiteral("keyword")));
     }
 

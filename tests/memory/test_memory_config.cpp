@@ -1,6 +1,7 @@
 #include <mneme/core/error.h>
 #include <mneme/memory/memory_config.h>
 
+#include <QTemporaryDir>
 #include <QtTest>
 
 using namespace mneme;
@@ -174,7 +175,34 @@ private Q_SLOTS:
         qputenv("MNEME_STORAGE_DIR", "/tmp/mneme-elsewhere");
         QCOMPARE(MemoryConfig::defaultStoragePath(), QStringLiteral("/tmp/mneme-elsewhere/memory.db"));
         qunsetenv("MNEME_STORAGE_DIR");
-        QCOMPARE(MemoryConfig::defaultStoragePath(), QDir::current().filePath(QStringLiteral(".mneme/memory.db")));
+        // The XDG data folder, $XDG_DATA_HOME when set; never the working folder.
+        const QByteArray xdg = qgetenv("XDG_DATA_HOME");
+        qputenv("XDG_DATA_HOME", "/tmp/mneme-xdg-data");
+        QCOMPARE(MemoryConfig::defaultStoragePath(), QStringLiteral("/tmp/mneme-xdg-data/mneme/memory.db"));
+        qunsetenv("XDG_DATA_HOME");
+        QCOMPARE(MemoryConfig::defaultStoragePath(), QDir::homePath() + QStringLiteral("/.local/share/mneme/memory.db"));
+        if (!xdg.isEmpty())
+            qputenv("XDG_DATA_HOME", xdg);
+    }
+
+    // ./.mneme/memory.db, the default store of earlier versions, is named when it exists, so a caller
+    // can say where it went; never when it is the default store itself.
+    void legacyStoragePath()
+    {
+        QTemporaryDir dir;
+        const QString before = QDir::currentPath();
+        QDir::setCurrent(dir.path());
+        qputenv("MNEME_STORAGE_DIR", QFile::encodeName(dir.filePath(QStringLiteral("elsewhere"))));
+        QVERIFY(MemoryConfig::legacyStoragePath().isEmpty());
+        QDir().mkpath(QStringLiteral(".mneme"));
+        QFile f(QStringLiteral(".mneme/memory.db"));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.close();
+        QCOMPARE(QFileInfo(MemoryConfig::legacyStoragePath()).canonicalFilePath(), QFileInfo(f).canonicalFilePath());
+        qputenv("MNEME_STORAGE_DIR", QFile::encodeName(dir.filePath(QStringLiteral(".mneme"))));
+        QVERIFY(MemoryConfig::legacyStoragePath().isEmpty());
+        qunsetenv("MNEME_STORAGE_DIR");
+        QDir::setCurrent(before);
     }
 };
 

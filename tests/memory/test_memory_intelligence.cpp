@@ -382,6 +382,33 @@ private Q_SLOTS:
             QCOMPARE(f.scopes, QStringList{bound});
     }
 
+    // Without an LLM the similar records serve only the offline scope vote: an item whose scope is
+    // given, or whose root has no scope below it, is saved without a search; plain items under a root
+    // with scopes below it are searched for (one search each) and take the scope of their neighbours.
+    void offlineScopeVoteSearchesOnlyWhenItCanChooseAScope()
+    {
+        auto storage = std::make_shared<CountingStorage>(
+            PluginRegistry::instance().createStorage(QStringLiteral("sqlite"), Json{{"path", m_dir->path().toStdString()}}));
+        Memory m(config(QString(), false), storage, m_embedder);
+        m_embedder->setVector(QStringLiteral("one"), {1, 0, 0, 0});
+        m_embedder->setVector(QStringLiteral("two"), {0, 1, 0, 0});
+        m_embedder->setVector(QStringLiteral("three"), {0, 0, 1, 0});
+        m_embedder->setVector(QStringLiteral("three more"), {0, 0, 0.99f, 0.1f});
+        RememberOptions scoped; // scope given, categories and importance inferred
+        scoped.scope = QStringLiteral("/");
+        QCOMPARE(m.rememberMany({QStringLiteral("one")}, scoped).result().stored, 1);
+        QCOMPARE(m.rememberMany({QStringLiteral("two")}, RememberOptions()).result().stored, 1); // only "/" exists
+        QCOMPARE(int(storage->searches().size()), 0);
+
+        scoped.scope = QStringLiteral("/topic");
+        QCOMPARE(m.rememberMany({QStringLiteral("three")}, scoped).result().stored, 1);
+        QCOMPARE(int(storage->searches().size()), 0);
+        const SaveResult voted = m.rememberMany({QStringLiteral("three more")}, RememberOptions()).result();
+        QCOMPARE(voted.stored, 1);
+        QCOMPARE(int(storage->searches().size()), 1); // "/" has a scope below it now: the vote searches
+        QCOMPARE(m.get(voted.ids.first())->scope, QStringLiteral("/topic"));
+    }
+
     // ---- Consolidation -------------------------------------------------------------------------
 
     // Case 29: the plan says the new content is already covered.

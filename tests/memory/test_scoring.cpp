@@ -70,7 +70,8 @@ private Q_SLOTS:
         QCOMPARE(c.queryAnalysisThreshold, 200);
     }
 
-    // Acceptance cases 4-7, as ranges and orderings.
+    // Acceptance cases 4-7, as ranges and orderings. The reference has no keyword signal: with
+    // keyword_weight 0 and its weights (which sum to 1) the score is its composite exactly.
     void composite_data()
     {
         QTest::addColumn<double>("semanticWeight");
@@ -108,6 +109,7 @@ private Q_SLOTS:
         c.semanticWeight = semanticWeight;
         c.recencyWeight = recencyWeight;
         c.importanceWeight = importanceWeight;
+        c.keywordWeight = 0;
         const QDateTime now = nowUtc();
         const MemoryMatch m = Scoring::match(aged(importance, ageDays, now), cosine, 0, now, c);
         QVERIFY2(m.score >= low && m.score <= high, qPrintable(QString::number(m.score)));
@@ -145,7 +147,90 @@ private Q_SLOTS:
         const QDateTime now = nowUtc();
         const MemoryMatch m = Scoring::match(aged(0.5, 100, now), 0.0, 0.5, now, c);
         QCOMPARE(m.matchReasons, QStringList{QStringLiteral("keyword")});
-        QVERIFY(qAbs(m.score - (0.4 * 0.5 + 0.3 * std::pow(0.5, 100 / 30.0) + 0.2 * 0.5)) < 1e-9);
+        // The weighted mean of the four signals.
+        QVERIFY(qAbs(m.score - (0.4 * 0.5 + 0.3 * std::pow(0.5, 100 / 30.0) + 0.2 * 0.5) / (0.5 + 0.4 + 0.3 + 0.2)) < 1e-9);
+        QVERIFY(qAbs(m.signalValues.relevance - 0.4 * 0.5 / (0.5 + 0.4)) < 1e-12);
+    }
+
+    // Scores stay within 0..1 whatever the signals and weights (the weighted mean), and are 1 only
+    // when every weighed signal is.
+    void scoresStayInTheUnitInterval_data()
+    {
+        QTest::addColumn<double>("semanticWeight");
+        QTest::addColumn<double>("keywordWeight");
+        QTest::addColumn<double>("recencyWeight");
+        QTest::addColumn<double>("importanceWeight");
+        QTest::newRow("defaults") << 0.5 << 0.5 << 0.3 << 0.2;
+        QTest::newRow("all weights 1") << 1.0 << 1.0 << 1.0 << 1.0;
+        QTest::newRow("keyword only") << 0.0 << 1.0 << 0.0 << 0.0;
+        QTest::newRow("semantic only") << 1.0 << 0.0 << 0.0 << 0.0;
+        QTest::newRow("no recency") << 0.7 << 0.3 << 0.0 << 0.2;
+    }
+    void scoresStayInTheUnitInterval()
+    {
+        QFETCH(double, semanticWeight);
+        QFETCH(double, keywordWeight);
+        QFETCH(double, recencyWeight);
+        QFETCH(double, importanceWeight);
+        MemoryConfig c;
+        c.semanticWeight = semanticWeight;
+        c.keywordWeight = keywordWeight;
+        c.recencyWeight = recencyWeight;
+        c.importanceWeight = importanceWeight;
+        const QDateTime now = nowUtc();
+        QList<MemoryMatch> all;
+        for (double cosine : {-1.0, 0.0, 0.3, 1.0, 1.5})
+            for (double keyword : {0.0, 0.4, 1.0, 2.0})
+                for (double importance : {0.0, 1.0})
+                    for (double age : {0.0, 400.0})
+                        all << Scoring::match(aged(importance, age, now), cosine, keyword, now, c);
+        for (const MemoryMatch &m : std::as_const(all)) {
+            QVERIFY(m.score >= 0 && m.score <= 1 + 1e-12);
+            QVERIFY(m.signalValues.relevance >= 0 && m.signalValues.relevance <= 1 + 1e-12);
+        }
+        Scoring::weighByRelevance(all, c);
+        double best = 0;
+        for (const MemoryMatch &m : std::as_const(all)) {
+            QVERIFY(m.score >= 0 && m.score <= 1 + 1e-12);
+            best = std::max(best, m.score);
+        }
+        QVERIFY(qAbs(best - 1.0) < 1e-12); // signals all at 1 (or clipped to it)
+    }
+
+    // The floor looks at relevance only: recency and importance never make a record relevant. A recall
+    // passes when one candidate reaches the floor; then candidates at half of it come along.
+    void floorJudgesRelevanceOnly()
+    {
+        MemoryConfig c;
+        const QDateTime now = nowUtc();
+        const MemoryMatch unrelated = Scoring::match(aged(1.0, 0, now), 0.0, 0.0, now, c);
+        QVERIFY(!Scoring::anyRelevantEnough({&unrelated.signalValues}, 0.0));
+        QVERIFY(!Scoring::relevantEnough(unrelated.signalValues, 0.0));
+        QVERIFY(unrelated.score > 0.3); // new and important: a high composite, still not returned
+        const MemoryMatch weak = Scoring::match(aged(0.5, 900, now), 0.2, 0.1, now, c);
+        QVERIFY(qAbs(weak.signalValues.relevance - 0.15) < 1e-12);
+        QVERIFY(Scoring::anyRelevantEnough({&weak.signalValues}, 0.15));
+        QVERIFY(!Scoring::anyRelevantEnough({&weak.signalValues, &unrelated.signalValues}, 0.16));
+        QCOMPARE(Scoring::kCompanionShare, 0.5);
+        QVERIFY(Scoring::relevantEnough(weak.signalValues, 0.30));
+        QVERIFY(!Scoring::relevantEnough(weak.signalValues, 0.31));
+    }
+
+    // The keyword signal that ranks is the evidence over the best evidence among the candidates; the
+    // relevance (and so the floor) keeps the absolute evidence.
+    void relativeKeywords()
+    {
+        MemoryConfig c;
+        const QDateTime now = nowUtc();
+        MemoryMatch a = Scoring::match(aged(0.5, 1, now), 0.1, 0.4, now, c);
+        MemoryMatch b = Scoring::match(aged(0.5, 1, now), 0.1, 0.1, now, c);
+        MemoryMatch none = Scoring::match(aged(0.5, 1, now), 0.3, 0.0, now, c);
+        Scoring::relativeKeywords({&a.signalValues, &b.signalValues, &none.signalValues});
+        QCOMPARE(a.signalValues.keyword, 1.0);
+        QVERIFY(qAbs(b.signalValues.keyword - 0.25) < 1e-12);
+        QCOMPARE(none.signalValues.keyword, 0.0);
+        QCOMPARE(a.signalValues.keywordEvidence, 0.4);
+        QVERIFY(qAbs(a.signalValues.relevance - 0.25) < 1e-12); // (0.1 + 0.4) / 2
     }
 
     void accessBoost()
@@ -187,8 +272,8 @@ private Q_SLOTS:
         QVERIFY(drown[0].score > drown[1].score);
         QVERIFY(drown[0].score <= before0 + 1e-12);
         QVERIFY(drown[1].score < before1);
-        const double rel1 = 0.5 * 0.2, best = 0.5 * 0.6 + 0.5 * 0.8;
-        QVERIFY(qAbs(drown[1].score - (rel1 + (0.3 * 1.0 + 0.2 * 0.5) * (rel1 / best) * (rel1 / best))) < 1e-9);
+        const double rel1 = 0.2 / 2, best = (0.6 + 0.8) / 2; // relevance: the mean of semantic and keyword
+        QVERIFY(qAbs(drown[1].score - (0.5 * 0.2 + (0.3 * 1.0 + 0.2 * 0.5) * (rel1 / best) * (rel1 / best)) / 1.5) < 1e-9);
     }
 
     void cosine()

@@ -1,5 +1,7 @@
 #include "sqlite_storage.h"
 
+#include "keyword_evidence.h"
+
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
 #include <mneme/core/stop_words.h>
@@ -154,7 +156,7 @@ constexpr const char *kRecordColumns =
 const QByteArray kCategoriesOrNone = "CASE WHEN json_valid(r.categories) AND json_type(r.categories) = 'array' THEN r.categories ELSE '[]' END";
 
 // The columns applyIndexRow() reads.
-constexpr const char *kIndexColumns = "rid, scope, categories, source, private, created_at, importance, embedding";
+constexpr const char *kIndexColumns = "rid, scope, categories, source, private, created_at, importance, embedding, metadata";
 
 const QString kResetAdvice = QStringLiteral(
     "run `mneme reset --yes` to empty the store, or `mneme export` and then `mneme import --reembed` "
@@ -324,6 +326,7 @@ RecordFilter normalized(const RecordFilter &filter)
     RecordFilter f = filter;
     for (QString &s : f.scopes)
         s = ScopePath::normalize(s);
+    (void)MetadataFilter::parse(f.metadata); // a malformed filter is refused before anything is read
     return f;
 }
 
@@ -361,9 +364,27 @@ QString pathProblem(const QString &path)
     return QString();
 }
 
+// Whether a filter has metadata conditions the vector index cannot judge (any but the identities').
 bool needsPostFilter(const RecordFilter &f)
 {
-    return f.metadata.is_object() && !f.metadata.empty();
+    return f.metadata.is_object() && !f.metadata.empty() && !VectorIndex::judges(MetadataFilter::parse(f.metadata));
+}
+
+// The identities of a metadata column's text: most records have none, and are not parsed.
+std::array<QString, 3> identityOfText(std::string_view text)
+{
+    if (text.size() <= 2 || text.find("_id\"") == std::string_view::npos)
+        return {};
+    return VectorIndex::identityOf(parseJsonOrDiscarded(text));
+}
+
+// A JSON path for a top-level key, as SQLite's JSON functions read it; nothing for a key the path
+// syntax cannot quote (a double quote in it): such a condition is left to the check on the records.
+std::optional<QByteArray> jsonPath(const std::string &key)
+{
+    if (key.find('"') != std::string::npos)
+        return std::nullopt;
+    return QByteArray("$.\"") + QByteArray::fromStdString(key) + '"';
 }
 
 // A text column's UTF-8 bytes, valid until the statement steps again.
@@ -478,12 +499,14 @@ public:
         check(sqlite3_bind_blob64(m_st, i, e.data(), sqlite3_uint64(e.size() * sizeof(float)), SQLITE_TRANSIENT));
         return *this;
     }
-    void bindAll(const std::vector<std::variant<qint64, QByteArray>> &args, int first = 1)
+    void bindAll(const std::vector<std::variant<qint64, QByteArray, double>> &args, int first = 1)
     {
         int i = first;
         for (const auto &a : args) {
             if (std::holds_alternative<qint64>(a))
                 bind(i++, std::get<qint64>(a));
+            else if (std::holds_alternative<double>(a))
+                bindDouble(i++, std::get<double>(a));
             else
                 bindBytes(i++, std::get<QByteArray>(a));
         }
@@ -635,10 +658,11 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             if (o.path.startsWith(QLatin1String("~/")))
                 o.path = QDir::homePath() + o.path.mid(1);
             hasPath = true;
-        } else if (key == QLatin1String("read_only")) {
+        } else if (key == QLatin1String("read_only") || key == QLatin1String("create")) {
             if (!v.is_boolean())
-                throw Error(ErrorKind::InvalidArgument, QStringLiteral("sqlite storage: \"read_only\" must be true or false"));
-            o.readOnly = v.get<bool>();
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("sqlite storage: \"%1\" must be true or false").arg(key));
+            (key == QLatin1String("create") ? o.create : o.readOnly) = v.get<bool>();
         } else if (key == QLatin1String("busy_timeout_ms")) {
             if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 86400000)
                 throw Error(ErrorKind::InvalidArgument,
@@ -667,7 +691,7 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             *range.target = int(v.get<long long>());
         } else {
             throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("sqlite storage: unknown configuration key %1; the known keys are path, read_only, "
+                        QStringLiteral("sqlite storage: unknown configuration key %1; the known keys are path, read_only, create, "
                                        "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search and wal_checkpoint_pages")
                             .arg(Error::quoted(key)));
         }
@@ -756,6 +780,11 @@ void SqliteStorage::open()
             if (m_readOnly)
                 throw Error(ErrorKind::NotFound,
                             QStringLiteral("there is no Mneme store at %1 to open read-only; check the path, or open it without read_only to create it")
+                                .arg(m_location));
+            if (!m_options.create)
+                throw Error(ErrorKind::NotFound,
+                            QStringLiteral("there is no Mneme store at %1; check the path (mneme --db PATH), or save a memory "
+                                           "first to create it")
                                 .arg(m_location));
             if (!QDir().mkpath(folder))
                 throw Error(ErrorKind::ReadOnlyStore,
@@ -876,6 +905,11 @@ void SqliteStorage::openConnection(bool immutable)
     }
     sqlite3_extended_result_codes(m_db, 1);
     sqlite3_busy_timeout(m_db, m_options.busyTimeoutMs);
+    if (!KeywordEvidence::registerOn(m_db))
+        throw Error(ErrorKind::Storage,
+                    QStringLiteral("cannot open the store %1: the SQLite library lacks FTS5, which keyword search needs; "
+                                   "install a SQLite built with FTS5")
+                        .arg(m_location));
 }
 
 int SqliteStorage::storedSchemaVersion(bool *hasTables, bool *hasMeta)
@@ -1240,6 +1274,62 @@ SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter) const
         conds << "r.source = ?";
         w.args.emplace_back(filter.onlySource.toUtf8());
     }
+    // Metadata conditions select a superset here (SQLite's types: text, integer, real; its JSON
+    // booleans are 1 and 0); the records read are then checked exactly (RecordFilter::matches).
+    const MetadataFilter metadataConditions = MetadataFilter::parse(filter.metadata);
+    for (const MetadataFilter::Condition &c : metadataConditions.conditions()) {
+        const std::optional<QByteArray> path = jsonPath(c.key);
+        if (!path)
+            continue;
+        const auto scalar = [](const Json &v) -> std::optional<std::variant<qint64, QByteArray, double>> {
+            if (v.is_string())
+                return QByteArray::fromStdString(v.get<std::string>());
+            if (v.is_boolean())
+                return qint64(v.get<bool>() ? 1 : 0);
+            if (v.is_number_integer())
+                return qint64(v.get<long long>());
+            if (v.is_number())
+                return v.get<double>();
+            return std::nullopt;
+        };
+        switch (c.op) {
+        case MetadataFilter::Op::Eq:
+        case MetadataFilter::Op::Gt:
+        case MetadataFilter::Op::Gte:
+        case MetadataFilter::Op::Lt:
+        case MetadataFilter::Op::Lte: {
+            const auto value = scalar(c.value);
+            if (!value)
+                break;
+            const char *op = c.op == MetadataFilter::Op::Eq  ? " = ?"
+                           : c.op == MetadataFilter::Op::Gt  ? " > ?"
+                           : c.op == MetadataFilter::Op::Gte ? " >= ?"
+                           : c.op == MetadataFilter::Op::Lt  ? " < ?"
+                                                             : " <= ?";
+            conds << QByteArray("json_extract(r.metadata, ?)") + op;
+            w.args.emplace_back(*path);
+            if (std::holds_alternative<double>(*value))
+                w.args.emplace_back(std::get<double>(*value));
+            else if (std::holds_alternative<qint64>(*value))
+                w.args.emplace_back(std::get<qint64>(*value));
+            else
+                w.args.emplace_back(std::get<QByteArray>(*value));
+            break;
+        }
+        case MetadataFilter::Op::In:
+            conds << "json_extract(r.metadata, ?) IN (SELECT value FROM json_each(?))";
+            w.args.emplace_back(*path);
+            w.args.emplace_back(jsonBytes(c.value));
+            break;
+        case MetadataFilter::Op::Exists:
+            conds << (c.value.get<bool>() ? "json_type(r.metadata, ?) IS NOT NULL" : "json_type(r.metadata, ?) IS NULL");
+            w.args.emplace_back(*path);
+            break;
+        case MetadataFilter::Op::Ne:
+        case MetadataFilter::Op::Nin:
+            break; // hold for most records: nothing to narrow
+        }
+    }
     if (filter.applyPrivacy && !filter.includePrivate) {
         if (filter.source.isEmpty()) {
             conds << "r.private = 0";
@@ -1318,10 +1408,11 @@ std::vector<SqliteStorage::Row> SqliteStorage::selectRows(const RecordFilter &fi
                    + " FROM records r WHERE " + w.sql;
     Statement st(*this, sql);
     st.bindAll(w.args);
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     std::vector<Row> rows;
     while (st.step(QStringLiteral("reading records"))) {
         Row row = readRow(st.get(), withEmbedding);
-        if ((withDamaged || readable(row)) && filter.matches(row.record))
+        if ((withDamaged || readable(row)) && filter.matches(row.record, conditions))
             rows.push_back(std::move(row));
     }
     return rows;
@@ -1502,6 +1593,7 @@ VectorIndex::Item SqliteStorage::indexItem(qint64 rowid, const MemoryRecord &r)
     item.hasCreated = r.createdAt.isValid();
     item.createdMs = item.hasCreated ? r.createdAt.toMSecsSinceEpoch() : 0;
     item.importance = r.importance;
+    item.identity = VectorIndex::identityOf(r.metadata);
     return item;
 }
 
@@ -1606,6 +1698,7 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
     item.hasCreated = sqlite3_column_type(stmt, 5) != SQLITE_NULL;
     item.createdMs = sqlite3_column_int64(stmt, 5);
     item.importance = sqlite3_column_double(stmt, 6);
+    item.identity = identityOfText(columnView(stmt, 8));
     const auto *blob = static_cast<const float *>(sqlite3_column_blob(stmt, 7));
     if (reinterpret_cast<quintptr>(blob) % alignof(float) == 0) {
         m_index.upsert(item, blob);
@@ -1880,16 +1973,21 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
         std::vector<QString> &ids = *storedIds;
         ids.assign(records.size(), QString());
         const bool lookUp = !batchLookupCurrent(records);
-        QHash<QString, QString> inBatch; // content, scope, source and privacy -> the id saved first
+        // content, scope, source, privacy and identities -> the id saved first
+        QHash<QString, QString> inBatch;
         for (std::size_t i = 0; i < records.size(); ++i) {
             const MemoryRecord &r = records[i];
-            const QString key = QStringList{r.content, r.scope, r.source, r.isPrivate ? QStringLiteral("1") : QStringLiteral("0")}.join(QChar(0));
+            const std::array<QString, 3> identity = VectorIndex::identityOf(r.metadata);
+            const QString key = QStringList{r.content, r.scope, r.source, r.isPrivate ? QStringLiteral("1") : QStringLiteral("0"),
+                                            identity[0], identity[1], identity[2]}
+                                    .join(QChar(0));
             if (const auto seen = inBatch.constFind(key); seen != inBatch.cend()) {
                 ids[i] = *seen;
                 continue;
             }
             if (lookUp) {
-                if (const std::optional<MemoryRecord> stored = findExactLocked(r.content, r.scope, r.source, r.isPrivate, hashOf(r.content))) {
+                if (const std::optional<MemoryRecord> stored =
+                        findExactLocked(r.content, r.scope, r.source, r.isPrivate, hashOf(r.content), &r.metadata)) {
                     ids[i] = stored->id;
                     inBatch.insert(key, stored->id);
                     continue;
@@ -2082,6 +2180,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
     const std::vector<VectorIndex::Hit> hits =
         m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     // The rows are read a chunk of hits at a time, each chunk in one statement; a post-filtered search
     // reads on until it has `limit` records.
     const size_t chunk = size_t(std::max(limit, 32));
@@ -2094,7 +2193,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
         for (size_t i = first; i < last && int(out.size()) < limit; ++i) {
             auto it = rows.find(hits[i].rowid);
             // The record itself is the final judge: the index never widens what the filter selects.
-            if (it == rows.end() || !filter.matches(it->second.record))
+            if (it == rows.end() || !filter.matches(it->second.record, conditions))
                 continue;
             out.push_back({std::move(it->second.record), hits[i].score});
         }
@@ -2162,7 +2261,7 @@ void SqliteStorage::flushIndex()
     saveIndexFile(true);
 }
 
-QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
+SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
 {
     // A term found in the content of more than `cap` records tells little (its BM25 weight is low) and
     // would make the query score and sort a large part of the store, so it is left out. Counting stops
@@ -2183,6 +2282,7 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
         m_termCountsRecords = records;
     }
     QList<QByteArray> kept;
+    KeywordQuery query;
     for (const QByteArray &term : terms) {
         auto known = m_termCounts.constFind(term);
         if (known == m_termCounts.constEnd()) {
@@ -2192,8 +2292,11 @@ QByteArray SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
         }
         if (*known <= cap)
             kept.append(term);
+        else // still part of what was asked: its (small) idf weighs in the evidence's scale
+            query.leftOutIdf += KeywordEvidence::idf(records, *known);
     }
-    return kept.join(" OR ");
+    query.match = kept.join(" OR ");
+    return query;
 }
 
 void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
@@ -2202,27 +2305,26 @@ void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &fi
     if (!(contextWeight >= 0))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
-    QByteArray match = selectiveMatch(matchTerms(text));
-    if (match.isEmpty())
+    KeywordQuery query = selectiveMatch(matchTerms(text));
+    if (query.match.isEmpty())
         return;
     // A store before schema 3 (read-only, not upgraded) has no context column.
     const bool context = contextWeight > 0 && m_version >= 3;
     if (!context)
-        match = "content : (" + match + ")";
-    const QByteArray relevance = context ? "bm25(records_fts, 1.0, " + QByteArray::number(contextWeight, 'g', 6) + ")"
-                                         : QByteArray("bm25(records_fts)");
+        query.match = "content : (" + query.match + ")";
     const Where w = where(filter);
     const bool post = needsPostFilter(filter);
-    Statement st(*this, QByteArray("SELECT ") + columns + ", " + relevance + " AS relevance "
-                                                                             "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
-                                                                             "WHERE records_fts MATCH ? AND ("
-                            + w.sql + ") ORDER BY relevance, r.rid LIMIT ?");
-    st.bindBytes(1, match);
-    st.bindAll(w.args, 2);
-    st.bind(int(w.args.size()) + 2, post ? -1 : limit);
+    Statement st(*this, QByteArray("SELECT ") + columns
+                            + ", mneme_keyword(records_fts, ?, ?) AS relevance "
+                              "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
+                              "WHERE records_fts MATCH ? AND ("
+                            + w.sql + ") ORDER BY relevance DESC, r.rid LIMIT ?");
+    st.bindDouble(1, context ? contextWeight : 0.0).bindDouble(2, query.leftOutIdf).bindBytes(3, query.match);
+    st.bindAll(w.args, 4);
+    st.bind(int(w.args.size()) + 4, post ? -1 : limit);
     const int relevanceColumn = sqlite3_column_count(st.get()) - 1;
     while (st.step(QStringLiteral("searching the full-text index")))
-        if (!row(st.get(), -sqlite3_column_double(st.get(), relevanceColumn)))
+        if (!row(st.get(), std::min(1.0, sqlite3_column_double(st.get(), relevanceColumn))))
             break;
 }
 
@@ -2237,9 +2339,10 @@ std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, cons
     ReadSnapshot snapshot(*this); // one read transaction for the term counts and the search
     refreshIfChanged();
     std::vector<ScoredRecord> out;
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     runKeywordSearch(text, filter, limit, contextWeight, kRecordColumns, [&](sqlite3_stmt *st, double relevance) {
         Row row = readRow(st, false);
-        if (readable(row) && filter.matches(row.record))
+        if (readable(row) && filter.matches(row.record, conditions))
             out.push_back({std::move(row.record), relevance});
         return int(out.size()) < limit;
     });
@@ -2351,9 +2454,10 @@ std::vector<MemoryRecord> SqliteStorage::list(const RecordFilter &requested, int
     st.bind(n + 2, post ? 0 : offset);
     std::vector<MemoryRecord> out;
     int skipped = 0;
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     while (st.step(QStringLiteral("listing records"))) {
         Row row = readRow(st.get(), false);
-        if (!readable(row) || !filter.matches(row.record))
+        if (!readable(row) || !filter.matches(row.record, conditions))
             continue;
         if (post && skipped < offset) {
             ++skipped;
@@ -2390,37 +2494,41 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     for (const MemoryRecord &r : records) {
         const qint64 hash = contentHash(r.content);
         m_batchHashes.insert(r.content, hash);
-        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate, hash));
+        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate, hash, &r.metadata));
     }
     return out;
 }
 
 std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
-                                                           const QString &source, bool isPrivate, qint64 hash)
+                                                           const QString &source, bool isPrivate, qint64 hash,
+                                                           const Json *identityOf)
 {
-    // The first (lowest rid) identical record. Each lookup table is probed with its own statement,
+    // The first (lowest rid) identical record (of the same identities, with `identityOf`). Each lookup table is probed with its own statement,
     // ordered by the table's rid, which its key (hash, rid) yields in order: one statement over both
     // tables, or ordering by r.rid, would build a temporary B-tree on every call. A read-only
     // connection may read a store from before v4, which has the index on records.content_hash instead.
     static const QByteArray kMatch = " AND r.content = ?2 AND r.scope = ?3 AND r.source = ?4 AND r.private = ?5";
     static const QByteArray kByColumn =
-        QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ?1" + kMatch + " ORDER BY r.rid LIMIT 1";
+        QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ?1" + kMatch + " ORDER BY r.rid";
     static const QByteArray kByTable[2] = {
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes h CROSS JOIN records r ON r.rid = h.rid WHERE h.hash = ?1"
-            + kMatch + " ORDER BY h.rid LIMIT 1",
+            + kMatch + " ORDER BY h.rid",
         QByteArray("SELECT ") + kRecordColumns + " FROM content_hashes_recent h CROSS JOIN records r ON r.rid = h.rid "
                                                  "WHERE h.hash = ?1"
-            + kMatch + " ORDER BY h.rid LIMIT 1",
+            + kMatch + " ORDER BY h.rid",
     };
+    const std::array<QString, 3> identity = identityOf ? VectorIndex::identityOf(*identityOf) : std::array<QString, 3>{};
     const auto firstIn = [&](const QByteArray &sql) -> std::optional<Row> {
         Statement st(*this, sql);
         st.bind(1, hash).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
-        if (!st.step(QStringLiteral("looking for an identical record")))
-            return std::nullopt;
-        Row row = readRow(st.get(), false);
-        if (!readable(row))
-            return std::nullopt; // a damaged record is none to read, nor one to be identical to
-        return row;
+        // Identical words of several identities are rare: the first rows are the ones read. A damaged
+        // record is none to read, nor one to be identical to.
+        while (st.step(QStringLiteral("looking for an identical record"))) {
+            Row row = readRow(st.get(), false);
+            if (readable(row) && (!identityOf || VectorIndex::identityOf(row.record.metadata) == identity))
+                return row;
+        }
+        return std::nullopt;
     };
     std::optional<Row> best = firstIn(m_version >= 4 ? kByTable[0] : kByColumn);
     if (m_version >= 4) {

@@ -33,6 +33,9 @@ public:
     {
         QString path; // a file, or ":memory:"
         bool readOnly = false;
+        // Create the file (and its folder) when missing; false: a missing store is Error(NotFound), and
+        // nothing is created (a command that only reads).
+        bool create = true;
         int busyTimeoutMs = 10000;
         // From this many records with vectors on, searches use the approximate (HNSW) index, kept in
         // "<path>.hnsw"; below it, an exact scan. 0: always approximate.
@@ -43,7 +46,7 @@ public:
         // Frames in the write-ahead log after which a background thread copies it into the database.
         int walCheckpointPages = 4000;
 
-        // Reads {"path", "read_only", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
+        // Reads {"path", "read_only", "create", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
         // "ann_ef_search", "wal_checkpoint_pages"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
         // key or a value of the wrong type or out of range.
         static Options fromJson(const Json &config);
@@ -155,7 +158,7 @@ private:
     struct Where
     {
         QByteArray sql;
-        std::vector<std::variant<qint64, QByteArray>> args;
+        std::vector<std::variant<qint64, QByteArray, double>> args;
     };
 
     // Opening.
@@ -196,19 +199,26 @@ private:
     // The rows of these rowids (without embeddings), in one statement, by rowid.
     std::unordered_map<qint64, Row> rowsByRowids(const std::vector<qint64> &rowids);
     // The full-text search behind keywordSearch() and keywordHits(): calls `row` with each match (the
-    // statement at `columns`, and the BM25 relevance, higher is better), best first, while it returns
-    // true. The caller holds the lock and a read snapshot.
+    // statement at `columns`, and the keyword evidence in 0..1, KeywordEvidence capped at 1), best
+    // first, while it returns true. The caller holds the lock and a read snapshot.
     void runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
                           const QByteArray &columns, const std::function<bool(sqlite3_stmt *, double)> &row);
     std::vector<qint64> rowidsForIds(const QStringList &ids);
     Row readRow(sqlite3_stmt *st, bool withEmbedding) const;
     static Statement &bindFields(Statement &st, int first, const MemoryRecord &r, qint64 hash);
     int removeLocked(const RecordFilter &filter);
-    // The OR of those terms that are rare enough in the store to be worth a keyword search.
-    QByteArray selectiveMatch(const QList<QByteArray> &terms);
+    // A keyword query: the OR of those terms rare enough in the store to be worth a search, and the idf
+    // of the others (KeywordEvidence's left_out_idf).
+    struct KeywordQuery
+    {
+        QByteArray match;
+        double leftOutIdf = 0;
+    };
+    KeywordQuery selectiveMatch(const QList<QByteArray> &terms);
     // `hash` is contentHash(content).
+    // With `identityOf`, only a record with the same identities (VectorIndex::identityOf) as that metadata.
     std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
-                                                bool isPrivate, qint64 hash);
+                                                bool isPrivate, qint64 hash, const Json *identityOf = nullptr);
     qint64 insertRecord(const MemoryRecord &r);
     // The content hash (SHA-256), from m_batchHashes when the last findExact() batch computed it.
     qint64 hashOf(const QString &content) const;

@@ -29,8 +29,9 @@ namespace {
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
-// 1: without the importance array; 2: with it; 3: with a checksum of everything before the trailer.
-// Files of formats 1 and 2 are refused (their content cannot be checked) and the index is rebuilt.
+// 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
+// everything before the trailer. Files of formats 1 and 2 are refused (their content cannot be
+// checked) and the index is rebuilt from the records.
 constexpr quint32 kFormat = 3;
 constexpr quint32 kByteOrder = 0x01020304;
 
@@ -330,6 +331,10 @@ struct VectorIndex::Filter
     int visibleSource = -2; // matches no record
     bool hasBefore = false, hasAfter = false;
     qint64 before = 0, after = 0;
+    // Per identity key: -1 any; otherwise the interned value required (0: missing), or, with
+    // identityPresent, any value but missing.
+    std::array<int, 3> identity{-1, -1, -1};
+    std::array<bool, 3> identityPresent{false, false, false};
 
     bool selects(const VectorIndex &ix, std::size_t s) const
     {
@@ -347,11 +352,55 @@ struct VectorIndex::Filter
             return false;
         if (hasAfter && ix.m_created[s] < after)
             return false;
+        for (std::size_t k = 0; k < 3; ++k) {
+            if (identityPresent[k] && ix.m_identity[k][s] == 0)
+                return false;
+            if (identity[k] >= 0 && ix.m_identity[k][s] != identity[k])
+                return false;
+        }
         return true;
     }
 };
 
-VectorIndex::VectorIndex() = default;
+QString VectorIndex::identityOther()
+{
+    return QStringLiteral("\u0001(not a string)");
+}
+
+std::array<QString, 3> VectorIndex::identityOf(const Json &metadata)
+{
+    std::array<QString, 3> out;
+    if (!metadata.is_object())
+        return out;
+    const QStringList keys = RecordFilter::identityKeys();
+    for (std::size_t k = 0; k < 3; ++k) {
+        const auto it = metadata.find(keys[qsizetype(k)].toStdString());
+        if (it == metadata.end())
+            continue;
+        out[k] = it->is_string() && !it->get_ref<const std::string &>().empty()
+                   ? QString::fromStdString(it->get<std::string>())
+                   : identityOther();
+    }
+    return out;
+}
+
+bool VectorIndex::judges(const MetadataFilter &conditions)
+{
+    const QStringList keys = RecordFilter::identityKeys();
+    for (const MetadataFilter::Condition &c : conditions.conditions()) {
+        if (!keys.contains(QString::fromStdString(c.key)))
+            return false;
+        const bool eq = c.op == MetadataFilter::Op::Eq && c.value.is_string() && !c.value.get_ref<const std::string &>().empty();
+        if (!eq && c.op != MetadataFilter::Op::Exists)
+            return false;
+    }
+    return true;
+}
+
+VectorIndex::VectorIndex()
+{
+    invalidate(); // interns "" (a missing identity) as 0
+}
 VectorIndex::~VectorIndex() = default;
 
 void VectorIndex::reset(int dimension)
@@ -372,6 +421,11 @@ void VectorIndex::invalidate()
     m_private = {};
     m_created = {};
     m_importance = {};
+    for (auto &v : m_identity)
+        v = {};
+    m_identityIds.clear();
+    m_identityNames = QStringList{QString()};
+    m_identityIds.insert(QString(), 0);
     m_vectors = {};
     m_slotOfRow = {};
     m_ann.reset();
@@ -462,6 +516,8 @@ void VectorIndex::growSlots(std::size_t slots)
     m_private.resize(slots, 0);
     m_created.resize(slots, kUnknownTime);
     m_importance.resize(slots, 0.0);
+    for (auto &v : m_identity)
+        v.resize(slots, 0);
 }
 
 void VectorIndex::fill(std::size_t slot, const Item &item)
@@ -473,6 +529,8 @@ void VectorIndex::fill(std::size_t slot, const Item &item)
     m_private[slot] = item.isPrivate ? 1 : 0;
     m_created[slot] = item.hasCreated ? item.createdMs : kUnknownTime;
     m_importance[slot] = item.importance;
+    for (std::size_t k = 0; k < 3; ++k)
+        m_identity[k][slot] = intern(m_identityIds, m_identityNames, item.identity[k]);
 }
 
 void VectorIndex::upsert(const Item &item, const float *vector)
@@ -552,6 +610,8 @@ void VectorIndex::remove(qint64 rowid)
         m_private[slot] = m_private[last];
         m_created[slot] = m_created[last];
         m_importance[slot] = m_importance[last];
+        for (auto &v : m_identity)
+            v[slot] = v[last];
         m_slotOfRow.insert(m_rowids[slot], std::uint32_t(slot));
     }
     m_vectors.resize(last * dim);
@@ -562,6 +622,8 @@ void VectorIndex::remove(qint64 rowid)
     m_private.pop_back();
     m_created.pop_back();
     m_importance.pop_back();
+    for (auto &v : m_identity)
+        v.pop_back();
 }
 
 std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
@@ -668,6 +730,8 @@ void VectorIndex::buildAnn(int threads)
     permute(m_private);
     permute(m_created);
     permute(m_importance);
+    for (auto &v : m_identity)
+        permute(v);
     m_vectors = {};
     m_slotOfRow = {};
     m_ann = std::move(ann);
@@ -729,6 +793,30 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
             if (it != m_sourceIds.constEnd())
                 f.visibleSource = it.value();
         }
+    }
+    const QStringList identityKeys = RecordFilter::identityKeys();
+    const MetadataFilter metadataConditions = MetadataFilter::parse(filter.metadata);
+    for (const MetadataFilter::Condition &c : metadataConditions.conditions()) {
+        const qsizetype k = identityKeys.indexOf(QString::fromStdString(c.key));
+        if (k < 0)
+            continue; // judged on the records
+        if (c.op == MetadataFilter::Op::Exists) {
+            if (c.value.get<bool>())
+                f.identityPresent[std::size_t(k)] = true;
+            else if (f.identity[std::size_t(k)] > 0)
+                return {};
+            else
+                f.identity[std::size_t(k)] = 0;
+        } else if (c.op == MetadataFilter::Op::Eq && c.value.is_string() && !c.value.get_ref<const std::string &>().empty()) {
+            const auto it = m_identityIds.constFind(QString::fromStdString(c.value.get<std::string>()));
+            const int wanted = it == m_identityIds.constEnd() ? -2 : it.value();
+            if (wanted < 0 || (f.identity[std::size_t(k)] >= 0 && f.identity[std::size_t(k)] != wanted))
+                return {}; // a value no record has, or two values at once
+            f.identity[std::size_t(k)] = wanted;
+        } else {
+            continue;
+        }
+        f.trivial = false;
     }
     f.hasBefore = filter.createdBefore.isValid();
     f.hasAfter = filter.createdAfter.isValid();
@@ -964,6 +1052,9 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
     w.array(m_private, nodes);
     w.array(m_created, nodes);
     w.array(m_importance, nodes);
+    w.strings(m_identityNames);
+    for (const auto &v : m_identity)
+        w.array(v, nodes);
     w.pod<quint64>(quint64(m_unvectored.size()));
     for (qint64 r : m_unvectored)
         w.pod<qint64>(r);
@@ -1128,6 +1219,14 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     r.array(m_private, nodes);
     r.array(m_created, nodes);
     r.array(m_importance, nodes);
+    m_identityNames = r.strings();
+    m_identityIds.clear();
+    for (qsizetype i = 0; i < m_identityNames.size(); ++i)
+        m_identityIds.insert(m_identityNames.at(i), int(i));
+    for (auto &v : m_identity)
+        r.array(v, nodes);
+    if (m_identityNames.isEmpty() || !m_identityNames.first().isEmpty())
+        r.fail();
     const quint64 unvectored = r.pod<quint64>();
     if (!r.ok() || unvectored > length / sizeof(qint64)) {
         *error = QStringLiteral("the file is damaged (attributes)");
@@ -1137,8 +1236,11 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     for (quint64 i = 0; i < unvectored && r.ok(); ++i)
         m_unvectored.insert(r.pod<qint64>());
     for (std::size_t s = 0; s < nodes; ++s) {
+        bool identityOk = true;
+        for (const auto &v : m_identity)
+            identityOk = identityOk && v[s] >= 0 && v[s] < m_identityNames.size();
         if (m_scope[s] < 0 || m_scope[s] >= m_scopeNames.size() || m_source[s] < 0 || m_source[s] >= m_sourceNames.size()
-            || m_catSet[s] < 0 || std::size_t(m_catSet[s]) >= m_catSets.size()) {
+            || m_catSet[s] < 0 || std::size_t(m_catSet[s]) >= m_catSets.size() || !identityOk) {
             *error = QStringLiteral("the file is damaged (attribute indexes)");
             return false;
         }

@@ -6,6 +6,7 @@
 #include <QSet>
 #include <QString>
 #include <QStringList>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,7 +45,18 @@ public:
         bool hasCreated = false;
         qint64 createdMs = 0; // milliseconds since the epoch, UTC
         double importance = 0;
+        // The Mem0-style identity keys of the metadata (RecordFilter::identityKeys(): user_id, agent_id,
+        // run_id): the string value, empty when the key is missing, identityOther() for another value.
+        std::array<QString, 3> identity;
     };
+    // The identity of a record whose metadata holds a non-string value at an identity key: never
+    // equal to a filter's string, still present for $exists.
+    static QString identityOther();
+    // Reads the identity fields of an item from a record's metadata.
+    static std::array<QString, 3> identityOf(const Json &metadata);
+    // Whether the index judges every condition of a metadata filter by itself: equality with a string
+    // and $exists on the identity keys. Other conditions must be checked on the records.
+    static bool judges(const MetadataFilter &conditions);
 
     // What ranking needs of an indexed record besides its similarity.
     struct RankFields
@@ -126,9 +138,10 @@ public:
     // Converts the flat layout into the approximate one, inserting with `threads` threads.
     void buildAnn(int threads);
 
-    // The records the filter's scope, category, time, source and privacy conditions select, by
-    // descending cosine similarity to `query` (ties: lower rowid first). Id and metadata conditions
-    // are not looked at: pass the rowids the ids select as `onlyRows` (nullptr: no id condition).
+    // The records the filter's scope, category, time, source, privacy and identity conditions select, by
+    // descending cosine similarity to `query` (ties: lower rowid first). Id conditions and metadata
+    // conditions other than judges() accepts are not looked at: pass the rowids the ids select as
+    // `onlyRows` (nullptr: no id condition), and check the others on the records.
     // At most `limit` hits; limit < 0 returns every selected record, ranked (exactly).
     std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit,
                             const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto) const;
@@ -187,6 +200,7 @@ private:
     std::vector<std::uint8_t> m_private;
     std::vector<qint64> m_created; // INT64_MIN when unknown
     std::vector<double> m_importance;
+    std::array<std::vector<std::int32_t>, 3> m_identity; // index into m_identityNames; 0 is "" (missing)
 
     std::vector<float> m_vectors;             // flat layout only: size() * dimension(), normalised
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
@@ -201,6 +215,8 @@ private:
     QStringList m_categoryNames;
     QHash<QString, int> m_catSetIds; // sorted category ids joined by ','
     std::vector<std::vector<std::int32_t>> m_catSets;
+    QHash<QString, int> m_identityIds;
+    QStringList m_identityNames;
 };
 
 } // namespace mneme

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <QtGlobal>
+
+struct sqlite3;
+
+namespace mneme {
+
+// How strongly a record matches the words of a query, in absolute terms: an FTS5 auxiliary function
+// registered on each connection of the store,
+//
+//   mneme_keyword(records_fts, context_weight, left_out_idf)
+//
+// It computes BM25 as FTS5's own bm25() does (k1 = 1.2, b = 0.75, a word in the context column counting
+// context_weight of one in the content), with the idf of Lucene's BM25, which stays positive when a
+// word is in half the records or more (so a word matters in a store of a few records too), and
+// divides it by the BM25 of a record of average length that holds each query word once: the sum of
+// the words' idfs, plus left_out_idf for the words the caller left out of the query (too common to be
+// worth searching, but part of what was asked). 1: the record matches the whole query about that
+// well; a half: it holds about half of the query's information; above 1 when it matches better (the
+// words repeated, or a short record). A query word no record holds counts in full (the idf of a word
+// found nowhere), so a query of unknown words matched by one common word scores low.
+class KeywordEvidence
+{
+public:
+    // Registers mneme_keyword() on `db`; false when the FTS5 API cannot be reached.
+    static bool registerOn(sqlite3 *db);
+    // The idf of a word found in `hits` of `rows` records, counted as if the store held 100 more
+    // records without it (so that in a store of a few records a word weighs about what it would in a
+    // larger one): ln(1 + (rows + 100 - hits + 0.5) / (hits + 0.5)).
+    static double idf(qint64 rows, qint64 hits);
+};
+
+} // namespace mneme
