@@ -4,7 +4,7 @@
 # Prints one line per target with the runs made; stops at the first target that fails (a crash, a
 # sanitizer report, a broken invariant), leaving the input that made it fail in <build>/fuzz/.
 set -euo pipefail
-build=${1:?usage: fuzz/run.sh <build folder> <seconds per target>}
+build=$(cd "${1:?usage: fuzz/run.sh <build folder> <seconds per target>}" && pwd) # absolute: the targets run inside it
 seconds=${2:?usage: fuzz/run.sh <build folder> <seconds per target>}
 here=$(cd "$(dirname "$0")" && pwd)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
