@@ -617,9 +617,14 @@ private:
         finish(job);
     }
 
+    // Ends a job. A cancelled job's promise is cancelled too (whoever cancelled: the caller's
+    // future, its cancelWith, or cancelAll), so its continuations are cancelled with it and never
+    // handed a response that was not given.
     void finish(const JobPtr &job)
     {
         job->done = true;
+        if (job->cancelled && !job->promise.isCanceled())
+            job->promise.future().cancel();
         if (job->timer) {
             job->timer->deleteLater();
             job->timer = nullptr;

@@ -917,6 +917,38 @@ private Q_SLOTS:
         caller.finish();
     }
 
+    void cancelledBeforeItIsSentIsCancelled()
+    {
+        // The caller cancels before the network thread takes the request (a run stopped right after
+        // its kickoff): the request is never sent, and the future is cancelled, so a continuation
+        // is cancelled with it instead of being handed a response that does not exist.
+        ScriptedHttpServer server;
+        server.enqueue(ScriptedReply::json("{\"ok\":true}"));
+        HttpClient client(fastPolicy());
+        QPromise<void> caller;
+        caller.start();
+        caller.future().cancel();
+        HttpRequest request;
+        request.url = endpoint(server, "/v1/chat/completions");
+        request.body = "{}";
+        request.what = QStringLiteral("chat");
+        request.cancelWith = caller.future();
+        QFuture<HttpResponse> future = client.send(request);
+        auto ran = std::make_shared<std::atomic_bool>(false);
+        QFuture<int> next = future.then(QtFuture::Launch::Sync, [ran](const HttpResponse &response) {
+            *ran = true;
+            return response.status;
+        });
+        QTRY_VERIFY_WITH_TIMEOUT(next.isFinished(), 3000);
+        QVERIFY(future.isCanceled());
+        QVERIFY(next.isCanceled());
+        QVERIFY(!*ran);
+        const Outcome o = outcomeOf(future);
+        QVERIFY2(o.isCancellation(), qPrintable(o.describe()));
+        QCOMPARE(server.requestCount(), 0);
+        caller.finish();
+    }
+
     void destroyingTheClientCancels()
     {
         ScriptedHttpServer server;
