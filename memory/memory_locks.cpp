@@ -4,10 +4,21 @@
 #include <algorithm>
 #include <vector>
 
+// The order checks are on in builds with assertions; test_memory_locks compiles this file with them
+// on in every build.
+#ifndef MNEME_CHECK_LOCKS
+#ifdef NDEBUG
+#define MNEME_CHECK_LOCKS 0
+#else
+#define MNEME_CHECK_LOCKS 1
+#endif
+#endif
+
 namespace mneme {
 
 namespace {
 
+#if MNEME_CHECK_LOCKS
 const char *nameOf(MemoryLocks::Rank rank)
 {
     switch (rank) {
@@ -20,7 +31,6 @@ const char *nameOf(MemoryLocks::Rank rank)
     return "?";
 }
 
-#ifndef NDEBUG
 // The locks this thread holds, of every Memory, in the order taken.
 struct Held
 {
@@ -45,7 +55,7 @@ MemoryLocks::Guard::~Guard()
 
 void MemoryLocks::lock(Rank rank)
 {
-#ifndef NDEBUG
+#if MNEME_CHECK_LOCKS
     for (const Held &h : t_held) {
         if (h.locks == this && (h.rank > rank || (h.rank == rank && rank != Rank::Submit)))
             qFatal("mneme: the lock order of Memory is broken: \"%s\" taken while \"%s\" is held (memory/memory_locks_p.h)",
@@ -59,14 +69,14 @@ void MemoryLocks::lock(Rank rank)
     case Rank::Touches: m_touches.lock(); break;
     case Rank::Llm: m_llm.lock(); break;
     }
-#ifndef NDEBUG
+#if MNEME_CHECK_LOCKS
     t_held.push_back(Held{this, rank});
 #endif
 }
 
 void MemoryLocks::unlock(Rank rank)
 {
-#ifndef NDEBUG
+#if MNEME_CHECK_LOCKS
     const auto it = std::find_if(t_held.rbegin(), t_held.rend(), [&](const Held &h) { return h.locks == this && h.rank == rank; });
     if (it != t_held.rend())
         t_held.erase(std::next(it).base());
@@ -82,7 +92,7 @@ void MemoryLocks::unlock(Rank rank)
 
 void MemoryLocks::assertHeld(Rank rank) const
 {
-#ifndef NDEBUG
+#if MNEME_CHECK_LOCKS
     const bool held = std::any_of(t_held.begin(), t_held.end(), [&](const Held &h) { return h.locks == this && h.rank == rank; });
     if (!held)
         qFatal("mneme: the Memory lock \"%s\" must be held here (memory/memory_locks_p.h)", nameOf(rank));
