@@ -9,9 +9,12 @@
 #include <QString>
 #include <QStringList>
 
-struct sqlite3;
+#include <memory>
 
 namespace mneme {
+
+class SqliteFile;
+class SqliteStatement;
 
 // Flow states in one SQLite file (CrewAI's SQLiteFlowPersistence), with the memory store's
 // conventions: WAL mode, synchronous=FULL (a save that returned is on disk), a busy timeout, every
@@ -59,7 +62,7 @@ public:
     // "id" is `flowId`.
     void saveState(const QString &flowId, const QString &stepName, const Json &state) override;
     std::optional<Json> loadState(const QString &flowId) override;
-    QString location() const override { return m_location; }
+    QString location() const override;
 
     // Every state saved for `flowId`, oldest first.
     QList<SavedState> history(const QString &flowId);
@@ -67,17 +70,13 @@ public:
     QStringList flowIds();
 
 private:
-    class Statement;
     void open();
     void migrate();
     int storedVersion(QStringList *tables);
-    void exec(const char *sql, const QString &doing);
-    [[noreturn]] void fail(int rc, const QString &doing) const;
-    SavedState readRow(Statement &st) const;
+    SavedState readRow(SqliteStatement &st) const;
 
     Options m_options;
-    QString m_location;
-    sqlite3 *m_db = nullptr;
+    std::unique_ptr<SqliteFile> m_file;
     QMutex m_mutex;
 };
 

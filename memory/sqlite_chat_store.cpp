@@ -1,32 +1,21 @@
 #include <mneme/memory/sqlite_chat_store.h>
 
+#include "memory/sqlite_file_p.h"
+
 #include <mneme/core/error.h>
 #include <mneme/core/version.h>
 
-#include <QDir>
-#include <QElapsedTimer>
-#include <QFileInfo>
 #include <QMutexLocker>
-#include <QThread>
-#include <QUrl>
 #include <QUuid>
 #include <limits>
-#include <sqlite3.h>
 
 namespace mneme {
 
 namespace {
 
-// One step of the schema: applying `sql` to a store at version `version - 1` brings it to `version`.
-// Later versions append steps; a step is never edited once released. Every table is named chat_*,
-// the prefix the memory store leaves alone when the two share a file.
-struct Migration
-{
-    int version;
-    const char *sql;
-};
-
-constexpr Migration kMigrations[] = {
+// The schema's steps (see SqliteMigration). Every table is named chat_*, the prefix the memory store
+// leaves alone when the two share a file.
+constexpr SqliteMigration kMigrations[] = {
     {1, R"SQL(
 CREATE TABLE chat_meta(
     key TEXT PRIMARY KEY NOT NULL,
@@ -137,162 +126,30 @@ QString newUid()
 
 } // namespace
 
-// A prepared statement, finalized when it goes out of scope.
-class SqliteChatStore::Statement
-{
-public:
-    Statement(const SqliteChatStore &store, const char *sql) : m_store(store)
-    {
-        const int rc = sqlite3_prepare_v2(store.m_db, sql, -1, &m_st, nullptr);
-        if (rc != SQLITE_OK)
-            store.fail(rc, QStringLiteral("preparing a query"));
-    }
-    ~Statement() { sqlite3_finalize(m_st); }
-    Statement(const Statement &) = delete;
-    Statement &operator=(const Statement &) = delete;
-
-    Statement &bind(int index, const QString &text) { return bind(index, text.toUtf8()); }
-    Statement &bind(int index, const QByteArray &bytes)
-    {
-        check(sqlite3_bind_text(m_st, index, bytes.constData(), int(bytes.size()), SQLITE_TRANSIENT));
-        return *this;
-    }
-    Statement &bind(int index, qint64 value)
-    {
-        check(sqlite3_bind_int64(m_st, index, value));
-        return *this;
-    }
-    Statement &bindNull(int index)
-    {
-        check(sqlite3_bind_null(m_st, index));
-        return *this;
-    }
-    // True when a row is ready.
-    bool step(const QString &doing)
-    {
-        const int rc = sqlite3_step(m_st);
-        if (rc == SQLITE_ROW)
-            return true;
-        if (rc != SQLITE_DONE)
-            m_store.fail(rc, doing);
-        return false;
-    }
-    QString text(int column) const
-    {
-        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(m_st, column));
-        return p ? QString::fromUtf8(p, sqlite3_column_bytes(m_st, column)) : QString();
-    }
-    qint64 int64(int column) const { return sqlite3_column_int64(m_st, column); }
-    bool isNull(int column) const { return sqlite3_column_type(m_st, column) == SQLITE_NULL; }
-    // Ready to run again with new values.
-    void reset()
-    {
-        sqlite3_reset(m_st);
-        sqlite3_clear_bindings(m_st);
-    }
-
-private:
-    void check(int rc)
-    {
-        if (rc != SQLITE_OK)
-            m_store.fail(rc, QStringLiteral("binding a value"));
-    }
-
-    const SqliteChatStore &m_store;
-    sqlite3_stmt *m_st = nullptr;
-};
-
-// BEGIN IMMEDIATE ... COMMIT, rolled back when left by an exception.
-class SqliteChatStore::Transaction
-{
-public:
-    Transaction(SqliteChatStore &store, const QString &doing) : m_store(store), m_doing(doing)
-    {
-        m_store.exec("BEGIN IMMEDIATE", m_doing);
-    }
-    ~Transaction()
-    {
-        if (!m_committed)
-            sqlite3_exec(m_store.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
-    }
-    void commit()
-    {
-        m_store.exec("COMMIT", m_doing);
-        m_committed = true;
-    }
-
-private:
-    SqliteChatStore &m_store;
-    QString m_doing;
-    bool m_committed = false;
-};
+using Statement = SqliteStatement;
+using Transaction = SqliteTransaction;
 
 SqliteChatStore::SqliteChatStore(const QString &path) : SqliteChatStore(Options{path}) {}
 
-SqliteChatStore::SqliteChatStore(const Options &options) : m_options(options)
+SqliteChatStore::SqliteChatStore(const Options &options)
+    : m_options(options),
+      m_file(std::make_unique<SqliteFile>(SqliteFileKind{QStringLiteral("chat store"), QStringLiteral("give the chat memory another file"),
+                                                         QStringLiteral("memory.db")},
+                                          options.busyTimeoutMs))
 {
-    try {
-        open();
-    } catch (...) {
-        if (m_db)
-            sqlite3_close_v2(m_db);
-        m_db = nullptr;
-        throw;
-    }
+    open();
 }
 
-SqliteChatStore::~SqliteChatStore()
-{
-    if (m_db)
-        sqlite3_close_v2(m_db);
-}
+SqliteChatStore::~SqliteChatStore() = default;
 
 int SqliteChatStore::latestSchemaVersion()
 {
     return kLatestSchema;
 }
 
-void SqliteChatStore::fail(int rc, const QString &doing) const
+QString SqliteChatStore::location() const
 {
-    const QString detail = m_db ? QString::fromUtf8(sqlite3_errmsg(m_db)) : QString::fromUtf8(sqlite3_errstr(rc));
-    switch (rc & 0xff) {
-    case SQLITE_CORRUPT:
-    case SQLITE_NOTADB:
-        throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is not a chat store or is damaged (%2 while %3); Mneme did not change "
-                                                       "it. Move it away or give the chat memory another file")
-                                            .arg(m_location, detail, doing));
-    case SQLITE_READONLY:
-        throw Error(ErrorKind::ReadOnlyStore, QStringLiteral("the chat store %1 cannot be written (%2 while %3); check the "
-                                                             "permissions of the file and its folder")
-                                                  .arg(m_location, detail, doing));
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-        throw Error(ErrorKind::Storage, QStringLiteral("the chat store %1 stayed locked by another connection for more than %2 ms "
-                                                       "while %3; retry, or raise busyTimeoutMs")
-                                            .arg(m_location)
-                                            .arg(m_options.busyTimeoutMs)
-                                            .arg(doing));
-    case SQLITE_FULL:
-        throw Error(ErrorKind::Storage,
-                    QStringLiteral("the disk holding %1 is full (while %2); free some space and retry").arg(m_location, doing));
-    default:
-        throw Error(ErrorKind::Storage, QStringLiteral("SQLite failed on %1 while %2: %3").arg(m_location, doing, detail));
-    }
-}
-
-void SqliteChatStore::exec(const char *sql, const QString &doing)
-{
-    char *err = nullptr;
-    const int rc = sqlite3_exec(m_db, sql, nullptr, nullptr, &err);
-    sqlite3_free(err);
-    if (rc != SQLITE_OK)
-        fail(rc, doing);
-}
-
-void SqliteChatStore::checkOpen() const
-{
-    if (!m_db)
-        throw Error(ErrorKind::Storage, QStringLiteral("the chat store %1 is closed; open it again to use it").arg(m_location));
+    return m_file->location();
 }
 
 void SqliteChatStore::open()
@@ -302,69 +159,18 @@ void SqliteChatStore::open()
                     QStringLiteral("the chat store needs a path (the memory store's file, such as ~/.local/share/mneme/memory.db, or \":memory:\")"));
     if (m_options.busyTimeoutMs < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("busyTimeoutMs of the chat store must not be negative"));
-    const bool inMemory = m_options.path == QLatin1String(":memory:");
-    QByteArray uri = ":memory:";
-    if (inMemory) {
-        m_location = m_options.path;
-    } else {
-        const QFileInfo fi(m_options.path);
-        m_location = fi.absoluteFilePath();
-        if (fi.exists() && fi.isDir())
-            throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("%1 is a folder; give the chat store a file inside it, such as %1/memory.db").arg(m_location));
-        if (!fi.exists() && !QDir().mkpath(fi.absolutePath()))
-            throw Error(ErrorKind::ReadOnlyStore,
-                        QStringLiteral("cannot create the folder %1 for the chat store; check its permissions or choose another path")
-                            .arg(fi.absolutePath()));
-        if ((fi.exists() && !fi.isWritable()) || !QFileInfo(fi.absolutePath()).isWritable())
-            throw Error(ErrorKind::ReadOnlyStore, QStringLiteral("the chat store %1 cannot be written by this user (the file or its "
-                                                                 "folder); fix the permissions or choose another path")
-                                                      .arg(m_location));
-        // A file: URI, so that no character of the path is taken for a URI parameter.
-        uri = "file:" + QUrl::toPercentEncoding(m_location, "/");
-    }
-    const int rc = sqlite3_open_v2(uri.constData(), &m_db,
-                                   SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, nullptr);
-    if (rc != SQLITE_OK)
-        fail(rc, QStringLiteral("opening the file"));
-    sqlite3_extended_result_codes(m_db, 1);
-    sqlite3_busy_timeout(m_db, m_options.busyTimeoutMs);
-
+    m_file->open(m_options.path);
     const int version = storedVersion();
     if (version > kLatestSchema)
         throw Error(ErrorKind::SchemaTooNew,
                     QStringLiteral("%1 was written by a newer Mneme (chat schema %2; this build reads up to %3): upgrade Mneme to "
                                    "use its chat sessions. The file was not changed")
-                        .arg(m_location)
+                        .arg(m_file->location())
                         .arg(version)
                         .arg(kLatestSchema));
     if (version < kLatestSchema)
         migrate();
-    if (inMemory)
-        return;
-
-    // Switching to WAL needs a moment alone with the file; another process opening it at the same
-    // instant makes it busy, so retry within the busy timeout.
-    QElapsedTimer timer;
-    timer.start();
-    for (;;) {
-        char *err = nullptr;
-        const int walRc = sqlite3_exec(m_db, "PRAGMA journal_mode = WAL", nullptr, nullptr, &err);
-        sqlite3_free(err);
-        if (walRc == SQLITE_OK)
-            break;
-        if (((walRc & 0xff) != SQLITE_BUSY && (walRc & 0xff) != SQLITE_LOCKED) || timer.elapsed() > m_options.busyTimeoutMs)
-            fail(walRc, QStringLiteral("switching to WAL mode"));
-        QThread::msleep(10);
-    }
-    {
-        Statement mode(*this, "PRAGMA journal_mode");
-        if (mode.step(QStringLiteral("reading the journal mode")) && mode.text(0).toLower() != QLatin1String("wal"))
-            throw Error(ErrorKind::Storage, QStringLiteral("cannot switch the chat store %1 to WAL mode (it stays in %2 mode); the "
-                                                           "file system may not support it")
-                                                .arg(m_location, mode.text(0)));
-    }
-    exec("PRAGMA synchronous = FULL", QStringLiteral("configuring durable writes"));
+    m_file->useWal();
 }
 
 // The chat schema's version: 0 for a file without chat tables that may have them (empty, or a memory
@@ -373,7 +179,7 @@ int SqliteChatStore::storedVersion()
 {
     QStringList tables;
     {
-        Statement st(*this, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
+        Statement st(*m_file, "SELECT name FROM sqlite_master WHERE type IN ('table', 'view')");
         while (st.step(QStringLiteral("reading the schema")))
             tables << st.text(0);
     }
@@ -387,11 +193,11 @@ int SqliteChatStore::storedVersion()
             what = QStringLiteral("a flow-state store");
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is %2; Mneme did not change it. Keep chat sessions in the memory "
                                                        "store's file (the default) or in a file of their own")
-                                            .arg(m_location, what));
+                                            .arg(m_file->location(), what));
     }
     int version = -1;
     {
-        Statement st(*this, "SELECT value FROM chat_meta WHERE key = 'schema_version'");
+        Statement st(*m_file, "SELECT value FROM chat_meta WHERE key = 'schema_version'");
         if (st.step(QStringLiteral("reading the chat schema version"))) {
             bool ok = false;
             version = st.text(0).toInt(&ok);
@@ -402,36 +208,28 @@ int SqliteChatStore::storedVersion()
     if (version < 1)
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: its chat_meta table has no valid schema_version; Mneme did "
                                                        "not change it. Move it away or give the chat memory another file")
-                                            .arg(m_location));
+                                            .arg(m_file->location()));
     if (version <= kLatestSchema) {
         for (const QString &t : kTables)
             if (!tables.contains(t))
                 throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: its table \"%2\" is missing; Mneme did not change it. "
                                                                "Move it away or give the chat memory another file")
-                                                    .arg(m_location, t));
+                                                    .arg(m_file->location(), t));
     }
     return version;
 }
 
 void SqliteChatStore::migrate()
 {
-    Transaction tx(*this, QStringLiteral("upgrading the chat schema"));
+    Transaction tx(*m_file, QStringLiteral("upgrading the chat schema"));
     // Another process may have created or upgraded the chat tables while we waited for the lock.
     const int current = storedVersion();
     if (current > kLatestSchema)
         return; // the caller's next open reports it; nothing to do here
-    for (const Migration &m : kMigrations) {
-        if (m.version <= current)
-            continue;
-        exec(m.sql, QStringLiteral("upgrading the chat schema to version %1").arg(m.version));
-        Statement st(*this, "INSERT INTO chat_meta(key, value) VALUES ('schema_version', ?) "
-                            "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
-        st.bind(1, QString::number(m.version)).step(QStringLiteral("recording the chat schema version"));
-        if (m.version == 1) {
-            Statement by(*this, "INSERT INTO chat_meta(key, value) VALUES ('created_by', ?)");
-            by.bind(1, QStringLiteral("mneme " MNEME_VERSION_STR)).step(QStringLiteral("recording the creator"));
-        }
-    }
+    applySqliteMigrations(*m_file, kMigrations, current, "chat_meta", QStringLiteral("the chat schema"), [this] {
+        Statement by(*m_file, "INSERT INTO chat_meta(key, value) VALUES ('created_by', ?)");
+        by.bind(1, QStringLiteral("mneme " MNEME_VERSION_STR)).step(QStringLiteral("recording the creator"));
+    });
     tx.commit();
 }
 
@@ -440,11 +238,11 @@ void SqliteChatStore::migrate()
 
 std::optional<SessionInfo> SqliteChatStore::sessionLocked(const QString &id)
 {
-    Statement st(*this, "SELECT s.session, s.uid, s.created_at, s.updated_at, s.next_flush - 1, "
-                        "(SELECT count(*) FROM chat_messages m WHERE m.session = s.session AND m.flush = 0), "
-                        "(SELECT count(*) FROM chat_messages m WHERE m.session = s.session AND m.flush <> 0), "
-                        "(SELECT coalesce(min(f.flush), 0) FROM chat_flushes f WHERE f.session = s.session AND f.completed_at IS NULL) "
-                        "FROM chat_sessions s WHERE s.session = ?");
+    Statement st(*m_file, "SELECT s.session, s.uid, s.created_at, s.updated_at, s.next_flush - 1, "
+                          "(SELECT count(*) FROM chat_messages m WHERE m.session = s.session AND m.flush = 0), "
+                          "(SELECT count(*) FROM chat_messages m WHERE m.session = s.session AND m.flush <> 0), "
+                          "(SELECT coalesce(min(f.flush), 0) FROM chat_flushes f WHERE f.session = s.session AND f.completed_at IS NULL) "
+                          "FROM chat_sessions s WHERE s.session = ?");
     st.bind(1, id);
     if (!st.step(QStringLiteral("reading chat session %1").arg(id)))
         return std::nullopt;
@@ -465,24 +263,24 @@ SessionInfo SqliteChatStore::ensureSessionLocked(const QString &id)
     if (std::optional<SessionInfo> s = sessionLocked(id))
         return *s;
     const qint64 now = nowMs();
-    Statement st(*this, "INSERT INTO chat_sessions(session, uid, created_at, updated_at) VALUES (?, ?, ?, ?)");
+    Statement st(*m_file, "INSERT INTO chat_sessions(session, uid, created_at, updated_at) VALUES (?, ?, ?, ?)");
     st.bind(1, id).bind(2, newUid()).bind(3, now).bind(4, now).step(QStringLiteral("creating chat session %1").arg(id));
     return *sessionLocked(id);
 }
 
 void SqliteChatStore::touchLocked(const QString &session)
 {
-    Statement st(*this, "UPDATE chat_sessions SET updated_at = ? WHERE session = ?");
+    Statement st(*m_file, "UPDATE chat_sessions SET updated_at = ? WHERE session = ?");
     st.bind(1, nowMs()).bind(2, session).step(QStringLiteral("updating chat session %1").arg(session));
 }
 
 QList<SessionInfo> SqliteChatStore::sessions()
 {
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     QStringList ids;
     {
-        Statement st(*this, "SELECT session FROM chat_sessions ORDER BY updated_at DESC, session");
+        Statement st(*m_file, "SELECT session FROM chat_sessions ORDER BY updated_at DESC, session");
         while (st.step(QStringLiteral("listing chat sessions")))
             ids << st.text(0);
     }
@@ -497,7 +295,7 @@ std::optional<SessionInfo> SqliteChatStore::session(const QString &id)
 {
     checkSessionId(id);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     return sessionLocked(id);
 }
 
@@ -505,10 +303,10 @@ SessionInfo SqliteChatStore::openSession(const QString &id)
 {
     checkSessionId(id);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     if (std::optional<SessionInfo> s = sessionLocked(id))
         return *s;
-    Transaction tx(*this, QStringLiteral("creating chat session %1").arg(id));
+    Transaction tx(*m_file, QStringLiteral("creating chat session %1").arg(id));
     const SessionInfo s = ensureSessionLocked(id);
     tx.commit();
     return s;
@@ -521,19 +319,19 @@ QList<SessionMessage> SqliteChatStore::append(const QString &session, const QLis
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
-    Transaction tx(*this, QStringLiteral("storing messages of chat session %1").arg(session));
+    m_file->checkOpen();
+    Transaction tx(*m_file, QStringLiteral("storing messages of chat session %1").arg(session));
     ensureSessionLocked(session);
     qint64 seq = 0;
     {
-        Statement st(*this, "SELECT next_seq FROM chat_sessions WHERE session = ?");
+        Statement st(*m_file, "SELECT next_seq FROM chat_sessions WHERE session = ?");
         st.bind(1, session).step(QStringLiteral("numbering messages of chat session %1").arg(session));
         seq = st.int64(0);
     }
     const QDateTime now = QDateTime::currentDateTimeUtc();
     QList<SessionMessage> stored;
-    Statement ins(*this, "INSERT INTO chat_messages(session, seq, role, content, name, tool_call_id, tool_calls, metadata, at, "
-                         "tokens, flush) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)");
+    Statement ins(*m_file, "INSERT INTO chat_messages(session, seq, role, content, name, tool_call_id, tool_calls, metadata, at, "
+                           "tokens, flush) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0)");
     for (SessionMessage m : messages) {
         m.seq = seq++;
         m.flush = 0;
@@ -559,7 +357,7 @@ QList<SessionMessage> SqliteChatStore::append(const QString &session, const QLis
         stored << m;
     }
     {
-        Statement st(*this, "UPDATE chat_sessions SET next_seq = ?, updated_at = ? WHERE session = ?");
+        Statement st(*m_file, "UPDATE chat_sessions SET next_seq = ?, updated_at = ? WHERE session = ?");
         st.bind(1, seq).bind(2, nowMs()).bind(3, session).step(QStringLiteral("numbering messages of chat session %1").arg(session));
     }
     tx.commit();
@@ -571,7 +369,7 @@ QList<SessionMessage> SqliteChatStore::messagesLocked(const QString &session, co
     const QByteArray sql = QByteArray("SELECT seq, role, content, name, tool_call_id, tool_calls, metadata, at, tokens, flush "
                                       "FROM chat_messages WHERE session = ? AND ")
                          + where + " ORDER BY seq";
-    Statement st(*this, sql.constData());
+    Statement st(*m_file, sql.constData());
     st.bind(1, session).bind(2, a).bind(3, b);
     QList<SessionMessage> out;
     while (st.step(QStringLiteral("reading messages of chat session %1").arg(session))) {
@@ -583,7 +381,7 @@ QList<SessionMessage> SqliteChatStore::messagesLocked(const QString &session, co
         if (!role || !calls.is_array() || !meta.is_object())
             throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: message %2 of chat session %3 cannot be read (its role, tool "
                                                            "calls or metadata); Mneme did not change it")
-                                                .arg(m_location)
+                                                .arg(m_file->location())
                                                 .arg(m.seq)
                                                 .arg(session));
         m.message.role = *role;
@@ -608,7 +406,7 @@ QList<SessionMessage> SqliteChatStore::messages(const QString &session, bool inc
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     // The flush bounds: 0..0 is the active history, 0..max every message.
     return messagesLocked(session, "flush BETWEEN ? AND ?", 0, includeArchived ? std::numeric_limits<qint64>::max() : 0);
 }
@@ -618,8 +416,8 @@ QList<SessionMessage> SqliteChatStore::messages(const QString &session, bool inc
 
 std::optional<FlushRecord> SqliteChatStore::pendingLocked(const QString &session, bool withMessages)
 {
-    Statement st(*this, "SELECT flush, session_uid, first_seq, last_seq, tokens, pending, owner, claimed_at FROM chat_flushes "
-                        "WHERE session = ? AND completed_at IS NULL ORDER BY flush LIMIT 1");
+    Statement st(*m_file, "SELECT flush, session_uid, first_seq, last_seq, tokens, pending, owner, claimed_at FROM chat_flushes "
+                          "WHERE session = ? AND completed_at IS NULL ORDER BY flush LIMIT 1");
     st.bind(1, session);
     if (!st.step(QStringLiteral("reading the pending flush of chat session %1").arg(session)))
         return std::nullopt;
@@ -633,7 +431,7 @@ std::optional<FlushRecord> SqliteChatStore::pendingLocked(const QString &session
     if (!pending.is_array())
         throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: flush %2 of chat session %3 has no readable list of pending "
                                                        "blocks; Mneme did not change it")
-                                            .arg(m_location)
+                                            .arg(m_file->location())
                                             .arg(f.flush)
                                             .arg(session));
     for (const Json &b : pending)
@@ -654,13 +452,13 @@ std::optional<FlushRecord> SqliteChatStore::beginFlush(const QString &session, q
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("a flush of chat session %1 needs messages: seq %2 to %3 is no range").arg(session).arg(firstSeq).arg(lastSeq));
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     const QString doing = QStringLiteral("flushing messages of chat session %1").arg(session);
-    Transaction tx(*this, doing);
+    Transaction tx(*m_file, doing);
     if (pendingLocked(session, false))
         return std::nullopt;
     {
-        Statement st(*this, "SELECT min(seq) FROM chat_messages WHERE session = ? AND flush = 0");
+        Statement st(*m_file, "SELECT min(seq) FROM chat_messages WHERE session = ? AND flush = 0");
         st.bind(1, session);
         if (!st.step(doing) || st.isNull(0) || st.int64(0) != firstSeq)
             return std::nullopt;
@@ -671,12 +469,12 @@ std::optional<FlushRecord> SqliteChatStore::beginFlush(const QString &session, q
     const qint64 flush = info->flushes + 1;
     const qint64 now = nowMs();
     {
-        Statement st(*this, "UPDATE chat_messages SET flush = ? WHERE session = ? AND flush = 0 AND seq BETWEEN ? AND ?");
+        Statement st(*m_file, "UPDATE chat_messages SET flush = ? WHERE session = ? AND flush = 0 AND seq BETWEEN ? AND ?");
         st.bind(1, flush).bind(2, session).bind(3, firstSeq).bind(4, lastSeq).step(doing);
     }
     {
-        Statement st(*this, "INSERT INTO chat_flushes(session, flush, session_uid, first_seq, last_seq, tokens, pending, owner, "
-                            "claimed_at, created_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        Statement st(*m_file, "INSERT INTO chat_flushes(session, flush, session_uid, first_seq, last_seq, tokens, pending, owner, "
+                              "claimed_at, created_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
         st.bind(1, session).bind(2, flush).bind(3, info->uid).bind(4, firstSeq).bind(5, lastSeq).bind(6, qint64(tokens));
         st.bind(7, jsonText(Json(blocks))).bind(8, owner).bind(9, now).bind(10, now);
         if (blocks.isEmpty())
@@ -686,7 +484,7 @@ std::optional<FlushRecord> SqliteChatStore::beginFlush(const QString &session, q
         st.step(doing);
     }
     {
-        Statement st(*this, "UPDATE chat_sessions SET next_flush = ?, updated_at = ? WHERE session = ?");
+        Statement st(*m_file, "UPDATE chat_sessions SET next_flush = ?, updated_at = ? WHERE session = ?");
         st.bind(1, flush + 1).bind(2, now).bind(3, session).step(doing);
     }
     FlushRecord f;
@@ -707,7 +505,7 @@ std::optional<FlushRecord> SqliteChatStore::pendingFlush(const QString &session)
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     return pendingLocked(session, true);
 }
 
@@ -715,13 +513,13 @@ bool SqliteChatStore::claimFlush(const QString &session, qint64 flush, const QSt
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     const QString doing = QStringLiteral("claiming flush %1 of chat session %2").arg(flush).arg(session);
-    Transaction tx(*this, doing);
-    Statement st(*this, "UPDATE chat_flushes SET owner = ?, claimed_at = ? WHERE session = ? AND flush = ? AND owner = ? "
-                        "AND completed_at IS NULL");
+    Transaction tx(*m_file, doing);
+    Statement st(*m_file, "UPDATE chat_flushes SET owner = ?, claimed_at = ? WHERE session = ? AND flush = ? AND owner = ? "
+                          "AND completed_at IS NULL");
     st.bind(1, owner).bind(2, nowMs()).bind(3, session).bind(4, flush).bind(5, expectedOwner).step(doing);
-    const bool claimed = sqlite3_changes(m_db) == 1;
+    const bool claimed = m_file->changes() == 1;
     tx.commit();
     return claimed;
 }
@@ -730,21 +528,21 @@ void SqliteChatStore::completeBlock(const QString &session, qint64 flush, const 
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     const QString doing = QStringLiteral("recording block %1 of flush %2 of chat session %3").arg(block).arg(flush).arg(session);
-    Transaction tx(*this, doing);
+    Transaction tx(*m_file, doing);
     std::optional<FlushRecord> f = pendingLocked(session, false);
     if (!f || f->flush != flush || !f->pendingBlocks.contains(block))
         return;
     f->pendingBlocks.removeAll(block);
     const qint64 now = nowMs();
     {
-        Statement st(*this, "INSERT INTO chat_block_states(session, block, state, updated_at) VALUES (?, ?, ?, ?) "
-                            "ON CONFLICT(session, block) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at");
+        Statement st(*m_file, "INSERT INTO chat_block_states(session, block, state, updated_at) VALUES (?, ?, ?, ?) "
+                              "ON CONFLICT(session, block) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at");
         st.bind(1, session).bind(2, block).bind(3, jsonText(state)).bind(4, now).step(doing);
     }
     {
-        Statement st(*this, "UPDATE chat_flushes SET pending = ?, claimed_at = ?, completed_at = ? WHERE session = ? AND flush = ?");
+        Statement st(*m_file, "UPDATE chat_flushes SET pending = ?, claimed_at = ?, completed_at = ? WHERE session = ? AND flush = ?");
         st.bind(1, jsonText(Json(f->pendingBlocks))).bind(2, now);
         if (f->pendingBlocks.isEmpty())
             st.bind(3, now);
@@ -760,16 +558,16 @@ void SqliteChatStore::abandonBlocks(const QString &session, qint64 flush, const 
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     const QString doing = QStringLiteral("dropping blocks from flush %1 of chat session %2").arg(flush).arg(session);
-    Transaction tx(*this, doing);
+    Transaction tx(*m_file, doing);
     std::optional<FlushRecord> f = pendingLocked(session, false);
     if (!f || f->flush != flush)
         return;
     for (const QString &b : blocks)
         f->pendingBlocks.removeAll(b);
     const qint64 now = nowMs();
-    Statement st(*this, "UPDATE chat_flushes SET pending = ?, completed_at = ? WHERE session = ? AND flush = ?");
+    Statement st(*m_file, "UPDATE chat_flushes SET pending = ?, completed_at = ? WHERE session = ? AND flush = ?");
     st.bind(1, jsonText(Json(f->pendingBlocks)));
     if (f->pendingBlocks.isEmpty())
         st.bind(2, now);
@@ -783,8 +581,8 @@ QMap<QString, Json> SqliteChatStore::blockStates(const QString &session)
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
-    Statement st(*this, "SELECT block, state FROM chat_block_states WHERE session = ?");
+    m_file->checkOpen();
+    Statement st(*m_file, "SELECT block, state FROM chat_block_states WHERE session = ?");
     st.bind(1, session);
     QMap<QString, Json> out;
     while (st.step(QStringLiteral("reading the block states of chat session %1").arg(session))) {
@@ -792,7 +590,7 @@ QMap<QString, Json> SqliteChatStore::blockStates(const QString &session)
         if (state.is_discarded())
             throw Error(ErrorKind::Corrupt, QStringLiteral("%1 is damaged: the state of block %2 of chat session %3 is not JSON; "
                                                            "Mneme did not change it")
-                                                .arg(m_location, st.text(0), session));
+                                                .arg(m_file->location(), st.text(0), session));
         out.insert(st.text(0), state);
     }
     return out;
@@ -802,22 +600,22 @@ int SqliteChatStore::clearSession(const QString &session)
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     const QString doing = QStringLiteral("clearing chat session %1").arg(session);
-    Transaction tx(*this, doing);
+    Transaction tx(*m_file, doing);
     ensureSessionLocked(session);
     int deleted = 0;
     {
-        Statement st(*this, "DELETE FROM chat_messages WHERE session = ?");
+        Statement st(*m_file, "DELETE FROM chat_messages WHERE session = ?");
         st.bind(1, session).step(doing);
-        deleted = sqlite3_changes(m_db);
+        deleted = m_file->changes();
     }
     for (const char *sql : {"DELETE FROM chat_flushes WHERE session = ?", "DELETE FROM chat_block_states WHERE session = ?"}) {
-        Statement st(*this, sql);
+        Statement st(*m_file, sql);
         st.bind(1, session).step(doing);
     }
     {
-        Statement st(*this, "UPDATE chat_sessions SET uid = ?, updated_at = ? WHERE session = ?");
+        Statement st(*m_file, "UPDATE chat_sessions SET uid = ?, updated_at = ? WHERE session = ?");
         st.bind(1, newUid()).bind(2, nowMs()).bind(3, session).step(doing);
     }
     tx.commit();
@@ -828,17 +626,17 @@ bool SqliteChatStore::deleteSession(const QString &session)
 {
     checkSessionId(session);
     QMutexLocker lock(&m_mutex);
-    checkOpen();
+    m_file->checkOpen();
     const QString doing = QStringLiteral("deleting chat session %1").arg(session);
-    Transaction tx(*this, doing);
+    Transaction tx(*m_file, doing);
     for (const char *sql : {"DELETE FROM chat_messages WHERE session = ?", "DELETE FROM chat_flushes WHERE session = ?",
                             "DELETE FROM chat_block_states WHERE session = ?"}) {
-        Statement st(*this, sql);
+        Statement st(*m_file, sql);
         st.bind(1, session).step(doing);
     }
-    Statement st(*this, "DELETE FROM chat_sessions WHERE session = ?");
+    Statement st(*m_file, "DELETE FROM chat_sessions WHERE session = ?");
     st.bind(1, session).step(doing);
-    const bool existed = sqlite3_changes(m_db) == 1;
+    const bool existed = m_file->changes() == 1;
     tx.commit();
     return existed;
 }
@@ -846,9 +644,7 @@ bool SqliteChatStore::deleteSession(const QString &session)
 void SqliteChatStore::close()
 {
     QMutexLocker lock(&m_mutex);
-    if (m_db)
-        sqlite3_close_v2(m_db);
-    m_db = nullptr;
+    m_file->close();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,9 +6,11 @@
 #include <QMutex>
 #include <QString>
 
-struct sqlite3;
+#include <memory>
 
 namespace mneme {
+
+class SqliteFile;
 
 // Chat sessions in SQLite, by default in the long-term memory's own store file, beside its records:
 // tables chat_meta, chat_sessions, chat_messages, chat_flushes and chat_block_states (the memory
@@ -41,7 +43,7 @@ public:
     // The schema version this build writes and the newest it reads.
     static int latestSchemaVersion();
 
-    QString location() const override { return m_location; }
+    QString location() const override;
     QList<SessionInfo> sessions() override;
     std::optional<SessionInfo> session(const QString &id) override;
     SessionInfo openSession(const QString &id) override;
@@ -59,14 +61,9 @@ public:
     void close() override;
 
 private:
-    class Statement;
-    class Transaction;
     void open();
     void migrate();
     int storedVersion();
-    void exec(const char *sql, const QString &doing);
-    [[noreturn]] void fail(int rc, const QString &doing) const;
-    void checkOpen() const;
     // Lookups inside a transaction (the mutex held).
     std::optional<SessionInfo> sessionLocked(const QString &id);
     SessionInfo ensureSessionLocked(const QString &id);
@@ -75,8 +72,7 @@ private:
     void touchLocked(const QString &session);
 
     Options m_options;
-    QString m_location;
-    sqlite3 *m_db = nullptr;
+    std::unique_ptr<SqliteFile> m_file;
     QMutex m_mutex;
 };
 
