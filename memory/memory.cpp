@@ -1211,7 +1211,7 @@ MemoryRecord Memory::update(const QString &id, const UpdateOptions &o, const Rea
     d->checkWritable("update");
     std::optional<MemoryRecord> found = get(id, caller);
     if (!found)
-        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; list ids with `mneme list`").arg(Error::quoted(id)));
+        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; use an id that remember, recall or list gave").arg(Error::quoted(id)));
     MemoryRecord r = *found;
     r.embedding.clear();
     if (o.content) {
@@ -1272,7 +1272,7 @@ QList<HistoryEntry> Memory::history(const QString &id, const ReadContext &reader
             && !ScopePath::contains(d->config.rootScope, QString::fromStdString(record["scope"].get<std::string>()));
     };
     const auto notFound = [&] {
-        return Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; list ids with `mneme list`").arg(Error::quoted(id.trimmed())));
+        return Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; use an id that remember, recall or list gave").arg(Error::quoted(id.trimmed())));
     };
     for (const HistoryEntry &e : entries)
         if (hidden(e.oldRecord) || hidden(e.newRecord))

@@ -236,12 +236,10 @@ void ChatCommands::show(const QString &session)
         m_ctx.console().writeJson(Json{{"session", info->toJson()}, {"messages", list}, {"block_states", blocks}});
         return;
     }
-    QString out = QStringLiteral("Session %1: %2 messages in the history, %3 flushed to its blocks in %4 %5.\n")
-                      .arg(info->id)
-                      .arg(info->activeMessages)
+    QString out = QStringLiteral("Session %1: %2 in the history, %3 flushed to its blocks in %4.\n")
+                      .arg(info->id, Console::counted(info->activeMessages, QStringLiteral("message")))
                       .arg(info->archivedMessages)
-                      .arg(info->flushes)
-                      .arg(info->flushes == 1 ? QStringLiteral("flush") : QStringLiteral("flushes"));
+                      .arg(Console::counted(info->flushes, QStringLiteral("flush"), QStringLiteral("flushes")));
     for (const SessionMessage &m : messages) {
         QString text = m.message.content;
         for (const ToolCall &call : m.message.toolCalls)
@@ -280,8 +278,9 @@ void ChatCommands::clear(const QString &session, bool andDelete)
         m_ctx.console().writeJson(Json{{"session", session}, {andDelete ? "deleted_messages" : "cleared", deleted}, {"deleted", andDelete}});
         return;
     }
-    m_ctx.console().write(andDelete ? QStringLiteral("Deleted session %1 (%2 messages).\n").arg(session).arg(deleted)
-                                    : QStringLiteral("Cleared session %1: %2 messages deleted.\n").arg(session).arg(deleted));
+    const QString messages = Console::counted(deleted, QStringLiteral("message"));
+    m_ctx.console().write(andDelete ? QStringLiteral("Deleted session %1 (%2).\n").arg(session, messages)
+                                    : QStringLiteral("Cleared session %1: %2 deleted.\n").arg(session, messages));
 }
 
 } // namespace mneme::cli

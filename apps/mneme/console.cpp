@@ -113,6 +113,12 @@ void Console::writeError(const QString &text)
     put(stderr, text.toUtf8());
 }
 
+QString Console::counted(qint64 n, const QString &noun, const QString &plural)
+{
+    const QString word = n == 1 ? noun : (plural.isEmpty() ? noun + QLatin1Char('s') : plural);
+    return QStringLiteral("%1 %2").arg(n).arg(word);
+}
+
 void Console::notice(const QString &message)
 {
     if (m_quiet)

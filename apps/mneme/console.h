@@ -55,6 +55,8 @@ public:
     static bool stdinIsTerminal();
     // The text made safe for one line of a terminal: control characters escaped, newlines as spaces.
     static QString oneLine(const QString &text);
+    // "1 record", "2 records": a count with its noun (plural `plural`, else the noun and an "s").
+    static QString counted(qint64 n, const QString &noun, const QString &plural = {});
 
 private:
     QMutex m_mutex;

@@ -81,8 +81,9 @@ void TransferCommands::rememberMany()
         console.writeJson(Json{{"stored", total.stored}, {"dropped", total.dropped}, {"ids", ids}});
         return;
     }
-    console.write(QStringLiteral("Stored %1 new memories from %2 items (%3 dropped: blank, duplicates or already stored).\n")
-                      .arg(QString::number(total.stored), QString::number(items.size()), QString::number(total.dropped)));
+    console.write(QStringLiteral("Stored %1 from %2 (%3 dropped: blank, duplicates or already stored).\n")
+                      .arg(Console::counted(total.stored, QStringLiteral("new memory"), QStringLiteral("new memories")),
+                           Console::counted(items.size(), QStringLiteral("item")), QString::number(total.dropped)));
 }
 
 void TransferCommands::exportRecords()
@@ -165,19 +166,19 @@ void TransferCommands::exportRecords()
         throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
     bar.finish();
     if (!damaged.empty())
-        console.notice(QStringLiteral("%1 damaged records were written as they are (see `mneme check`)").arg(damaged.size()));
+        console.notice(QStringLiteral("%1 written as stored (see `mneme check`)")
+                           .arg(Console::counted(qint64(damaged.size()), QStringLiteral("damaged record"))));
     // An export that is meant as a backup must not silently miss the private records.
     if (total > readable)
-        console.notice(QStringLiteral("%1 private records were left out: export with --curator for every record, or with --source S "
-                                      "for those of S")
-                           .arg(total - readable));
+        console.notice(QStringLiteral("%1 left out: export with --curator for every record, or with --source S for those of S")
+                           .arg(Console::counted(total - readable, QStringLiteral("private record"))));
 
     if (!file) {
-        console.notice(QStringLiteral("exported %1 records").arg(exported));
+        console.notice(QStringLiteral("exported %1").arg(Console::counted(exported, QStringLiteral("record"))));
     } else if (m_ctx.json()) {
         console.writeJson(Json{{"exported", exported}, {"file", *file}});
     } else {
-        console.write(QStringLiteral("Exported %1 records to %2.\n").arg(QString::number(exported), *file));
+        console.write(QStringLiteral("Exported %1 to %2.\n").arg(Console::counted(exported, QStringLiteral("record")), *file));
     }
 }
 
@@ -219,8 +220,8 @@ void TransferCommands::importRecords()
         console.writeJson(Json{{"imported", imported}, {"skipped", skipped}});
         return;
     }
-    console.write(QStringLiteral("Imported %1 records (%2 skipped: already in the store).\n")
-                      .arg(QString::number(imported), QString::number(skipped)));
+    console.write(QStringLiteral("Imported %1 (%2 skipped: already in the store).\n")
+                      .arg(Console::counted(imported, QStringLiteral("record")), QString::number(skipped)));
 }
 
 } // namespace mneme::cli

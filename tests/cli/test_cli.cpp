@@ -1234,7 +1234,7 @@ void TestCli::exportImportRoundTrip()
     const Run shared = cli({QStringLiteral("export"), partial});
     EXPECT_EXIT(shared, 0);
     COMPARE_JSON(shared.json()["exported"], Json(2));
-    QVERIFY2(shared.err.contains("1 private records were left out"), shared.describe().constData());
+    QVERIFY2(shared.err.contains("1 private record left out"), shared.describe().constData());
 
     const QString file = m_store->path(QStringLiteral("export.jsonl"));
     const Run exported = cli({QStringLiteral("export"), file, QStringLiteral("--curator")});
