@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Mneme builds with, when any is missing.
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
-#   scripts/install-deps.sh             the build and the tests
+#   scripts/install-deps.sh             the build and the tests (PostgreSQL 15 for the tests of a shared
+#                                       store, run as throwaway clusters by scripts/pg-cluster.sh)
 #   scripts/install-deps.sh sanitizers  clang and its sanitizer and libFuzzer runtimes (make fuzz)
 set -euo pipefail
 
@@ -18,6 +19,8 @@ packages=(
   pkgconf
   dpkg-dev
   file
+  postgresql-15
+  libpq-dev
 )
 if [ "${1:-}" = sanitizers ]; then
   packages=(clang libclang-rt-14-dev)
