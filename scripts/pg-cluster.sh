@@ -54,8 +54,9 @@ start() {
     exit 1
   fi
   if [ -f "$dir/env" ]; then
-    echo "mneme: $dir already holds a cluster; stop it first: $0 stop $dir" >&2
-    exit 1
+    # Left by a run that was interrupted before its stop: a throwaway cluster, so replace it.
+    echo "mneme: stopping the cluster an earlier run left in $dir" >&2
+    stop
   fi
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
