@@ -10,7 +10,6 @@ namespace mneme::cli {
 namespace {
 
 constexpr int kPage = 1000;
-constexpr int kForgetBatch = 500;
 
 } // namespace
 
@@ -157,44 +156,13 @@ int SourceView::forget(const ForgetOptions &options)
     if (!options.scope && options.ids.isEmpty() && options.categories.isEmpty() && !options.olderThan.isValid())
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("forget needs at least one of scope, ids, categories or older_than"));
-    RecordFilter f = filterFor(options.scope.value_or(QString()));
-    f.ids = options.ids;
-    for (const QString &c : options.categories)
-        if (!c.trimmed().isEmpty())
-            f.categories << c.trimmed();
-    f.createdBefore = options.olderThan.isValid() ? options.olderThan.toUTC() : QDateTime();
-    // The records to delete are those this source sees; Memory::forget then deletes exactly them.
-    QStringList chosen;
-    m_memory.drainWrites();
-    for (int offset = 0;; offset += kPage) {
-        const std::vector<MemoryRecord> page = m_memory.storage().list(f, kPage, offset);
-        for (const MemoryRecord &r : page)
-            if (sees(r) && f.matches(r))
-                chosen << r.id;
-        if (int(page.size()) < kPage)
-            break;
-    }
-    int deleted = 0;
-    for (qsizetype i = 0; i < chosen.size(); i += kForgetBatch) {
-        ForgetOptions batch;
-        batch.ids = chosen.mid(i, kForgetBatch);
-        deleted += m_memory.forget(batch, reader());
-    }
-    return deleted;
+    // Memory deletes only what this source sees.
+    return m_memory.forget(options, reader());
 }
 
 QList<MemoryRecord> SourceView::list(const QString &scope, int limit, int offset)
 {
-    if (limit < 1 || offset < 0)
-        throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("limit must be at least 1 and offset 0 or more (got %1 and %2)").arg(limit).arg(offset));
-    const RecordFilter f = filterFor(scope);
-    m_memory.drainWrites();
-    QList<MemoryRecord> out;
-    for (const MemoryRecord &r : m_memory.storage().list(f, limit, offset))
-        if (sees(r))
-            out << r;
-    return out;
+    return m_memory.listRecords(scope, limit, offset, reader());
 }
 
 QMap<QString, int> SourceView::scopeCounts(const QString &path)
@@ -213,65 +181,22 @@ QMap<QString, int> SourceView::scopeCounts(const QString &path)
 
 ScopeNode SourceView::tree(const QString &path, int maxDepth)
 {
-    if (maxDepth < 0)
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("max depth must be 0 or more (got %1)").arg(maxDepth));
-    const QString root = m_memory.resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
-    const QMap<QString, int> counts = scopeCounts(path);
-    QMap<QString, QStringList> children; // each list sorted, as the map's keys are
-    for (auto it = counts.cbegin(); it != counts.cend(); ++it)
-        if (it.key() != root)
-            children[ScopePath::parent(it.key())] << it.key();
-    // As Memory::scopeTree: the scope itself always, then at most 20 children a scope.
-    const std::function<ScopeNode(const QString &, int)> node = [&](const QString &p, int depth) {
-        ScopeNode n;
-        n.path = p;
-        n.recordCount = counts.value(p);
-        if (depth < maxDepth)
-            for (const QString &c : children.value(p).mid(0, 20))
-                n.children << node(c, depth + 1);
-        return n;
-    };
-    return node(root, 0);
+    return m_memory.scopeTree(path, maxDepth, reader());
 }
 
 ScopeInfo SourceView::info(const QString &path)
 {
-    ScopeInfo info;
-    info.path = m_memory.resolveScope(path.isEmpty() ? std::nullopt : std::optional<QString>(path));
-    QSet<QString> categories;
-    QSet<QString> children;
-    forEachSeen(path, [&](const MemoryRecord &r) {
-        ++info.recordCount;
-        for (const QString &c : r.categories)
-            categories.insert(c);
-        if (!info.oldestRecord.isValid() || r.createdAt < info.oldestRecord)
-            info.oldestRecord = r.createdAt;
-        if (!info.newestRecord.isValid() || r.createdAt > info.newestRecord)
-            info.newestRecord = r.createdAt;
-        const QString child = ScopePath::childToward(info.path, r.scope);
-        if (!child.isEmpty())
-            children.insert(child);
-    });
-    info.categories = QStringList(categories.begin(), categories.end());
-    info.categories.sort();
-    info.childScopes = QStringList(children.begin(), children.end());
-    info.childScopes.sort();
-    return info;
+    return m_memory.info(path, reader());
 }
 
 QStringList SourceView::scopes(const QString &path)
 {
-    return info(path).childScopes;
+    return m_memory.listScopes(path, reader());
 }
 
 QMap<QString, int> SourceView::categories(const QString &scope)
 {
-    QMap<QString, int> counts;
-    forEachSeen(scope, [&](const MemoryRecord &r) {
-        for (const QString &c : r.categories)
-            ++counts[c];
-    });
-    return counts;
+    return m_memory.listCategories(scope, reader());
 }
 
 QStringList SourceView::extract(const QString &text)

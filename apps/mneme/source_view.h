@@ -25,9 +25,10 @@ namespace mneme::cli {
 // an empty source sees public records only and cannot store private ones. Records it stores carry
 // its source.
 //
-// Reads and writes of one record go through the memory as this source (reader()). Reads of whole
-// subtrees (tree, info, scopes, categories, forget by filter) go through the records the source
-// sees, page by page; the cost grows with the subtree. Thread-safe as Memory is: one SourceView serves concurrent requests.
+// Everything goes through the memory as this source (reader()), which confines reads and writes to
+// what the source sees, and each result is checked again where it matters most. scopeCounts() alone
+// reads the records the source sees page by page (its cost grows with the subtree). Thread-safe as
+// Memory is: one SourceView serves concurrent requests.
 class SourceView
 {
 public:
