@@ -16,6 +16,9 @@
 //   mneme-bench --records 50000 # one scale
 //   mneme-bench --queries 500 --dimension 384 --dir /tmp/bench
 //   mneme-bench --keyword-weight 0   # recall without the keyword (FTS5) search: vectors only
+//   mneme-bench --keyword-row-budget 0   # the keyword search unbounded (the storage's keyword_row_budget)
+//   mneme-bench --records 100000 --dir /tmp/bench --keep   # keeps the store; a later run with the same
+//                               # options measures its recalls again without loading it (no save figures)
 
 #include "plugins/storage/sqlite/sqlite_storage.h"
 #include <mneme/core/plugin_registry.h>
@@ -152,13 +155,18 @@ double percentile(std::vector<double> v, double p)
 }
 
 double gKeywordWeight = -1; // < 0: the configuration's default
+int gKeywordRowBudget = -1; // < 0: the storage's default
+bool gKeep = false;         // --keep: the store stays in --dir, and one found there is measured again
 
 MemoryConfig configFor(const QString &path, int dimension)
 {
     MemoryConfig c;
     if (gKeywordWeight >= 0)
         c.keywordWeight = gKeywordWeight;
-    c.storage = Json{{"provider", "sqlite"}, {"config", {{"path", path.toStdString()}}}};
+    Json storage{{"path", path.toStdString()}};
+    if (gKeywordRowBudget >= 0)
+        storage["keyword_row_budget"] = gKeywordRowBudget;
+    c.storage = Json{{"provider", "sqlite"}, {"config", storage}};
     c.embedder = Json{{"provider", "builtin"}, {"config", {{"dimension", dimension}}}};
     return c;
 }
@@ -197,13 +205,22 @@ void measureInferredSaves(const QString &path, int records, int dimension, QRand
 void runScale(const QString &dir, int records, int queries, int dimension)
 {
     const QString path = QDir(dir).filePath(QStringLiteral("bench-%1.db").arg(records));
-    QFile::remove(path);
+    // A kept store of an earlier run is the same records (the same seeds): only its reads are measured.
+    const bool reuse = gKeep && QFile::exists(path) && QFile::exists(path + QLatin1String(".hnsw"));
+    if (!reuse)
+        QFile::remove(path);
     QRandomGenerator rng(42);
     const long rssBefore = rssBytes();
     // Every (records / queries)-th sentence is asked about, in its own scope too.
     const int every = std::max(1, records / queries);
     QList<QPair<QString, int>> asked; // the sentence and its index
-    {
+    if (reuse) {
+        for (int i = 0; i < records; ++i) {
+            const QString sentence = corpus().sentence(rng);
+            if (i % every == 0 && asked.size() < queries)
+                asked << qMakePair(sentence, i);
+        }
+    } else {
         Memory memory(configFor(path, dimension));
         const int batch = 500;
         QElapsedTimer t;
@@ -229,7 +246,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     RecallOptions o;
     o.depth = RecallDepth::Shallow;
     o.limit = 10;
-    {
+    if (!reuse) {
         // The first open after the bulk load reads every vector and, above the threshold, builds the
         // graph and writes it beside the store; later opens read that file.
         QElapsedTimer build;
@@ -277,7 +294,8 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     report("recall_scoped_p95_ms", records, percentile(scopedMs, 0.95), "ms");
     report("question_found_at_10", records, texts.isEmpty() ? 0.0 : found / double(texts.size()), "ratio");
     const double raw = double(records) * dimension * sizeof(float);
-    report("rss_bytes_per_record", records, std::max(0.0, (rssBytes() - rssBefore - raw) / records), "bytes");
+    if (!reuse) // the growth since the load began: a reused store was not loaded by this process
+        report("rss_bytes_per_record", records, std::max(0.0, (rssBytes() - rssBefore - raw) / records), "bytes");
     qint64 disk = 0;
     for (const char *suffix : {"", "-wal", ".hnsw"})
         disk += QFileInfo(path + QLatin1String(suffix)).size();
@@ -339,6 +357,8 @@ void runScale(const QString &dir, int records, int queries, int dimension)
                  stats.approximate ? "HNSW graph" : "exact scan", stats.vectors, stats.fromFile ? "yes" : "no",
                  static_cast<long long>(stats.builds));
     storage.close();
+    if (gKeep)
+        return;
     measureInferredSaves(path, records, dimension, rng);
     for (const char *suffix : {"", "-wal", "-shm", ".hnsw"})
         QFile::remove(path + QLatin1String(suffix));
@@ -374,12 +394,17 @@ int main(int argc, char **argv)
             dir = value();
         else if (a == QLatin1String("--keyword-weight"))
             gKeywordWeight = value().toDouble(&ok);
+        else if (a == QLatin1String("--keyword-row-budget"))
+            gKeywordRowBudget = value().toInt(&ok);
+        else if (a == QLatin1String("--keep"))
+            gKeep = true;
         else {
-            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W\n",
+            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep\n",
                          qPrintable(a));
             return 2;
         }
-        if (!ok || scales.first() < 1 || queries < 1 || dimension < 1 || (a == QLatin1String("--keyword-weight") && gKeywordWeight < 0)) {
+        if (!ok || scales.first() < 1 || queries < 1 || dimension < 1 || (a == QLatin1String("--keyword-weight") && gKeywordWeight < 0)
+            || (a == QLatin1String("--keyword-row-budget") && gKeywordRowBudget < 0)) {
             std::fprintf(stderr, "mneme-bench: %s needs a positive whole number\n", qPrintable(a));
             return 2;
         }

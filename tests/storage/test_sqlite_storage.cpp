@@ -346,6 +346,9 @@ private Q_SLOTS:
         QCOMPARE(store->keywordSearch(QStringLiteral("zebra crossing 250"), {}, 1000).size(), std::size_t(1));
     }
 
+    void boundedKeywordSearchKeepsTheBest_data();
+    void boundedKeywordSearchKeepsTheBest();
+    void keywordRowBudgetKey();
     void killedWriterLeavesIntactStore();
     void exactScanOfTenThousand();
     void annConfigKeys();
@@ -2124,6 +2127,71 @@ void TestSqliteStorage::exactScanOfTenThousand()
 
 // ---------------------------------------------------------------------------------------------
 // The approximate (HNSW) index: correctness only, never timing.
+
+void TestSqliteStorage::boundedKeywordSearchKeepsTheBest_data()
+{
+    // 3,000 records (terms in up to 300 of them are searched): "osprey" in 20, "lantern" in 250,
+    // "harbor" in 275, both of the last two in 25; a budget of 100 rows.
+    QTest::addColumn<QString>("query");
+    QTest::addColumn<int>("kept"); // how many best of the unbounded search the bounded one returns, exactly
+    QTest::newRow("one term (no bound)") << QStringLiteral("lantern") << 250;
+    QTest::newRow("rare terms within the budget") << QStringLiteral("osprey unknownword") << 20;
+    QTest::newRow("a rare term and two common ones") << QStringLiteral("osprey lantern harbor") << 45;
+    // The rarest term is always searched: its records, those holding both first.
+    QTest::newRow("two common terms") << QStringLiteral("lantern harbor?") << 250;
+    QTest::newRow("a rare term and one common one") << QStringLiteral("Where is the osprey lantern") << 20;
+}
+
+void TestSqliteStorage::boundedKeywordSearchKeepsTheBest()
+{
+    // The bounded keyword search scores the records holding one of the query's rarest terms or two of
+    // the others: its results are the unbounded search's best, with the same scores, in the same
+    // order, down to the first record that holds a single common term only (which it leaves out).
+    QFETCH(QString, query);
+    QFETCH(int, kept);
+    test::TempStore tmp;
+    auto unbounded = openStore(tmp.path(), Json{{"keyword_row_budget", 0}});
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 3000; ++i) {
+        QString content = QStringLiteral("filler%1").arg(i);
+        if (i % 150 == 7)
+            content += QStringLiteral(" osprey");
+        if (i % 12 == 0)
+            content += QStringLiteral(" lantern");
+        if (i % 12 == 3 || i % 120 == 0)
+            content += QStringLiteral(" harbor");
+        records.push_back(makeRecord(content, QStringLiteral("/"), Embedding(8, 0.5f)));
+    }
+    unbounded->save(records);
+    auto bounded = openStore(tmp.path(), Json{{"keyword_row_budget", 100}});
+    const std::vector<ScoredRecord> all = unbounded->keywordSearch(query, {}, 1000);
+    const std::vector<ScoredRecord> best = bounded->keywordSearch(query, {}, 1000);
+    QCOMPARE(int(best.size()), kept);
+    QVERIFY(int(all.size()) >= kept);
+    for (int i = 0; i < kept; ++i) {
+        QCOMPARE(best[size_t(i)].record.id, all[size_t(i)].record.id);
+        QCOMPARE(best[size_t(i)].score, all[size_t(i)].score);
+    }
+    // The same through the two-phase search, within a limit, and with the budget in effect.
+    const std::optional<std::vector<SearchHit>> hits = bounded->keywordHits(query, Embedding(8, 0.5f), {}, 10);
+    QVERIFY(hits.has_value());
+    QCOMPARE(hits->size(), std::min<std::size_t>(10, std::size_t(kept)));
+    for (std::size_t i = 0; i < hits->size(); ++i) {
+        QCOMPARE(bounded->hitRecords({hits->at(i).key}).front()->id, all[i].record.id);
+        QCOMPARE(hits->at(i).score, all[i].score);
+    }
+}
+
+void TestSqliteStorage::keywordRowBudgetKey()
+{
+    for (const char *bad : {R"({"path": ":memory:", "keyword_row_budget": -1})", R"({"path": ":memory:", "keyword_row_budget": "all"})"}) {
+        const Caught c = catchError([&] { SqliteStorage::Options::fromJson(Json::parse(bad)); });
+        VERIFY_ERROR(c, ErrorKind::InvalidArgument);
+        QVERIFY2(c.message.contains(QLatin1String("keyword_row_budget")), qPrintable(c.message));
+    }
+    QCOMPARE(SqliteStorage::Options::fromJson(Json::parse(R"({"path": "x.db"})")).keywordRowBudget, 1000);
+    QCOMPARE(SqliteStorage::Options::fromJson(Json::parse(R"({"path": "x.db", "keyword_row_budget": 0})")).keywordRowBudget, 0);
+}
 
 void TestSqliteStorage::annConfigKeys()
 {

@@ -15,9 +15,11 @@ constexpr double kK1 = 1.2;
 constexpr double kB = 0.75;
 
 // What one query needs of every row it scores, computed on its first row: the idf of each phrase,
-// the average row length in tokens and the ideal score.
+// the average row length in tokens and the ideal score. The first `gate` phrases only choose the rows
+// (KeywordEvidence's gate): they have no idf and are not counted.
 struct QueryStats
 {
+    int gate = 0;
     std::vector<double> idf;
     double averageLength = 1;
     double ideal = 0;              // the idfs' sum, without the left-out words
@@ -36,7 +38,7 @@ void freeStats(void *p)
 }
 
 // The statistics of the current query, computed once and kept as the function's aux data.
-QueryStats *statsFor(const Fts5ExtensionApi *api, Fts5Context *fts, int *rc)
+QueryStats *statsFor(const Fts5ExtensionApi *api, Fts5Context *fts, int gate, int *rc)
 {
     if (auto *known = static_cast<QueryStats *>(api->xGetAuxdata(fts, 0)))
         return known;
@@ -53,7 +55,8 @@ QueryStats *statsFor(const Fts5ExtensionApi *api, Fts5Context *fts, int *rc)
     s->idf.assign(std::size_t(std::max(phrases, 0)), 0.0);
     s->frequency.assign(s->idf.size(), 0.0);
     s->averageLength = rows > 0 ? std::max(1.0, double(tokens) / double(rows)) : 1.0;
-    for (int i = 0; *rc == SQLITE_OK && i < phrases; ++i) {
+    s->gate = std::clamp(gate, 0, std::max(phrases, 0));
+    for (int i = s->gate; *rc == SQLITE_OK && i < phrases; ++i) {
         sqlite3_int64 hits = 0;
         *rc = api->xQueryPhrase(fts, i, &hits, countRow);
         s->idf[std::size_t(i)] = KeywordEvidence::idf(rows, hits);
@@ -70,8 +73,9 @@ void keywordEvidence(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_cont
 {
     const double contextWeight = argc > 0 ? sqlite3_value_double(argv[0]) : 0.0;
     const double leftOut = argc > 1 ? std::max(0.0, sqlite3_value_double(argv[1])) : 0.0;
+    const int gate = argc > 2 ? sqlite3_value_int(argv[2]) : 0;
     int rc = SQLITE_OK;
-    QueryStats *s = statsFor(api, fts, &rc);
+    QueryStats *s = statsFor(api, fts, gate, &rc);
     if (!s) {
         sqlite3_result_error_code(ctx, rc);
         return;
@@ -82,7 +86,7 @@ void keywordEvidence(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_cont
     for (int i = 0; rc == SQLITE_OK && i < instances; ++i) {
         int phrase = 0, column = 0, offset = 0;
         rc = api->xInst(fts, i, &phrase, &column, &offset);
-        if (rc == SQLITE_OK && phrase >= 0 && std::size_t(phrase) < s->frequency.size())
+        if (rc == SQLITE_OK && phrase >= s->gate && std::size_t(phrase) < s->frequency.size())
             s->frequency[std::size_t(phrase)] += column == 0 ? 1.0 : contextWeight;
     }
     int length = 0;

@@ -9,7 +9,7 @@ namespace mneme {
 // How strongly a record matches the words of a query, in absolute terms: an FTS5 auxiliary function
 // registered on each connection of the store,
 //
-//   mneme_keyword(records_fts, context_weight, left_out_idf)
+//   mneme_keyword(records_fts, context_weight, left_out_idf[, gate])
 //
 // It computes BM25 as FTS5's own bm25() does (k1 = 1.2, b = 0.75, a word in the context column counting
 // context_weight of one in the content), with the idf of Lucene's BM25, which stays positive when a
@@ -20,6 +20,10 @@ namespace mneme {
 // well; a half: it holds about half of the query's information; above 1 when it matches better (the
 // words repeated, or a short record). A query word no record holds counts in full (the idf of a word
 // found nowhere), so a query of unknown words matched by one common word scores low.
+//
+// gate (default 0): the number of phrases at the start of the MATCH expression that only choose which
+// rows are scored, as in "(a OR (b AND c)) AND (a OR b OR c)": they are not counted, and the evidence is
+// that of the phrases after them.
 class KeywordEvidence
 {
 public:

@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 #include <string_view>
 #include <thread>
+#include <unordered_set>
 
 
 namespace mneme {
@@ -278,6 +279,9 @@ QString describe(const std::optional<EmbedderBinding> &b)
 // these bounds); more common terms are left out of the query.
 constexpr qint64 kKeywordMinCap = 50;
 constexpr qint64 kKeywordMaxCap = 2000;
+// A keyword query whose terms are in more records than the budget (SqliteStorage::Options) scores the
+// records holding one of its rarest terms or two of the others, the first this many of them.
+constexpr qsizetype kKeywordPairedTerms = 8;
 
 // The distinct words of a text (letters, digits and marks; at most 64) but English stop words
 // ("what", "did", "the": StopWords), each quoted as an FTS5 phrase so that no user text can form query
@@ -670,7 +674,7 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             o.busyTimeoutMs = int(v.get<long long>());
         } else if (key == QLatin1String("ann_threshold") || key == QLatin1String("ann_m")
                    || key == QLatin1String("ann_ef_construction") || key == QLatin1String("ann_ef_search")
-                   || key == QLatin1String("wal_checkpoint_pages")) {
+                   || key == QLatin1String("wal_checkpoint_pages") || key == QLatin1String("keyword_row_budget")) {
             struct Range
             {
                 long long low, high;
@@ -681,6 +685,7 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
                               : key == QLatin1String("ann_m")               ? Range{4, 64, &o.annM, "links per node"}
                               : key == QLatin1String("ann_ef_construction") ? Range{10, 2000, &o.annEfConstruction, "candidates"}
                               : key == QLatin1String("ann_ef_search")       ? Range{10, 5000, &o.annEfSearch, "candidates"}
+                              : key == QLatin1String("keyword_row_budget")  ? Range{0, 2000000000, &o.keywordRowBudget, "records (0: no bound)"}
                                                                             : Range{10, 10000000, &o.walCheckpointPages, "pages"};
             if (!v.is_number_integer() || v.get<long long>() < range.low || v.get<long long>() > range.high)
                 throw Error(ErrorKind::InvalidArgument,
@@ -692,7 +697,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("sqlite storage: unknown configuration key %1; the known keys are path, read_only, create, "
-                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search and wal_checkpoint_pages")
+                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search, wal_checkpoint_pages and "
+                                       "keyword_row_budget")
                             .arg(Error::quoted(key)));
         }
     }
@@ -2281,7 +2287,7 @@ SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray
         m_termCounts.clear();
         m_termCountsRecords = records;
     }
-    QList<QByteArray> kept;
+    QList<QPair<qint64, QByteArray>> kept; // (records holding the term, the term)
     KeywordQuery query;
     for (const QByteArray &term : terms) {
         auto known = m_termCounts.constFind(term);
@@ -2291,37 +2297,79 @@ SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray
             known = m_termCounts.insert(term, st.step(QStringLiteral("weighing a search term")) ? st.int64(0) : 0);
         }
         if (*known <= cap)
-            kept.append(term);
+            kept.append({*known, term});
         else // still part of what was asked: its (small) idf weighs in the evidence's scale
             query.leftOutIdf += KeywordEvidence::idf(records, *known);
     }
-    query.match = kept.join(" OR ");
+    QList<QByteArray> all;
+    for (const auto &k : std::as_const(kept))
+        all.append(k.second);
+    query.match = all.join(" OR ");
+    const QByteArray gate = keywordGate(kept, m_options.keywordRowBudget);
+    if (!gate.isEmpty()) {
+        query.gatePhrases = int(gate.count('"') / 2);
+        query.match = "(" + gate + ") AND (" + query.match + ")";
+    }
     return query;
 }
 
-void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
-                                     const QByteArray &columns, const std::function<bool(sqlite3_stmt *, double)> &row)
+QByteArray SqliteStorage::keywordGate(QList<QPair<qint64, QByteArray>> terms, int budget)
+{
+    qint64 total = 0;
+    for (const auto &t : std::as_const(terms))
+        total += t.first;
+    if (budget <= 0 || total <= budget || terms.size() < 2)
+        return QByteArray();
+    std::stable_sort(terms.begin(), terms.end(), [](const auto &a, const auto &b) { return a.first < b.first; });
+    // The rarest terms alone while their records fit the budget (at least the rarest)...
+    QList<QByteArray> gate;
+    qsizetype rare = 0;
+    for (qint64 used = 0; rare < terms.size() && (rare == 0 || used + terms[rare].first <= budget); ++rare) {
+        used += terms[rare].first;
+        gate.append(terms[rare].second);
+    }
+    // ...and the others in pairs: a record holding two of them is a strong match; one holding a single
+    // common term and none of the rare ones is the weakest kind of match, and is not scored.
+    const qsizetype last = std::min(terms.size(), rare + kKeywordPairedTerms);
+    for (qsizetype i = rare; i < last; ++i)
+        for (qsizetype j = i + 1; j < last; ++j)
+            gate.append("(" + terms[i].second + " AND " + terms[j].second + ")");
+    return gate.join(" OR ");
+}
+
+std::optional<SqliteStorage::KeywordQuery> SqliteStorage::keywordQuery(const QString &text, double contextWeight)
 {
     if (!(contextWeight >= 0))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
     KeywordQuery query = selectiveMatch(matchTerms(text));
     if (query.match.isEmpty())
-        return;
+        return std::nullopt;
     // A store before schema 3 (read-only, not upgraded) has no context column.
     const bool context = contextWeight > 0 && m_version >= 3;
     if (!context)
         query.match = "content : (" + query.match + ")";
+    query.contextWeight = context ? contextWeight : 0.0;
+    return query;
+}
+
+void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
+                                     const QByteArray &columns, const std::function<bool(sqlite3_stmt *, double)> &row)
+{
+    const std::optional<KeywordQuery> query = keywordQuery(text, contextWeight);
+    if (!query)
+        return;
     const Where w = where(filter);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + columns
-                            + ", mneme_keyword(records_fts, ?, ?) AS relevance "
+                            + ", mneme_keyword(records_fts, ?, ?, ?) AS relevance "
                               "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
                               "WHERE records_fts MATCH ? AND ("
                             + w.sql + ") ORDER BY relevance DESC, r.rid LIMIT ?");
-    st.bindDouble(1, context ? contextWeight : 0.0).bindDouble(2, query.leftOutIdf).bindBytes(3, query.match);
-    st.bindAll(w.args, 4);
-    st.bind(int(w.args.size()) + 4, post ? -1 : limit);
+    st.bindDouble(1, query->contextWeight).bindDouble(2, query->leftOutIdf).bind(3, query->gatePhrases);
+    st.bindBytes(4, query->match);
+    st.bindAll(w.args, 5);
+    st.bind(int(w.args.size()) + 5, post ? -1 : limit);
     const int relevanceColumn = sqlite3_column_count(st.get()) - 1;
     while (st.step(QStringLiteral("searching the full-text index")))
         if (!row(st.get(), std::min(1.0, sqlite3_column_double(st.get(), relevanceColumn))))
@@ -2392,19 +2440,74 @@ std::optional<std::vector<SearchHit>> SqliteStorage::keywordHits(const QString &
     ReadSnapshot snapshot(*this);
     refreshIfChanged();
     const bool vectors = !query.empty() && prepareIndex(query);
-    runKeywordSearch(text, filter, limit, contextWeight, "r.rid, r.importance, r.created_at",
-                     [&](sqlite3_stmt *st, double relevance) {
-                         SearchHit h;
-                         h.key = sqlite3_column_int64(st, 0);
-                         h.score = relevance;
-                         h.importance = sqlite3_column_double(st, 1);
-                         if (sqlite3_column_type(st, 2) != SQLITE_NULL)
-                             h.createdAt = QDateTime::fromMSecsSinceEpoch(sqlite3_column_int64(st, 2), Qt::UTC);
-                         if (vectors)
-                             h.cosine = m_index.similarity(query.data(), h.key).value_or(0.0);
-                         out.push_back(std::move(h));
-                         return int(out.size()) < limit;
-                     });
+    const std::optional<KeywordQuery> words = keywordQuery(text, contextWeight);
+    if (!words)
+        return out;
+    // The matches are scored and ordered in the full-text index alone, then walked best first: the
+    // vector index judges the filter and gives the ranking fields of the records it holds (no read of
+    // the records table, whose rows carry the embeddings), the records table those it does not.
+    Statement st(*this, "SELECT rowid, mneme_keyword(records_fts, ?, ?, ?) AS relevance FROM records_fts "
+                        "WHERE records_fts MATCH ? ORDER BY relevance DESC, rowid");
+    st.bindDouble(1, words->contextWeight).bindDouble(2, words->leftOutIdf).bind(3, words->gatePhrases);
+    st.bindBytes(4, words->match);
+    const Where w = where(filter);
+    std::optional<Statement> record;
+    std::unordered_set<qint64> onlyRows;
+    if (!filter.ids.isEmpty())
+        for (qint64 r : rowidsForIds(filter.ids))
+            onlyRows.insert(r);
+    std::vector<std::pair<qint64, double>> batch;
+    auto take = [&](qint64 rowid, double relevance, double importance, const QDateTime &createdAt) {
+        SearchHit h;
+        h.key = rowid;
+        h.score = relevance;
+        h.importance = importance;
+        h.createdAt = createdAt;
+        if (vectors)
+            h.cosine = m_index.similarity(query.data(), rowid).value_or(0.0);
+        out.push_back(std::move(h));
+    };
+    auto judgeBatch = [&] {
+        std::vector<qint64> rowids;
+        for (const auto &[rowid, relevance] : batch)
+            rowids.push_back(rowid);
+        const std::vector<VectorIndex::Judged> judged =
+            vectors ? m_index.judge(filter, rowids) : std::vector<VectorIndex::Judged>(rowids.size());
+        for (std::size_t i = 0; i < batch.size() && int(out.size()) < limit; ++i) {
+            const auto [rowid, relevance] = batch[i];
+            if (!filter.ids.isEmpty() && !onlyRows.count(rowid))
+                continue;
+            if (judged[i].verdict == VectorIndex::Verdict::Selected) {
+                const VectorIndex::RankFields &f = judged[i].fields;
+                take(rowid, relevance, f.importance,
+                     f.hasCreated ? QDateTime::fromMSecsSinceEpoch(f.createdMs, Qt::UTC) : QDateTime());
+            } else if (judged[i].verdict == VectorIndex::Verdict::Unknown) {
+                if (!record) {
+                    record.emplace(*this, "SELECT r.importance, r.created_at FROM records r WHERE r.rid = ? AND (" + w.sql + ")");
+                    record->bindAll(w.args, 2);
+                }
+                sqlite3_reset(record->get());
+                record->bind(1, rowid);
+                if (record->step(QStringLiteral("reading a keyword match")))
+                    take(rowid, relevance, sqlite3_column_double(record->get(), 0),
+                         sqlite3_column_type(record->get(), 1) == SQLITE_NULL
+                             ? QDateTime()
+                             : QDateTime::fromMSecsSinceEpoch(sqlite3_column_int64(record->get(), 1), Qt::UTC));
+            }
+        }
+        batch.clear();
+    };
+    // Batches grow with the rows walked: a filter that selects few records is judged in larger ones.
+    std::size_t batchSize = std::size_t(limit);
+    while (int(out.size()) < limit && st.step(QStringLiteral("searching the full-text index"))) {
+        batch.emplace_back(sqlite3_column_int64(st.get(), 0), std::min(1.0, sqlite3_column_double(st.get(), 1)));
+        if (batch.size() >= batchSize) {
+            judgeBatch();
+            batchSize *= 2;
+        }
+    }
+    if (int(out.size()) < limit)
+        judgeBatch();
     return out;
 }
 

@@ -45,9 +45,13 @@ public:
         int annEfSearch = 96;
         // Frames in the write-ahead log after which a background thread copies it into the database.
         int walCheckpointPages = 4000;
+        // A keyword search whose terms are found in more records than this together scores only the
+        // records holding one of its rarest terms or two of the others (keywordGate()); 0: every record
+        // holding any of its terms.
+        int keywordRowBudget = 1000;
 
         // Reads {"path", "read_only", "create", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
-        // "ann_ef_search", "wal_checkpoint_pages"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
+        // "ann_ef_search", "wal_checkpoint_pages", "keyword_row_budget"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
         // key or a value of the wrong type or out of range.
         static Options fromJson(const Json &config);
     };
@@ -213,8 +217,18 @@ private:
     {
         QByteArray match;
         double leftOutIdf = 0;
+        int gatePhrases = 0;      // the phrases of `match` that only choose the rows (KeywordEvidence's gate)
+        double contextWeight = 0; // mneme_keyword()'s: 0 when the context is not searched
     };
+    // The query for a text: its terms (selectiveMatch()), restricted to the content when the context
+    // is not searched; nothing when no term is worth a search. Throws for a negative context weight.
+    std::optional<KeywordQuery> keywordQuery(const QString &text, double contextWeight);
     KeywordQuery selectiveMatch(const QList<QByteArray> &terms);
+    // The rows a keyword query scores when its terms (each with the number of records holding it) are in
+    // more than `budget` records together: an FTS5 expression of the rarest terms, as many as the budget
+    // holds (at least one), OR-ed with each pair of the next kKeywordPairedTerms. Empty: every row
+    // holding a term (within the budget, a budget of 0, or a single term).
+    static QByteArray keywordGate(QList<QPair<qint64, QByteArray>> terms, int budget);
     // `hash` is contentHash(content).
     // With `identityOf`, only a record with the same identities (VectorIndex::identityOf) as that metadata.
     std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,

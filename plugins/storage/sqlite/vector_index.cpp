@@ -737,12 +737,8 @@ void VectorIndex::buildAnn(int threads)
     m_ann = std::move(ann);
 }
 
-std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
-                                                  const std::vector<qint64> *onlyRows, Mode mode) const
+std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filter) const
 {
-    if (limit == 0 || size() == 0 || m_dimension <= 0)
-        return {};
-
     Filter f;
     if (!filter.scopes.isEmpty()) {
         f.scopeOk.assign(std::size_t(m_scopeNames.size()), 0);
@@ -767,7 +763,7 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
             }
         }
         if (!any)
-            return {};
+            return std::nullopt;
         f.catSetOk.assign(m_catSets.size(), 0);
         for (std::size_t i = 0; i < m_catSets.size(); ++i)
             for (std::int32_t c : m_catSets[i])
@@ -778,7 +774,7 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
     if (!filter.onlySource.isEmpty()) {
         auto it = m_sourceIds.constFind(filter.onlySource);
         if (it == m_sourceIds.constEnd())
-            return {};
+            return std::nullopt;
         f.onlySource = it.value();
         f.trivial = false;
     }
@@ -804,14 +800,14 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
             if (c.value.get<bool>())
                 f.identityPresent[std::size_t(k)] = true;
             else if (f.identity[std::size_t(k)] > 0)
-                return {};
+                return std::nullopt;
             else
                 f.identity[std::size_t(k)] = 0;
         } else if (c.op == MetadataFilter::Op::Eq && c.value.is_string() && !c.value.get_ref<const std::string &>().empty()) {
             const auto it = m_identityIds.constFind(QString::fromStdString(c.value.get<std::string>()));
             const int wanted = it == m_identityIds.constEnd() ? -2 : it.value();
             if (wanted < 0 || (f.identity[std::size_t(k)] >= 0 && f.identity[std::size_t(k)] != wanted))
-                return {}; // a value no record has, or two values at once
+                return std::nullopt; // a value no record has, or two values at once
             f.identity[std::size_t(k)] = wanted;
         } else {
             continue;
@@ -824,6 +820,38 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
     f.after = f.hasAfter ? filter.createdAfter.toMSecsSinceEpoch() : 0;
     if (f.hasBefore || f.hasAfter)
         f.trivial = false;
+
+    return f;
+}
+
+std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const
+{
+    std::vector<Judged> out(rowids.size());
+    const std::optional<Filter> f = compile(filter);
+    for (std::size_t i = 0; i < rowids.size(); ++i) {
+        const std::optional<std::size_t> s = slotOf(rowids[i]);
+        if (!s)
+            continue; // Unknown
+        if (!f || !f->selects(*this, *s)) {
+            out[i].verdict = Verdict::Rejected;
+            continue;
+        }
+        out[i].verdict = Verdict::Selected;
+        out[i].fields = *rankFields(rowids[i]);
+    }
+    return out;
+}
+
+std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
+                                                  const std::vector<qint64> *onlyRows, Mode mode) const
+{
+    if (limit == 0 || size() == 0 || m_dimension <= 0)
+        return {};
+
+    const std::optional<Filter> compiled = compile(filter);
+    if (!compiled)
+        return {};
+    const Filter &f = *compiled;
 
     std::vector<float> unit(static_cast<std::size_t>(m_dimension));
     normalise(query, unit.data(), m_dimension);
@@ -898,8 +926,9 @@ std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f
             if (f.selects(*this, s))
                 offer(s);
     } else {
+        // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
         for (std::size_t s = 0, n = slotCount(); s < n; ++s)
-            if (live(s) && f.selects(*this, s))
+            if (f.selects(*this, s) && live(s))
                 offer(s);
     }
     std::sort(hits.begin(), hits.end(), better);

@@ -135,6 +135,21 @@ public:
     // nothing when it has no vector here.
     std::optional<double> similarity(const float *query, qint64 rowid) const;
 
+    // Of these rowids, which the filter's scope, category, time, source, privacy and identity conditions
+    // select (as search() does; id and other metadata conditions are not looked at), with their rank
+    // fields: Unknown for a rowid without a vector here, which only its record can judge.
+    enum class Verdict {
+        Unknown,
+        Rejected,
+        Selected
+    };
+    struct Judged
+    {
+        Verdict verdict = Verdict::Unknown;
+        RankFields fields; // when Selected
+    };
+    std::vector<Judged> judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const;
+
     // Converts the flat layout into the approximate one, inserting with `threads` threads.
     void buildAnn(int threads);
 
@@ -185,6 +200,8 @@ private:
     std::optional<std::size_t> slotOf(qint64 rowid) const;
     const float *vectorAt(std::size_t slot) const;
     std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
+    // The filter's conditions on this index's attributes; nothing when it can select no record.
+    std::optional<Filter> compile(const RecordFilter &filter) const;
     std::vector<Hit> graph(const float *query, const Filter &f, int limit, double selectivity) const;
     bool readFile(const QString &path, int dimension, Stamp *stamp, QString *error);
 
