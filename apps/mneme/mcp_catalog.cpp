@@ -113,6 +113,14 @@ const std::vector<ToolDefinition> &definitions()
         const Json &s = schemas();
         const Json id{{"type", "string"}, {"description", "The id of a record (from remember, recall or a resource)"}};
         const Json scope{{"type", "string"}, {"description", "A scope path such as /project/alpha (default /)"}};
+        const Json where{{"type", "object"},
+                         {"description", "Conditions on the records' metadata, all of which must hold: {\"key\": value} (equal), or "
+                                         "{\"key\": {\"$ne\" | \"$gt\" | \"$gte\" | \"$lt\" | \"$lte\": value}}, "
+                                         "{\"key\": {\"$in\" | \"$nin\": [values]}}, {\"key\": {\"$exists\": true}}"}};
+        const auto identity = [](const char *who) {
+            return Json{{"type", "string"},
+                        {"description", QStringLiteral("Only records saved for this %1 (metadata %1_id)").arg(QLatin1String(who)).toStdString()}};
+        };
         Json match = s["record"];
         for (auto it = s["match_extra"].begin(); it != s["match_extra"].end(); ++it)
             match["properties"][it.key()] = it.value();
@@ -141,16 +149,27 @@ const std::vector<ToolDefinition> &definitions()
                            {"categories", stringOrList("Only records with one of these categories")},
                            {"limit", {{"type", "integer"}, {"minimum", 1}, {"maximum", 10000}, {"description", "At most this many matches (default 10)"}}},
                            {"depth", {{"enum", Json::array({"shallow", "deep"})}, {"description", "shallow: one search; deep (default): also reads time phrases and, with an LLM, explores further"}}},
-                           {"now", {{"type", "string"}, {"description", "Measure recency as of this ISO 8601 time (default now)"}}}},
+                           {"now", {{"type", "string"}, {"description", "Measure recency as of this ISO 8601 time (default now)"}}},
+                           {"where", where},
+                           {"min_relevance", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}, {"description", "The relevance floor of this recall (default: the configuration's min_relevance); 0 returns anything related at all"}}},
+                           {"min_score", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}, {"description", "Only matches whose score is at least this"}}},
+                           {"only_source", {{"type", "string"}, {"description", "Only records saved with this source"}}},
+                           {"user_id", identity("user")},
+                           {"agent_id", identity("agent")},
+                           {"run_id", identity("run")}},
                           Json::array({"query"})),
              objectSchema({{"matches", {{"type", "array"}, {"items", match}}}}, Json::array({"matches"})), true, false, false},
             {"forget", "Forget records",
              "Delete every record that all the given conditions select (at least one): a scope and below, ids, "
-             "categories, created before a time. Returns how many were deleted; they stay in their history.",
+             "categories, created before a time, metadata conditions, identities. Returns how many were deleted; they stay in their history.",
              objectSchema({{"scope", scope},
                            {"ids", stringOrList("Record ids")},
                            {"categories", stringOrList("Records with one of these categories")},
-                           {"older_than", {{"type", "string"}, {"description", "Records created before this ISO 8601 time"}}}}),
+                           {"older_than", {{"type", "string"}, {"description", "Records created before this ISO 8601 time"}}},
+                           {"where", where},
+                           {"user_id", identity("user")},
+                           {"agent_id", identity("agent")},
+                           {"run_id", identity("run")}}),
              objectSchema({{"deleted", {{"type", "integer"}}}}, Json::array({"deleted"})), false, true, true},
             {"update", "Update a record",
              "Change one record: its content (embedded again), scope, categories (they replace the old ones), "

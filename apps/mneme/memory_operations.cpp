@@ -258,6 +258,19 @@ Json MemoryOperations::rememberMany(const Json &args)
     return Json{{"stored", r.stored}, {"dropped", r.dropped + r.existing}, {"ids", array(r.ids)}};
 }
 
+namespace {
+
+// The Mem0-style identities of a recall or forget ("user_id", "agent_id", "run_id").
+template<typename Options>
+void readIdentity(Args &a, Options &o)
+{
+    o.userId = a.string("user_id").value_or(QString()).trimmed();
+    o.agentId = a.string("agent_id").value_or(QString()).trimmed();
+    o.runId = a.string("run_id").value_or(QString()).trimmed();
+}
+
+} // namespace
+
 Json MemoryOperations::recall(const Json &args)
 {
     Args a(args, "recall", m_stringNumbers);
@@ -281,6 +294,11 @@ Json MemoryOperations::recall(const Json &args)
     }
     if (const auto now = a.time("now"))
         o.now = *now;
+    o.metadata = a.object("where").value_or(Json::object());
+    o.minRelevance = a.unit("min_relevance");
+    o.threshold = a.unit("min_score");
+    o.onlySource = a.string("only_source").value_or(QString()).trimmed();
+    readIdentity(a, o);
     a.finish();
     return array(m_view.recall(query, o));
 }
@@ -294,10 +312,13 @@ Json MemoryOperations::forget(const Json &args)
     o.categories = a.strings("categories").value_or(QStringList());
     if (const auto t = a.time("older_than"))
         o.olderThan = *t;
+    o.metadata = a.object("where").value_or(Json::object());
+    readIdentity(a, o);
     a.finish();
-    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid())
-        a.fail(QStringLiteral("give at least one of \"scope\", \"ids\", \"categories\" or \"older_than\"; every record "
-                              "they all select is deleted"));
+    if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid() && o.metadata.empty()
+        && o.userId.isEmpty() && o.agentId.isEmpty() && o.runId.isEmpty())
+        a.fail(QStringLiteral("give at least one of \"scope\", \"ids\", \"categories\", \"older_than\", \"where\", "
+                              "\"user_id\", \"agent_id\" or \"run_id\"; every record they all select is deleted"));
     return Json{{"deleted", m_view.forget(o)}};
 }
 

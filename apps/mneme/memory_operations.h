@@ -28,9 +28,12 @@ public:
     // {"items": [{"content", ...as remember}], and defaults for every item: "scope", "categories",
     // "importance", "private", "metadata", "created_at"} -> {"stored", "dropped", "ids"}; at most 1000 items.
     Json rememberMany(const Json &args);
-    // {"query", "scope" (one or a list: a slice), "categories", "limit", "depth", "now"} -> [matches]
+    // {"query", "scope" (one or a list: a slice), "categories", "limit", "depth", "now", "where" (metadata
+    // conditions, RecallOptions::metadata), "min_relevance", "min_score", "only_source", "user_id",
+    // "agent_id", "run_id"} -> [matches]
     Json recall(const Json &args);
-    // {"scope", "ids", "categories", "older_than"} (at least one) -> {"deleted"}
+    // {"scope", "ids", "categories", "older_than", "where", "user_id", "agent_id", "run_id"} (at least
+    // one) -> {"deleted"}
     Json forget(const Json &args);
     // {"id", "content", "scope", "categories", "importance", "metadata"} -> the record
     Json update(const Json &args);

@@ -153,9 +153,11 @@ MemoryRecord SourceView::undo(const QString &id)
 
 int SourceView::forget(const ForgetOptions &options)
 {
-    if (!options.scope && options.ids.isEmpty() && options.categories.isEmpty() && !options.olderThan.isValid())
+    if (!options.scope && options.ids.isEmpty() && options.categories.isEmpty() && !options.olderThan.isValid()
+        && options.metadata.empty() && options.userId.isEmpty() && options.agentId.isEmpty() && options.runId.isEmpty())
         throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("forget needs at least one of scope, ids, categories or older_than"));
+                    QStringLiteral("forget needs at least one of scope, ids, categories, older_than, where (metadata "
+                                   "conditions), user_id, agent_id or run_id"));
     // Memory deletes only what this source sees.
     return m_memory.forget(options, reader());
 }

@@ -215,6 +215,58 @@ test('each request sees what its source may see', { timeout: 120000 }, async () 
   }
 });
 
+test('recall and forget take metadata conditions, floors, a source and identities', { timeout: 120000 }, async () => {
+  const store = seededStore();
+  const server = await startServer(store.db, ['serve', '--listen', '127.0.0.1:0']);
+  try {
+    const call = api(server.document.url);
+    const items = [
+      { source: 'alice', content: 'The kiln reaches 1200 degrees on Friday', metadata: { user_id: 'ann', priority: 3 } },
+      { source: 'studio', content: 'The kiln needs a new shelf before Friday', metadata: { user_id: 'ben', priority: 1 } },
+      { source: 'alice', content: 'The kiln logbook is kept in the studio', metadata: { user_id: 'ann', run_id: 'r1', priority: 2 } },
+    ];
+    for (const { source, ...item } of items) {
+      assert.equal((await call('POST', `/v1/memories?source=${source}`, { ...item, scope: '/kiln' })).status, 201);
+    }
+    const recalled = async (args) => {
+      const r = await call('POST', '/v1/recall?source=alice', { query: 'kiln', scope: '/kiln', depth: 'shallow', ...args });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      conforms(r.body, responseSchema('/v1/recall', 'post', 200));
+      return r.body.map((m) => m.content).sort();
+    };
+    const contents = (...indices) => indices.map((i) => items[i].content).sort();
+    assert.deepEqual(await recalled({}), contents(0, 1, 2));
+    assert.deepEqual(await recalled({ where: { priority: { $gte: 2 } } }), contents(0, 2));
+    assert.deepEqual(await recalled({ where: { priority: { $in: [1, 3] } }, user_id: 'ann' }), contents(0));
+    assert.deepEqual(await recalled({ user_id: 'ann', run_id: 'r1' }), contents(2));
+    assert.deepEqual(await recalled({ agent_id: 'nobody' }), []);
+    assert.deepEqual(await recalled({ only_source: 'studio' }), contents(1));
+    assert.deepEqual(await recalled({ min_relevance: 1 }), []);
+    assert.deepEqual(await recalled({ min_score: 0.99 }), []);
+    assert.deepEqual(await recalled({ min_relevance: 0, min_score: 0 }), contents(0, 1, 2));
+    // The same as the command line's options.
+    const fromCli = cli(store.db, 'recall', 'kiln', '--scope', '/kiln', '--depth', 'shallow', '--where', 'priority>=2', '--source', 'alice');
+    assert.deepEqual(fromCli.map((m) => m.content).sort(), contents(0, 2));
+
+    for (const [args, pattern] of [[{ where: { priority: { $near: 1 } } }, /\$near/], [{ where: 'priority=1' }, /"where" must be a JSON object/],
+      [{ min_relevance: 2 }, /"min_relevance" must be a number from 0 to 1/], [{ min_score: -1 }, /"min_score" must be a number from 0 to 1/],
+      [{ user_id: 7 }, /"user_id" must be a string/]]) {
+      const bad = await call('POST', '/v1/recall', { query: 'kiln', ...args });
+      assert.equal(bad.status, 400, JSON.stringify(args));
+      assert.match(bad.body.error.message, pattern);
+    }
+    assert.equal((await call('POST', '/v1/forget', { where: { priority: { $near: 1 } } })).status, 400);
+
+    assert.deepEqual((await call('POST', '/v1/forget?source=alice', { where: { priority: 1 } })).body, { deleted: 1 });
+    assert.deepEqual((await call('POST', '/v1/forget?source=alice', { user_id: 'ann', run_id: 'r1' })).body, { deleted: 1 });
+    assert.deepEqual(await recalled({}), contents(0));
+    await server.stop();
+  } finally {
+    server.child.kill('SIGKILL');
+    store.cleanup();
+  }
+});
+
 test('the bearer token, origins, and the refusal to listen openly without a token', { timeout: 120000 }, async () => {
   const store = seededStore();
   const token = 'rest-token-0123456789abcdef';

@@ -94,6 +94,25 @@ async function exercise(client, store) {
   assert.ok(!rootInfo.structuredContent.categories.includes('salary'));
   assert.ok(!rootInfo.structuredContent.child_scopes.includes('/secret'));
 
+  // recall and forget take metadata conditions (where), identities, a floor and a score threshold.
+  const recallSchema = tools.find((t) => t.name === 'recall').inputSchema.properties;
+  for (const key of ['where', 'min_relevance', 'min_score', 'only_source', 'user_id', 'agent_id', 'run_id']) assert.ok(recallSchema[key], `recall takes ${key}`);
+  const forgetSchema = tools.find((t) => t.name === 'forget').inputSchema.properties;
+  for (const key of ['where', 'user_id', 'agent_id', 'run_id']) assert.ok(forgetSchema[key], `forget takes ${key}`);
+  for (const [content, metadata] of [['The boarding gate is B12', { user_id: 'ann', gate: 12 }], ['The boarding gate closes at 5pm', { user_id: 'ben', gate: 12 }]]) {
+    assert.equal((await client.callTool({ name: 'remember', arguments: { content, scope: '/gates', metadata } })).isError, false);
+  }
+  const gates = async (args) => (await client.callTool({ name: 'recall', arguments: { query: 'boarding gate', scope: '/gates', depth: 'shallow', ...args } }))
+    .structuredContent.matches.map((m) => m.content).sort();
+  assert.deepEqual(await gates({}), ['The boarding gate closes at 5pm', 'The boarding gate is B12']);
+  assert.deepEqual(await gates({ user_id: 'ann' }), ['The boarding gate is B12']);
+  assert.deepEqual(await gates({ where: { user_id: { $ne: 'ann' }, gate: { $gte: 10 } } }), ['The boarding gate closes at 5pm']);
+  assert.deepEqual(await gates({ only_source: 'nobody' }), []);
+  assert.deepEqual(await gates({ min_relevance: 1 }), []);
+  assert.deepEqual((await client.callTool({ name: 'forget', arguments: { where: { gate: 12 }, user_id: 'ben' } })).structuredContent, { deleted: 1 });
+  assert.deepEqual(await gates({}), ['The boarding gate is B12']);
+  assert.deepEqual((await client.callTool({ name: 'forget', arguments: { scope: '/gates' } })).structuredContent, { deleted: 1 });
+
   // forget by scope deletes what alice sees only: bob's private record stays.
   const forgot = await client.callTool({ name: 'forget', arguments: { scope: '/secret' } });
   assert.deepEqual(forgot.structuredContent, { deleted: 0 });
