@@ -349,6 +349,7 @@ private Q_SLOTS:
     void boundedKeywordSearchKeepsTheBest_data();
     void boundedKeywordSearchKeepsTheBest();
     void keywordRowBudgetKey();
+    void keywordHitsJudgeEveryRecord();
     void killedWriterLeavesIntactStore();
     void exactScanOfTenThousand();
     void annConfigKeys();
@@ -2180,6 +2181,46 @@ void TestSqliteStorage::boundedKeywordSearchKeepsTheBest()
         QCOMPARE(bounded->hitRecords({hits->at(i).key}).front()->id, all[i].record.id);
         QCOMPARE(hits->at(i).score, all[i].score);
     }
+}
+
+void TestSqliteStorage::keywordHitsJudgeEveryRecord()
+{
+    // keywordHits judges the filter by the vector index for the records it holds and by the records
+    // table for those without a vector: the same records as keywordSearch either way, private ones
+    // and other scopes left out.
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 40; ++i) { // "heron" in 40 records: under the 50 that make a word too common
+        MemoryRecord r = makeRecord(QStringLiteral("heron sighting %1").arg(i), i % 3 ? QStringLiteral("/birds") : QStringLiteral("/other"),
+                                    i % 4 ? Embedding(8, 0.25f * float(1 + i % 5)) : Embedding(), i);
+        r.importance = (i % 10) / 10.0;
+        r.source = i % 5 ? QStringLiteral("ann") : QStringLiteral("ben");
+        r.isPrivate = i % 7 == 0;
+        records.push_back(r);
+    }
+    store->save(records);
+    RecordFilter filter;
+    filter.scopes = {QStringLiteral("/birds")};
+    filter.applyPrivacy = true;
+    filter.source = QStringLiteral("ann");
+    const Embedding query(8, 0.5f);
+    for (int limit : {5, 25, 100}) {
+        const std::optional<std::vector<SearchHit>> hits = store->keywordHits(QStringLiteral("heron"), query, filter, limit);
+        QVERIFY(hits.has_value());
+        const std::vector<ScoredRecord> full = store->keywordSearch(QStringLiteral("heron"), filter, limit);
+        QCOMPARE(hits->size(), full.size());
+        for (std::size_t i = 0; i < full.size(); ++i) {
+            const MemoryRecord r = *store->hitRecords({hits->at(i).key}).front();
+            QCOMPARE(r.id, full[i].record.id);
+            QCOMPARE(hits->at(i).importance, full[i].record.importance);
+            QCOMPARE(hits->at(i).createdAt, full[i].record.createdAt);
+            QCOMPARE(r.scope, QStringLiteral("/birds"));
+            QVERIFY(!r.isPrivate || r.source == QLatin1String("ann"));
+        }
+    }
+    // 26 in /birds, of which 1 private to ben (i = 35).
+    QCOMPARE(store->keywordHits(QStringLiteral("heron"), query, filter, 100)->size(), std::size_t(25));
 }
 
 void TestSqliteStorage::keywordRowBudgetKey()

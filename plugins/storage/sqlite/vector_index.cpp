@@ -967,9 +967,10 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     // The base layer: every node routes, only selected live nodes enter the results. A selective
     // filter widens the candidate list so that enough selected nodes are met.
     // A larger graph needs a longer candidate list for the same recall: efSearch serves up to 100,000
-    // nodes and grows by the decimal logarithm beyond (twice at 1,000,000).
+    // nodes and grows with the square of one plus the decimal logarithm beyond (four times at
+    // 1,000,000: twice gave an approximate top 10 that agreed with the exact one 0.89 of the time).
     const double nodes = double(size());
-    const double growth = nodes > 1e5 ? 1.0 + std::log10(nodes / 1e5) : 1.0;
+    const double growth = nodes > 1e5 ? std::pow(1.0 + std::log10(nodes / 1e5), 2.0) : 1.0;
     std::size_t ef = std::size_t(std::max(int(std::lround(m_params.efSearch * growth)), limit));
     if (!f.trivial && selectivity < 1.0)
         ef = std::size_t(double(ef) * std::min(4.0, 1.0 / std::sqrt(std::max(selectivity, 1e-6))));
