@@ -1182,7 +1182,6 @@ QStringList Memory::extractMemories(const QString &content)
 
 int Memory::forget(const ForgetOptions &o, const ReadContext &caller)
 {
-    d->checkNotOnWriter("forget()");
     return forgetAsync(o, caller).result();
 }
 
@@ -1217,7 +1216,6 @@ QFuture<std::optional<MemoryRecord>> Memory::getAsync(const QString &id, const R
 
 MemoryRecord Memory::update(const QString &id, const UpdateOptions &o, const ReadContext &caller)
 {
-    d->checkNotOnWriter("update()");
     return updateAsync(id, o, caller).result();
 }
 
@@ -1319,7 +1317,6 @@ QFuture<QList<HistoryEntry>> Memory::historyAsync(const QString &id, const ReadC
 
 MemoryRecord Memory::undo(const QString &id, const ReadContext &caller)
 {
-    d->checkNotOnWriter("undo()");
     return undoAsync(id, caller).result();
 }
 
@@ -1591,7 +1588,6 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
 
 int Memory::reset(const QString &scope)
 {
-    d->checkNotOnWriter("reset()");
     return resetAsync(scope).result();
 }
 

@@ -176,8 +176,8 @@ void RecordListModel::reload()
     }
     if (!d->memory)
         return;
+    fetchMore(QModelIndex()); // the first page before the count, which reads every selected record
     count();
-    fetchMore(QModelIndex());
 }
 
 void RecordListModel::count()
