@@ -19,7 +19,7 @@ namespace mneme {
 // Bounded: past maxEvents() rows the oldest top-level rows go, with everything under them.
 // Filtered by family (crew, task, agent, llm, tool, memory, flow, chat, mcp, guardrail): an event
 // of a hidden family is kept but not shown, and what it holds is shown under its nearest shown
-// ancestor. Events are received on the model's thread (queued from the publishing thread).
+// ancestor. Events reach the model on its own thread (queued when published on another).
 class MNEME_MODELS_EXPORT EventLogModel : public QAbstractItemModel
 {
     Q_OBJECT
