@@ -38,8 +38,9 @@ test: build node-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --label-exclude slow
 
 bench: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme-bench
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme-bench mneme-bench-gui
 	$(BUILD_DIR)/bin/mneme-bench
+	$(BUILD_DIR)/bin/mneme-bench-gui
 
 # The soak and scale tests (CTest label `slow`, left out of `make test`): crashes of a writer at
 # random moments, sweeps of storage faults, thousands of recalls across sources, large stores.

@@ -12,7 +12,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/MnemeConfigVersion.
 install(FILES ${PROJECT_BINARY_DIR}/cmake/MnemeConfig.cmake ${PROJECT_BINARY_DIR}/cmake/MnemeConfigVersion.cmake
   DESTINATION ${MNEME_CMAKE_INSTALL_DIR} COMPONENT dev)
 
-mneme_write_pkgconfig(mneme "${PROJECT_DESCRIPTION}" "mneme-core mneme-memory mneme-runtime mneme-flows" "")
+mneme_write_pkgconfig(mneme "${PROJECT_DESCRIPTION}" "mneme-core mneme-memory mneme-runtime mneme-flows mneme-models" "")
 
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT libs)
 

@@ -14,7 +14,7 @@ bool RecordFilter::isEmpty() const
 {
     return scopes.isEmpty() && categories.isEmpty() && (metadata.is_null() || metadata.empty())
         && ids.isEmpty() && !createdBefore.isValid() && !createdAfter.isValid() && !applyPrivacy
-        && onlySource.isEmpty();
+        && onlySource.isEmpty() && contentContains.isEmpty();
 }
 
 bool RecordFilter::matches(const MemoryRecord &r) const
@@ -55,6 +55,8 @@ bool RecordFilter::matches(const MemoryRecord &r, const MetadataFilter &metadata
     if (createdAfter.isValid() && r.createdAt < createdAfter)
         return false;
     if (!onlySource.isEmpty() && r.source != onlySource)
+        return false;
+    if (!contentContains.isEmpty() && !r.content.contains(contentContains, Qt::CaseInsensitive))
         return false;
     if (applyPrivacy && r.isPrivate && !includePrivate && (source.isEmpty() || r.source != source))
         return false;

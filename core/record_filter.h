@@ -39,13 +39,16 @@ struct MNEME_CORE_EXPORT RecordFilter
     QString source;
     // Only records whose source equals this (CLI `recall --source`). Empty = any source.
     QString onlySource;
+    // Only records whose content contains this text, ignoring case (Unicode case folding, as
+    // QString::contains with Qt::CaseInsensitive). Empty = any content.
+    QString contentContains;
 
     // The metadata keys of the Mem0-style identities Memory writes from RememberOptions::userId,
     // agentId and runId: "user_id", "agent_id", "run_id". A backend may index them to filter fast.
     static QStringList identityKeys();
 
     bool isEmpty() const;
-    // True when `r` passes the scope, category, metadata, id, time and privacy conditions. Throws
+    // True when `r` passes the scope, category, metadata, id, time, source, content and privacy conditions. Throws
     // Error(InvalidArgument) for a metadata filter MetadataFilter::parse() refuses.
     bool matches(const MemoryRecord &r) const;
     // The same with the metadata conditions already read (for a caller testing many records).

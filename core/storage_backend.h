@@ -5,12 +5,15 @@
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
 #include <mneme/core/record_filter.h>
+#include <mneme/core/record_order.h>
 #include <mneme/core/scope_info.h>
 
 #include <QMap>
 #include <QString>
 #include <QStringList>
 #include <QtPlugin>
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -172,6 +175,19 @@ public:
     virtual std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) = 0;
     // The records the filter selects, newest first (created_at descending, then id).
     virtual std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) = 0;
+    // The records the filter selects in `order`, `limit` of them from `offset` (a negative limit: all),
+    // without their embeddings: for browsing a store page by page. The default sorts what list()
+    // gives, reading every selected record; a backend that can sort where it stores overrides it.
+    virtual std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset)
+    {
+        if (order.isNewestFirst())
+            return list(filter, limit, offset);
+        std::vector<MemoryRecord> all = list(filter, -1, 0);
+        std::stable_sort(all.begin(), all.end(), [&](const MemoryRecord &a, const MemoryRecord &b) { return order.before(a, b); });
+        const std::size_t from = std::min(all.size(), std::size_t(std::max(offset, 0)));
+        const std::size_t to = limit < 0 ? all.size() : std::min(all.size(), from + std::size_t(limit));
+        return std::vector<MemoryRecord>(std::make_move_iterator(all.begin() + from), std::make_move_iterator(all.begin() + to));
+    }
     // A record with exactly this content, scope, source and privacy, if one exists.
     virtual std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                                   const QString &source, bool isPrivate) = 0;
@@ -235,5 +251,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.4"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.5"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

@@ -776,7 +776,7 @@ QFuture<ConversationResult> Memory::addConversation(const QList<ConversationMess
             throw;
         }
     });
-    d->submit<void>([this, job, ticket]() { refreshSummary(*d, job, *ticket); });
+    d->submit<void>([this, job, ticket]() { refreshSummary(*d, job, *ticket); }, false);
     return future;
 }
 

@@ -19,6 +19,7 @@
 
 #include <QDir>
 #include <QElapsedTimer>
+#include <QThread>
 #include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <array>
@@ -306,6 +307,8 @@ MemoryPrivate::MemoryPrivate(Memory *qq, const MemoryConfig &cfg)
         config.rootScope = ScopePath::normalize(config.rootScope);
     qRegisterMetaType<mneme::MemoryMatch>();
     qRegisterMetaType<QList<mneme::MemoryMatch>>();
+    readers.setMaxThreadCount(std::max(2, QThread::idealThreadCount()));
+    readers.setObjectName(QStringLiteral("mneme-readers"));
 }
 
 void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr<Embedder> e)
@@ -988,7 +991,7 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
     }
 }
 
-ScopeNode MemoryPrivate::node(const QString &path, int depth, int maxDepth, const RecordFilter &visible)
+ScopeNode MemoryPrivate::node(const QString &path, int depth, int maxDepth, int maxChildren, const RecordFilter &visible)
 {
     ScopeNode n;
     n.path = path;
@@ -997,10 +1000,10 @@ ScopeNode MemoryPrivate::node(const QString &path, int depth, int maxDepth, cons
     n.recordCount = storage->count(here);
     if (depth < maxDepth) {
         QStringList children = storage->childScopes(path, visible);
-        if (children.size() > 20)
-            children = children.mid(0, 20);
+        if (maxChildren >= 0 && children.size() > maxChildren)
+            children = children.mid(0, maxChildren);
         for (const QString &c : std::as_const(children))
-            n.children << node(c, depth + 1, maxDepth, visible);
+            n.children << node(c, depth + 1, maxDepth, maxChildren, visible);
     }
     return n;
 }
@@ -1155,13 +1158,7 @@ QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &opt
 
 QFuture<QList<MemoryMatch>> Memory::recallAsync(const QString &query, const RecallOptions &options)
 {
-    d->checkOpen();
-    QFuture<QList<MemoryMatch>> f = QtConcurrent::run([this, query, options]() { return d->recallNow(query, options); });
-    const MemoryLocks::Guard lock = d->locks.pending();
-    d->reads.erase(std::remove_if(d->reads.begin(), d->reads.end(), [](const QFuture<void> &r) { return r.isFinished(); }),
-                   d->reads.end());
-    d->reads.append(QFuture<void>(f));
-    return f;
+    return d->readLater([this, query, options]() { return d->recallNow(query, options); });
 }
 
 QStringList Memory::extractMemories(const QString &content)
@@ -1185,6 +1182,11 @@ QStringList Memory::extractMemories(const QString &content)
 
 int Memory::forget(const ForgetOptions &o, const ReadContext &caller)
 {
+    return forgetAsync(o, caller).result();
+}
+
+QFuture<int> Memory::forgetAsync(const ForgetOptions &o, const ReadContext &caller)
+{
     d->checkWritable("forget");
     const Json conditions = MetadataFilter::both(validMetadataFilter(o.metadata), identityConditions(identityOf(o)));
     if (!o.scope && o.ids.isEmpty() && o.categories.isEmpty() && !o.olderThan.isValid() && conditions.empty())
@@ -1196,7 +1198,8 @@ int Memory::forget(const ForgetOptions &o, const ReadContext &caller)
     f.categories = validCategories(o.categories);
     f.createdBefore = o.olderThan.isValid() ? o.olderThan.toUTC() : QDateTime();
     f.metadata = conditions;
-    return d->exclusively("forget()", [&] { return d->storage->remove(f); });
+    d->checkNotOnWriter("forget()");
+    return d->submit<int>([this, f] { return d->storage->remove(f); });
 }
 
 std::optional<MemoryRecord> Memory::get(const QString &id, const ReadContext &reader)
@@ -1206,31 +1209,58 @@ std::optional<MemoryRecord> Memory::get(const QString &id, const ReadContext &re
     return d->visibleRecord(id, reader);
 }
 
+QFuture<std::optional<MemoryRecord>> Memory::getAsync(const QString &id, const ReadContext &reader)
+{
+    return d->readLater([this, id, reader] { return get(id, reader); });
+}
+
 MemoryRecord Memory::update(const QString &id, const UpdateOptions &o, const ReadContext &caller)
 {
+    return updateAsync(id, o, caller).result();
+}
+
+QFuture<MemoryRecord> Memory::updateAsync(const QString &id, const UpdateOptions &o, const ReadContext &caller)
+{
     d->checkWritable("update");
-    std::optional<MemoryRecord> found = get(id, caller);
-    if (!found)
-        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; use an id that remember, recall or list gave").arg(Error::quoted(id)));
-    MemoryRecord r = *found;
-    r.embedding.clear();
-    if (o.content) {
-        const QString c = validContent(*o.content, d->config);
-        if (c != r.content) {
-            r.embedding = std::move(d->embedAll({c}).front());
-            r.content = c;
-        }
-    }
+    // The new values are checked here, at the call; the record is read and written on the writer.
+    UpdateOptions checked;
+    if (o.content)
+        checked.content = validContent(*o.content, d->config);
     if (o.scope)
-        r.scope = resolveScope(o.scope);
+        checked.scope = resolveScope(o.scope);
     if (o.categories)
-        r.categories = validCategories(*o.categories);
+        checked.categories = validCategories(*o.categories);
     if (o.importance)
-        r.importance = validImportance(*o.importance);
+        checked.importance = validImportance(*o.importance);
     if (o.metadata) {
         if (o.metadata->is_null())
             throw Error(ErrorKind::InvalidArgument, QStringLiteral("metadata must be a JSON object"));
         checkMetadata(*o.metadata);
+        checked.metadata = o.metadata;
+        checked.mergeMetadata = o.mergeMetadata;
+    }
+    d->checkNotOnWriter("update()");
+    return d->submit<MemoryRecord>([this, id, checked = std::move(checked), caller] { return d->updateNow(id, checked, caller); });
+}
+
+MemoryRecord MemoryPrivate::updateNow(const QString &id, const UpdateOptions &o, const ReadContext &caller)
+{
+    std::optional<MemoryRecord> found = visibleRecord(id, caller);
+    if (!found)
+        throw Error(ErrorKind::NotFound, QStringLiteral("no memory has the id %1; use an id that remember, recall or list gave").arg(Error::quoted(id)));
+    MemoryRecord r = *found;
+    r.embedding.clear();
+    if (o.content && *o.content != r.content) {
+        r.embedding = std::move(embedAll({*o.content}).front());
+        r.content = *o.content;
+    }
+    if (o.scope)
+        r.scope = *o.scope;
+    if (o.categories)
+        r.categories = *o.categories;
+    if (o.importance)
+        r.importance = *o.importance;
+    if (o.metadata) {
         if (o.mergeMetadata)
             r.metadata.merge_patch(*o.metadata);
         else
@@ -1241,12 +1271,10 @@ MemoryRecord Memory::update(const QString &id, const UpdateOptions &o, const Rea
     }
     r.updatedAt = nowUtc();
     r.lastAccessed = r.updatedAt;
-    return d->exclusively("update()", [&] {
-        if (!r.embedding.empty())
-            d->ensureBound();
-        d->storage->update(r);
-        return d->storage->get(r.id, false).value_or(r);
-    });
+    if (!r.embedding.empty())
+        ensureBound();
+    storage->update(r);
+    return storage->get(r.id, false).value_or(r);
 }
 
 QList<HistoryEntry> Memory::history(const QString &id, const ReadContext &reader)
@@ -1282,17 +1310,28 @@ QList<HistoryEntry> Memory::history(const QString &id, const ReadContext &reader
     return QList<HistoryEntry>(entries.begin(), entries.end());
 }
 
+QFuture<QList<HistoryEntry>> Memory::historyAsync(const QString &id, const ReadContext &reader)
+{
+    return d->readLater([this, id, reader] { return history(id, reader); });
+}
+
 MemoryRecord Memory::undo(const QString &id, const ReadContext &caller)
 {
+    return undoAsync(id, caller).result();
+}
+
+QFuture<MemoryRecord> Memory::undoAsync(const QString &id, const ReadContext &caller)
+{
     d->checkWritable("undo");
-    // The history is read with saves excluded: a save consolidating this record in between would
-    // otherwise be reverted along with the change meant.
-    return d->exclusively("undo()", [&] { return d->undoNow(id, caller); });
+    d->checkNotOnWriter("undo()");
+    // On the writer, so that the history is read with saves excluded: a save consolidating this
+    // record in between would otherwise be reverted along with the change meant.
+    return d->submit<MemoryRecord>([this, id, caller] { return d->undoNow(id, caller); });
 }
 
 MemoryRecord MemoryPrivate::undoNow(const QString &id, const ReadContext &caller)
 {
-    locks.assertHeld(MemoryLocks::Rank::Submit);
+    Q_ASSERT(writer.isCurrentThread());
     const QList<HistoryEntry> entries = q->history(id, caller); // NotFound, root confinement, privacy
     if (entries.isEmpty() || entries.back().oldRecord.is_null() || !entries.back().oldRecord.is_object())
         throw Error(ErrorKind::InvalidArgument,
@@ -1345,13 +1384,13 @@ MemorySlice Memory::slice(const QStringList &scopes, const QStringList &categori
     return MemorySlice(this, scopes, categories, readOnly);
 }
 
-ScopeNode Memory::scopeTree(const QString &path, int maxDepth, const ReadContext &reader)
+ScopeNode Memory::scopeTree(const QString &path, int maxDepth, const ReadContext &reader, int maxChildren)
 {
     d->checkOpen();
     if (maxDepth < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("max depth must be 0 or more (got %1)").arg(maxDepth));
     drainWrites();
-    return d->node(d->readScope(path), 0, maxDepth, d->readFilter({}, reader));
+    return d->node(d->readScope(path), 0, maxDepth, maxChildren, d->readFilter({}, reader));
 }
 
 QString Memory::tree(const QString &path, int maxDepth, const ReadContext &reader)
@@ -1399,6 +1438,83 @@ QList<MemoryRecord> Memory::listRecords(const QString &scope, int limit, int off
     drainWrites();
     const auto records = d->storage->list(d->readFilter({d->readScope(scope)}, reader), limit, offset);
     return QList<MemoryRecord>(records.begin(), records.end());
+}
+
+RecordFilter MemoryPrivate::queryFilter(const RecordQuery &query, const ReadContext &reader) const
+{
+    QStringList scopes;
+    for (const QString &s : query.scopes)
+        scopes << readScope(s);
+    if (scopes.isEmpty())
+        scopes << readScope(QString());
+    RecordFilter f = readFilter(scopes, reader);
+    f.categories = validCategories(query.categories);
+    f.onlySource = query.source.trimmed();
+    f.contentContains = query.text.trimmed();
+    return f;
+}
+
+QList<MemoryRecord> Memory::searchRecords(const RecordQuery &query, const ReadContext &reader)
+{
+    d->checkOpen();
+    if (query.limit < 1 || query.limit > kMaxRecallLimit || query.offset < 0)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a page of records needs a limit between 1 and %1 and an offset "
+                                                               "of 0 or more (got %2 and %3)")
+                                                    .arg(kMaxRecallLimit)
+                                                    .arg(query.limit)
+                                                    .arg(query.offset));
+    const RecordFilter filter = d->queryFilter(query, reader);
+    drainWrites();
+    const auto records = d->storage->listOrdered(filter, query.order, query.limit, query.offset);
+    return QList<MemoryRecord>(records.begin(), records.end());
+}
+
+int Memory::countRecords(const RecordQuery &query, const ReadContext &reader)
+{
+    d->checkOpen();
+    const RecordFilter filter = d->queryFilter(query, reader);
+    drainWrites();
+    return d->storage->count(filter);
+}
+
+QFuture<QString> Memory::treeAsync(const QString &path, int maxDepth, const ReadContext &reader)
+{
+    return d->readLater([this, path, maxDepth, reader] { return tree(path, maxDepth, reader); });
+}
+
+QFuture<ScopeNode> Memory::scopeTreeAsync(const QString &path, int maxDepth, const ReadContext &reader, int maxChildren)
+{
+    return d->readLater([this, path, maxDepth, reader, maxChildren] { return scopeTree(path, maxDepth, reader, maxChildren); });
+}
+
+QFuture<ScopeInfo> Memory::infoAsync(const QString &path, const ReadContext &reader)
+{
+    return d->readLater([this, path, reader] { return info(path, reader); });
+}
+
+QFuture<QStringList> Memory::listScopesAsync(const QString &path, const ReadContext &reader)
+{
+    return d->readLater([this, path, reader] { return listScopes(path, reader); });
+}
+
+QFuture<QMap<QString, int>> Memory::listCategoriesAsync(const QString &path, const ReadContext &reader)
+{
+    return d->readLater([this, path, reader] { return listCategories(path, reader); });
+}
+
+QFuture<QList<MemoryRecord>> Memory::listRecordsAsync(const QString &scope, int limit, int offset, const ReadContext &reader)
+{
+    return d->readLater([this, scope, limit, offset, reader] { return listRecords(scope, limit, offset, reader); });
+}
+
+QFuture<QList<MemoryRecord>> Memory::searchRecordsAsync(const RecordQuery &query, const ReadContext &reader)
+{
+    return d->readLater([this, query, reader] { return searchRecords(query, reader); });
+}
+
+QFuture<int> Memory::countRecordsAsync(const RecordQuery &query, const ReadContext &reader)
+{
+    return d->readLater([this, query, reader] { return countRecords(query, reader); });
 }
 
 QList<MemoryRecord> Memory::exportRecords(int offset, int batch, const ReadContext &reader)
@@ -1472,9 +1588,15 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
 
 int Memory::reset(const QString &scope)
 {
+    return resetAsync(scope).result();
+}
+
+QFuture<int> Memory::resetAsync(const QString &scope)
+{
     d->checkWritable("reset");
     const QString target = d->readScope(scope);
-    return d->exclusively("reset()", [&] {
+    d->checkNotOnWriter("reset()");
+    return d->submit<int>([this, target] {
         const int n = d->storage->reset(target);
         if (target != QLatin1String("/")) // a reset of everything cleared the state with the records
             ConversationIngest::removeStates(*d->storage, target);
@@ -1485,7 +1607,11 @@ int Memory::reset(const QString &scope)
 int Memory::resetAll()
 {
     d->checkWritable("reset");
-    return d->exclusively("reset()", [&] { return d->storage->reset(QStringLiteral("/")); });
+    return d->exclusively("reset()", [&] {
+        const int n = d->storage->reset(QStringLiteral("/"));
+        Q_EMIT recordsChanged();
+        return n;
+    });
 }
 
 StoreCheck Memory::check(bool repair)
@@ -1520,7 +1646,7 @@ void Memory::drainWrites()
         noted = !d->touches.isEmpty();
     }
     if (noted)
-        d->submit<void>([this] { d->flushTouches(); });
+        d->submit<void>([this] { d->flushTouches(); }, false);
     d->drainSaves();
 }
 

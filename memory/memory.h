@@ -32,13 +32,17 @@ class MemoryPrivate;
 // composite of semantic similarity, keyword match, recency and importance.
 //
 // Threads. Saves run on one background writer per Memory, in submission order. remember() waits
-// for its save; rememberMany() returns at once. recall() first waits for every save submitted
-// before it (the read barrier). Blocking calls (remember, recall, forget, ...) are for scripts,
-// tests and worker threads; a GUI uses the *Async variants and rememberMany(). Signals are emitted
+// for its save; rememberMany() returns at once. Every read first waits for the saves submitted
+// before it (the read barrier). Blocking calls (remember, recall, get, list, forget, ...) are for
+// scripts, tests and worker threads; a GUI uses the *Async forms, which never wait on the calling
+// thread: reads run on the memory's reader threads (which wait for the barrier), writes (forget,
+// update, undo, reset) on its writer after the saves submitted before them. Signals are emitted
 // from the thread that did the work; connect with Qt::AutoConnection to receive them on yours.
+// docs/gui.md has the threading rules for GUI code.
 //
-// Errors. Bad input, storage and embedder failures throw mneme::Error (through the QFuture for the
-// async calls). Nothing is written when a call fails.
+// Errors. Bad input, storage and embedder failures throw mneme::Error: at the call for bad input to
+// a write (rememberAsync, rememberMany, forgetAsync, updateAsync, undoAsync, resetAsync), through the
+// QFuture for everything else the async calls find. Nothing is written when a call fails.
 //
 // Privacy. Every read takes the reader's ReadContext (recall: RecallOptions::reader), and so do
 // update(), undo() and forget(), which act on what their caller may see. The default, an anonymous
@@ -111,22 +115,29 @@ public:
     // Deletes what the options select among the records `caller` may see (history keeps what was
     // deleted) and returns how many. At least one condition is required (Error(InvalidArgument)
     // otherwise): use reset() to delete everything.
+    // Runs on the writer after the saves submitted before it; forget() waits for it.
     int forget(const ForgetOptions &options, const ReadContext &caller = {});
+    QFuture<int> forgetAsync(const ForgetOptions &options, const ReadContext &caller = {});
     // Edits one record; new content is re-embedded. Throws Error(NotFound) for an unknown id or one
-    // `caller` may not see.
+    // `caller` may not see. Runs on the writer after the saves submitted before it.
     MemoryRecord update(const QString &id, const UpdateOptions &options, const ReadContext &caller = {});
+    QFuture<MemoryRecord> updateAsync(const QString &id, const UpdateOptions &options, const ReadContext &caller = {});
     // One record, or nothing when there is none with this id that `reader` may see.
     std::optional<MemoryRecord> get(const QString &id, const ReadContext &reader = {});
+    QFuture<std::optional<MemoryRecord>> getAsync(const QString &id, const ReadContext &reader = {});
     // Every change of one record, oldest first. Throws Error(NotFound) for an unknown id or a record
     // `reader` may not see.
     QList<HistoryEntry> history(const QString &id, const ReadContext &reader = {});
+    QFuture<QList<HistoryEntry>> historyAsync(const QString &id, const ReadContext &reader = {});
     // Reverts the record's last change: an update is rolled back to the previous content and fields,
     // a delete brings the record back with its id and times. The undo is itself recorded in the
     // history: undoing an update twice re-applies it; a record brought back stays (forget() deletes
     // it again). Returns the record as restored. Throws
     // Error(NotFound) for an unknown id and Error(InvalidArgument) when the last change is the
     // record's creation (nothing to undo: forget() deletes it). A record `caller` may not see is not found.
+    // Runs on the writer after the saves submitted before it.
     MemoryRecord undo(const QString &id, const ReadContext &caller = {});
+    QFuture<MemoryRecord> undoAsync(const QString &id, const ReadContext &caller = {});
 
     // A view restricted to one subtree (relative to the root scope).
     MemoryScope scope(const QString &path);
@@ -137,12 +148,33 @@ public:
     // holds only others' private records does not appear, and a category used only by them neither.
     // "/ (15 records)\n  /project (8 records)\n..." down to maxDepth levels, at most 20 children a node.
     QString tree(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {});
-    ScopeNode scopeTree(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {});
+    // scopeTree() keeps the first maxChildren children of each node, in path order (negative: all).
+    ScopeNode scopeTree(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {}, int maxChildren = 20);
     ScopeInfo info(const QString &path = {}, const ReadContext &reader = {});
     QStringList listScopes(const QString &path = {}, const ReadContext &reader = {});
     QMap<QString, int> listCategories(const QString &path = {}, const ReadContext &reader = {});
     // Records of a scope, newest first.
     QList<MemoryRecord> listRecords(const QString &scope = {}, int limit = 200, int offset = 0, const ReadContext &reader = {});
+    // The records `query` selects among those `reader` may see (scopes, categories, source, text), in
+    // its order: a page of at most `query.limit` from `query.offset`, without embeddings. Throws
+    // Error(InvalidArgument) for a limit outside 1..10,000, a negative offset or a bad scope.
+    QList<MemoryRecord> searchRecords(const RecordQuery &query, const ReadContext &reader = {});
+    // How many records `query` selects (its limit and offset aside).
+    int countRecords(const RecordQuery &query, const ReadContext &reader = {});
+
+    // The reads above, run on the memory's reader threads: the future gives what the blocking form
+    // returns, or fails with what it throws. The calling thread never waits, not even for pending
+    // saves (the reader thread does). Cancelling a future before its read has started skips it.
+    QFuture<QString> treeAsync(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {});
+    QFuture<ScopeNode> scopeTreeAsync(const QString &path = {}, int maxDepth = 3, const ReadContext &reader = {},
+                                      int maxChildren = 20);
+    QFuture<ScopeInfo> infoAsync(const QString &path = {}, const ReadContext &reader = {});
+    QFuture<QStringList> listScopesAsync(const QString &path = {}, const ReadContext &reader = {});
+    QFuture<QMap<QString, int>> listCategoriesAsync(const QString &path = {}, const ReadContext &reader = {});
+    QFuture<QList<MemoryRecord>> listRecordsAsync(const QString &scope = {}, int limit = 200, int offset = 0,
+                                                  const ReadContext &reader = {});
+    QFuture<QList<MemoryRecord>> searchRecordsAsync(const RecordQuery &query, const ReadContext &reader = {});
+    QFuture<int> countRecordsAsync(const RecordQuery &query, const ReadContext &reader = {});
 
     // Records of the whole store (ignoring the root scope) that `reader` may see, with their
     // embeddings, newest first, for export: `batch` records from `offset`. A full backup reads as
@@ -155,7 +187,9 @@ public:
 
     // Deletes the root scope's records (or a subtree of it) after draining saves, with the state of
     // the conversations (addConversation) whose records go there; returns how many records.
+    // Runs on the writer; reset() waits for it.
     int reset(const QString &scope = {});
+    QFuture<int> resetAsync(const QString &scope = {});
     // Deletes everything in the store, ignoring the root scope, with the history and the embedder
     // binding, so the store can be rebuilt with another embedder.
     int resetAll();
@@ -198,6 +232,10 @@ Q_SIGNALS:
     // "defaults" (the documented fallback values) or "skipped" (nothing to analyse); `reason` says why
     // the LLM was not used (no LLM configured, the call failed, the reply was unusable).
     void analysisCompleted(const QString &step, const QString &path, const QString &reason);
+    // After every write that may have changed records (a save or batch, forget, update, undo, reset,
+    // an import, a conversation's ingestion), on the writer thread, before the write's future
+    // finishes: a view of the store refreshes on it (queued to its own thread).
+    void recordsChanged();
 
 private:
     friend class MemoryPrivate;

@@ -13,8 +13,8 @@ namespace mneme {
 //
 //   1. submit   The order of the writer's queue and the exclusion of saves: held while a job is
 //               queued (submit(), submitBatch()), and by the calls that must see no save between
-//               their drain and their own write (forget, update, undo, reset, resetAll, check,
-//               close, and addConversation across its two jobs). Recursive: those calls drain, and
+//               their drain and their own work (resetAll, check, close, and addConversation across
+//               its two jobs; forget, update, undo and reset are writer jobs instead). Recursive: those calls drain, and
 //               draining queues the noted accesses. Never taken on the writer thread (the calls that
 //               would take it there are refused first: they would wait for themselves).
 //   2. ahead    MemoryPrivate::ahead, the batches queued for embedding ahead of their turn.

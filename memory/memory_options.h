@@ -3,6 +3,7 @@
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
 #include <mneme/core/record_filter.h>
+#include <mneme/core/record_order.h>
 #include <mneme/memory/export.h>
 
 #include <QDateTime>
@@ -180,6 +181,19 @@ struct MNEME_MEMORY_EXPORT UpdateOptions
     // Apply `metadata` as a JSON merge patch (RFC 7386): its keys are set, a key set to null is
     // removed, the others are kept.
     bool mergeMetadata = false;
+};
+
+// Which records Memory::searchRecords() and countRecords() select, and in which order: for browsing
+// a store of any size a page at a time (a records table, a search box).
+struct MNEME_MEMORY_EXPORT RecordQuery
+{
+    QStringList scopes;     // relative to the root scope; empty: the root scope (or everything); several: any of them
+    QStringList categories; // records with any of these
+    QString source;         // only records of this source; empty: any
+    QString text;           // only records whose content contains this text, ignoring case
+    RecordOrder order;      // newest first unless asked otherwise
+    int limit = 200;        // a page: at most this many records (1..10,000)
+    int offset = 0;         // records skipped before the page
 };
 
 // What a batch save did.

@@ -9,10 +9,13 @@
 
 #include <QFuture>
 #include <QHash>
+#include <QThreadPool>
+#include <QtConcurrent/QtConcurrentRun>
 #include <algorithm>
 #include <atomic>
 #include <deque>
 #include <future>
+#include <type_traits>
 
 namespace mneme {
 
@@ -64,9 +67,15 @@ public:
     // On the writer, as a batch's job starts: takes `own` off the queue of batches to embed ahead and
     // starts embedding the next one, so that its vectors are ready when the writer gets to it.
     void embedNextAhead(const std::shared_ptr<EmbedAhead> &own);
-    // Submits work to the writer and tracks it for drainWrites().
+    // Submits work to the writer and tracks it for drainWrites(). A job that may write records emits
+    // recordsChanged() when it succeeds; `changesRecords` false is for jobs that write nothing a view
+    // shows (access statistics, a conversation's summary).
     template<typename T, typename F>
-    QFuture<T> submit(F &&work);
+    QFuture<T> submit(F &&work, bool changesRecords = true);
+    // Runs a read on the reader pool (where it waits for the read barrier, not the caller) and tracks
+    // it for close(): the *Async reads.
+    template<typename F>
+    QFuture<std::invoke_result_t<F>> readLater(F &&work);
     // Runs `work` with no save queued or running meanwhile: refused on the writer thread (`what`
     // names the call), then under the submit lock, after every earlier save.
     template<typename F>
@@ -85,8 +94,13 @@ public:
     std::pair<int, int> applyPlans(std::vector<Item> &items, const std::vector<size_t> &active);
 
     QList<MemoryMatch> recallNow(const QString &query, const RecallOptions &options);
-    // Memory::undo() once every earlier save is done; the caller holds the submit lock.
+    // Memory::undo()'s work, on the writer thread (so no save runs between its read of the history
+    // and its write).
     MemoryRecord undoNow(const QString &id, const ReadContext &caller);
+    // Memory::update()'s work on the writer: `checked` holds values already validated.
+    MemoryRecord updateNow(const QString &id, const UpdateOptions &checked, const ReadContext &caller);
+    // The filter of a RecordQuery for `reader` (scopes resolved under the root); throws for bad input.
+    RecordFilter queryFilter(const RecordQuery &query, const ReadContext &reader) const;
     // One hybrid search (vectors + keywords) over what `filter` selects, scored and sorted, at most
     // `limit` matches. The shallow recall is exactly this; deep recall runs it per query and scope.
     // Only candidates whose relevance is at least `floor` (and positive) are ranked and returned.
@@ -123,7 +137,7 @@ public:
     // of `metadata`, a missing one missing: the records a save may treat as its own.
     static Json sameIdentity(const Json &metadata);
     QString readScope(const QString &path) const;
-    ScopeNode node(const QString &path, int depth, int maxDepth, const RecordFilter &visible);
+    ScopeNode node(const QString &path, int depth, int maxDepth, int maxChildren, const RecordFilter &visible);
     // The record with this id when it lies under the root scope and `reader` may see it.
     std::optional<MemoryRecord> visibleRecord(const QString &id, const ReadContext &reader, bool withEmbedding = false);
     void ensureBound();
@@ -147,21 +161,47 @@ public:
     std::deque<std::shared_ptr<EmbedAhead>> ahead;
     SerialExecutor writer{"mneme-writer"};
     QList<QFuture<void>> pending; // locks.pending(): saves, waited for by drainWrites()
-    QList<QFuture<void>> reads;   // locks.pending(): recallAsync() tasks, waited for by close()
+    QList<QFuture<void>> reads;   // locks.pending(): *Async reads, waited for by close()
+    // Runs the *Async reads: a few threads of the memory's own, so that a burst of reads waiting for
+    // the read barrier does not take Qt's global pool from the rest of the program.
+    QThreadPool readers;
     std::atomic<bool> closed{false};
 };
 
 template<typename T, typename F>
-QFuture<T> MemoryPrivate::submit(F &&work)
+QFuture<T> MemoryPrivate::submit(F &&work, bool changesRecords)
 {
     checkNotOnWriter("a save");
     const MemoryLocks::Guard order = locks.submit();
     checkOpen();
-    QFuture<T> future = writer.template submit<T>(std::forward<F>(work));
+    auto job = [this, work = std::forward<F>(work), changesRecords]() mutable {
+        if constexpr (std::is_void_v<T>) {
+            work();
+            if (changesRecords)
+                Q_EMIT q->recordsChanged();
+        } else {
+            T result = work();
+            if (changesRecords)
+                Q_EMIT q->recordsChanged();
+            return result;
+        }
+    };
+    QFuture<T> future = writer.template submit<T>(std::move(job));
     const MemoryLocks::Guard tracked = locks.pending();
     pending.erase(std::remove_if(pending.begin(), pending.end(), [](const QFuture<void> &f) { return f.isFinished(); }),
                   pending.end());
     pending.append(QFuture<void>(future));
+    return future;
+}
+
+template<typename F>
+QFuture<std::invoke_result_t<F>> MemoryPrivate::readLater(F &&work)
+{
+    checkOpen();
+    QFuture<std::invoke_result_t<F>> future = QtConcurrent::run(&readers, std::forward<F>(work));
+    const MemoryLocks::Guard tracked = locks.pending();
+    reads.erase(std::remove_if(reads.begin(), reads.end(), [](const QFuture<void> &r) { return r.isFinished(); }), reads.end());
+    reads.append(QFuture<void>(future));
     return future;
 }
 

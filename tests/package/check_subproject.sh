@@ -12,7 +12,7 @@ cat > "$work/parent/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.25)
 project(parent LANGUAGES CXX)
 add_subdirectory("$src" mneme)
-foreach(target Mneme::Core Mneme::Memory Mneme::Runtime Mneme::Flows mneme)
+foreach(target Mneme::Core Mneme::Memory Mneme::Runtime Mneme::Flows Mneme::Models mneme)
   if(NOT TARGET \${target})
     message(FATAL_ERROR "no target \${target}")
   endif()

@@ -8,10 +8,10 @@ set -euo pipefail
 libdir=$1
 src=$2
 
-private=$(find "$src"/core "$src"/memory "$src"/runtime "$src"/flows -name '*_p.h' -exec cat {} + \
+private=$(find "$src"/core "$src"/memory "$src"/runtime "$src"/flows "$src"/models -name '*_p.h' -exec cat {} + \
   | sed -n -E 's/^(class|struct) ([A-Z][A-Za-z0-9_]*)( final)?( :.*)?$/\2/p' | sort -u)
 status=0
-for lib in core memory runtime flows; do
+for lib in core memory runtime flows models; do
   so=$libdir/libmneme_$lib.so
   symbols=$(nm -D --defined-only -C "$so" | cut -d' ' -f3-)
   count=$(printf '%s\n' "$symbols" | grep -c .)

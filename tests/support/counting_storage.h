@@ -97,6 +97,10 @@ public:
     {
         return m_inner->list(filter, limit, offset);
     }
+    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset) override
+    {
+        return m_inner->listOrdered(filter, order, limit, offset);
+    }
     std::optional<MemoryRecord> findExact(const QString &content, const QString &scope, const QString &source,
                                           bool isPrivate) override
     {

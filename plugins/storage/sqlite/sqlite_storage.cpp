@@ -368,6 +368,55 @@ QString pathProblem(const QString &path)
     return QString();
 }
 
+// mneme_contains(text, needle): whether `text` contains `needle`, ignoring case as
+// RecordFilter::contentContains does (QString's Unicode case folding). The needle is decoded once a
+// statement.
+void containsFunction(sqlite3_context *context, int, sqlite3_value **argv)
+{
+    const auto *text = reinterpret_cast<const char *>(sqlite3_value_text(argv[0]));
+    if (!text) {
+        sqlite3_result_int(context, 0);
+        return;
+    }
+    const auto *needle = static_cast<const QString *>(sqlite3_get_auxdata(context, 1));
+    if (!needle) {
+        const auto *bytes = reinterpret_cast<const char *>(sqlite3_value_text(argv[1]));
+        auto *decoded = new QString(QString::fromUtf8(bytes, bytes ? sqlite3_value_bytes(argv[1]) : 0));
+        sqlite3_set_auxdata(context, 1, decoded, [](void *p) { delete static_cast<QString *>(p); });
+        needle = static_cast<const QString *>(sqlite3_get_auxdata(context, 1));
+        if (!needle) { // SQLite may drop auxiliary data at once (out of memory): use it this time only
+            sqlite3_result_error_nomem(context);
+            return;
+        }
+    }
+    const QString haystack = QString::fromUtf8(text, sqlite3_value_bytes(argv[0]));
+    sqlite3_result_int(context, haystack.contains(*needle, Qt::CaseInsensitive) ? 1 : 0);
+}
+
+// The column a RecordOrder sorts by.
+const char *orderColumn(RecordOrder::Field field)
+{
+    switch (field) {
+    case RecordOrder::Field::CreatedAt:
+        return "r.created_at";
+    case RecordOrder::Field::UpdatedAt:
+        return "r.updated_at";
+    case RecordOrder::Field::LastAccessed:
+        return "r.last_accessed";
+    case RecordOrder::Field::Importance:
+        return "r.importance";
+    case RecordOrder::Field::AccessCount:
+        return "r.access_count";
+    case RecordOrder::Field::Scope:
+        return "r.scope";
+    case RecordOrder::Field::Source:
+        return "r.source";
+    case RecordOrder::Field::Content:
+        return "r.content";
+    }
+    return "r.created_at";
+}
+
 // Whether a filter has metadata conditions the vector index cannot judge (any but the identities').
 bool needsPostFilter(const RecordFilter &f)
 {
@@ -911,6 +960,12 @@ void SqliteStorage::openConnection(bool immutable)
     }
     sqlite3_extended_result_codes(m_db, 1);
     sqlite3_busy_timeout(m_db, m_options.busyTimeoutMs);
+    if (sqlite3_create_function_v2(m_db, "mneme_contains", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, nullptr,
+                                   containsFunction, nullptr, nullptr, nullptr)
+        != SQLITE_OK)
+        throw Error(ErrorKind::Storage, QStringLiteral("cannot open the store %1: the text search function could not be "
+                                                       "registered (%2)")
+                                            .arg(m_location, QString::fromUtf8(sqlite3_errmsg(m_db))));
     if (!KeywordEvidence::registerOn(m_db))
         throw Error(ErrorKind::Storage,
                     QStringLiteral("cannot open the store %1: the SQLite library lacks FTS5, which keyword search needs; "
@@ -1279,6 +1334,10 @@ SqliteStorage::Where SqliteStorage::where(const RecordFilter &filter) const
     if (!filter.onlySource.isEmpty()) {
         conds << "r.source = ?";
         w.args.emplace_back(filter.onlySource.toUtf8());
+    }
+    if (!filter.contentContains.isEmpty()) {
+        conds << "mneme_contains(r.content, ?)";
+        w.args.emplace_back(filter.contentContains.toUtf8());
     }
     // Metadata conditions select a superset here (SQLite's types: text, integer, real; its JSON
     // booleans are 1 and 0); the records read are then checked exactly (RecordFilter::matches).
@@ -2540,6 +2599,12 @@ std::optional<MemoryRecord> SqliteStorage::get(const QString &id, bool withEmbed
 
 std::vector<MemoryRecord> SqliteStorage::list(const RecordFilter &requested, int limit, int offset)
 {
+    return listOrdered(requested, RecordOrder(), limit, offset);
+}
+
+std::vector<MemoryRecord> SqliteStorage::listOrdered(const RecordFilter &requested, const RecordOrder &order, int limit,
+                                                     int offset)
+{
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
@@ -2550,7 +2615,8 @@ std::vector<MemoryRecord> SqliteStorage::list(const RecordFilter &requested, int
     const Where w = where(filter);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE " + w.sql
-                            + " ORDER BY r.created_at DESC, r.id ASC LIMIT ? OFFSET ?");
+                            + " ORDER BY " + orderColumn(order.field) + (order.descending ? " DESC" : " ASC")
+                            + ", r.id ASC LIMIT ? OFFSET ?");
     st.bindAll(w.args);
     const int n = int(w.args.size());
     st.bind(n + 1, post || limit < 0 ? -1 : limit);

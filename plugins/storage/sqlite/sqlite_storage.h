@@ -114,6 +114,7 @@ public:
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) override;
     // limit < 0 means no limit.
     std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override;
+    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset) override;
     std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                           const QString &source, bool isPrivate) override;
     std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
