@@ -574,6 +574,7 @@ public:
         try {
             // Another connection may have committed since our last look (embedder binding, vectors).
             storage.refreshIfChanged();
+            storage.m_readCache.clear(); // saveLocked() keeps it by its own means
         } catch (...) {
             rollback();
             throw;
@@ -1160,6 +1161,7 @@ void SqliteStorage::refreshIfChanged()
     if (v == m_dataVersion)
         return;
     m_dataVersion = v;
+    m_readCache.clear();
     loadBinding();
     if (!m_index.isLoaded())
         return;
@@ -1966,7 +1968,13 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
                             .arg(r.embedding.size())
                             .arg(r.id));
     }
+    // The cached answers stay exact with the inserted records added, unless another connection
+    // committed before this transaction began.
+    ReadCache cache = std::move(m_readCache);
+    const qint64 dataVersion = m_dataVersion;
     Transaction t(*this);
+    if (m_dataVersion != dataVersion)
+        cache.clear();
     if (dimension > 0) {
         checkDimension(dimension, QStringLiteral("the embedding of the records to save"));
         claimDimension(dimension);
@@ -1993,7 +2001,7 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
             }
             if (lookUp) {
                 if (const std::optional<MemoryRecord> stored =
-                        findExactLocked(r.content, r.scope, r.source, r.isPrivate, hashOf(r.content), &r.metadata)) {
+                        findExactLocked(r.content, &r.scope, r.source, r.isPrivate, hashOf(r.content), &r.metadata)) {
                     ids[i] = stored->id;
                     inBatch.insert(key, stored->id);
                     continue;
@@ -2017,6 +2025,8 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
     insertAddHistory(inserted, at);
     const qint64 lastSeq = currentSeq();
     t.commit();
+    cache.add(inserted);
+    m_readCache = std::move(cache);
     if (!m_index.isLoaded())
         return;
     try {
@@ -2579,7 +2589,7 @@ std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, con
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
-    return findExactLocked(content, scope, source, isPrivate, contentHash(content));
+    return findExactLocked(content, &scope, source, isPrivate, contentHash(content));
 }
 
 std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vector<MemoryRecord> &records)
@@ -2597,20 +2607,36 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     for (const MemoryRecord &r : records) {
         const qint64 hash = contentHash(r.content);
         m_batchHashes.insert(r.content, hash);
-        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate, hash, &r.metadata));
+        out.push_back(findExactLocked(r.content, &r.scope, r.source, r.isPrivate, hash, &r.metadata));
     }
     return out;
 }
 
-std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
+std::vector<std::optional<MemoryRecord>> SqliteStorage::findSameContent(const std::vector<MemoryRecord> &records,
+                                                                        const QString &scopePrefix)
+{
+    const QString prefix = ScopePath::normalize(scopePrefix);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(records.size());
+    for (const MemoryRecord &r : records)
+        out.push_back(findExactLocked(r.content, nullptr, r.source, r.isPrivate, contentHash(r.content), &r.metadata, prefix));
+    return out;
+}
+
+std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString *scope,
                                                            const QString &source, bool isPrivate, qint64 hash,
-                                                           const Json *identityOf)
+                                                           const Json *identityOf, const QString &scopePrefix)
 {
     // The first (lowest rid) identical record (of the same identities, with `identityOf`). Each lookup table is probed with its own statement,
     // ordered by the table's rid, which its key (hash, rid) yields in order: one statement over both
     // tables, or ordering by r.rid, would build a temporary B-tree on every call. A read-only
     // connection may read a store from before v4, which has the index on records.content_hash instead.
-    static const QByteArray kMatch = " AND r.content = ?2 AND r.scope = ?3 AND r.source = ?4 AND r.private = ?5";
+    // Without a scope, "r.scope = ?3" becomes "?3 IS NULL" (true) and the prefix is checked on the rows.
+    static const QByteArray kMatch = " AND r.content = ?2 AND (r.scope = ?3 OR ?3 IS NULL) AND r.source = ?4 AND r.private = ?5";
     static const QByteArray kByColumn =
         QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ?1" + kMatch + " ORDER BY r.rid";
     static const QByteArray kByTable[2] = {
@@ -2623,12 +2649,17 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
     const std::array<QString, 3> identity = identityOf ? VectorIndex::identityOf(*identityOf) : std::array<QString, 3>{};
     const auto firstIn = [&](const QByteArray &sql) -> std::optional<Row> {
         Statement st(*this, sql);
-        st.bind(1, hash).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
+        st.bind(1, hash).bindText(2, content).bindText(4, source).bind(5, isPrivate ? 1 : 0);
+        if (scope)
+            st.bindText(3, *scope);
+        else
+            st.bindNull(3);
         // Identical words of several identities are rare: the first rows are the ones read. A damaged
         // record is none to read, nor one to be identical to.
         while (st.step(QStringLiteral("looking for an identical record"))) {
             Row row = readRow(st.get(), false);
-            if (readable(row) && (!identityOf || VectorIndex::identityOf(row.record.metadata) == identity))
+            if (readable(row) && (!identityOf || VectorIndex::identityOf(row.record.metadata) == identity)
+                && (scope || ScopePath::contains(scopePrefix, row.record.scope)))
                 return row;
         }
         return std::nullopt;
@@ -2717,12 +2748,127 @@ QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFi
     return out;
 }
 
+namespace {
+
+bool sameFilter(const RecordFilter &a, const RecordFilter &b)
+{
+    return a.scopes == b.scopes && a.categories == b.categories && a.metadata == b.metadata && a.ids == b.ids
+        && a.createdBefore == b.createdBefore && a.createdAfter == b.createdAfter && a.applyPrivacy == b.applyPrivacy
+        && a.includePrivate == b.includePrivate && a.source == b.source && a.onlySource == b.onlySource;
+}
+
+// At most this many answers of each kind are kept (a batch asks with one or two filters).
+constexpr std::size_t kReadCacheEntries = 8;
+
+template<typename Entries>
+void keepAnswer(Entries &entries, typename Entries::value_type entry)
+{
+    if (entries.size() >= kReadCacheEntries)
+        entries.erase(entries.begin());
+    entries.push_back(std::move(entry));
+}
+
+} // namespace
+
+void SqliteStorage::ReadCache::clear()
+{
+    categories.clear();
+    samples.clear();
+}
+
+void SqliteStorage::ReadCache::add(const std::vector<const MemoryRecord *> &inserted)
+{
+    for (Categories &c : categories) {
+        const MetadataFilter conditions = MetadataFilter::parse(c.filter.metadata);
+        for (const MemoryRecord *r : inserted) {
+            if (!c.filter.matches(*r, conditions))
+                continue;
+            QStringList cats = r->categories;
+            cats.removeDuplicates();
+            for (const QString &name : std::as_const(cats))
+                ++c.counts[name];
+        }
+    }
+    for (Samples &s : samples) {
+        const MetadataFilter conditions = MetadataFilter::parse(s.filter.metadata);
+        for (const MemoryRecord *r : inserted) {
+            if (r->embedding.empty() || !s.filter.matches(*r, conditions))
+                continue;
+            std::vector<MemoryRecord> &newest = s.byScope[r->scope];
+            newest.insert(newest.begin(), *r);
+            if (int(newest.size()) > s.perScope)
+                newest.pop_back();
+        }
+    }
+}
+
+std::vector<MemoryRecord> SqliteStorage::scopeSamples(const RecordFilter &requested, int perScope)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (perScope <= 0)
+        return {};
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    const auto flatten = [](const ReadCache::Samples &s) {
+        std::vector<MemoryRecord> out;
+        for (const auto &[scope, records] : s.byScope)
+            out.insert(out.end(), records.begin(), records.end());
+        return out;
+    };
+    for (const ReadCache::Samples &s : m_readCache.samples)
+        if (s.perScope == perScope && sameFilter(s.filter, filter))
+            return flatten(s);
+    ReadCache::Samples samples;
+    samples.filter = filter;
+    samples.perScope = perScope;
+    // The distinct scopes (from the scope index), then each scope's newest records.
+    const Where w = where(filter);
+    std::vector<QString> scopes;
+    {
+        Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + w.sql);
+        st.bindAll(w.args);
+        while (st.step(QStringLiteral("listing scopes")))
+            scopes.push_back(st.text(0));
+    }
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
+    const QByteArray sql = QByteArray("SELECT ") + kRecordColumns + ", r.embedding FROM records r WHERE r.scope = ? AND " + w.sql
+                         + " ORDER BY r.rid DESC";
+    for (const QString &scope : scopes) {
+        Statement st(*this, sql);
+        st.bindText(1, scope);
+        st.bindAll(w.args, 2);
+        std::vector<MemoryRecord> &newest = samples.byScope[scope];
+        while (int(newest.size()) < perScope && st.step(QStringLiteral("reading records of a scope"))) {
+            Row row = readRow(st.get(), true);
+            if (readable(row) && !row.record.embedding.empty() && filter.matches(row.record, conditions))
+                newest.push_back(std::move(row.record));
+        }
+        if (newest.empty())
+            samples.byScope.erase(scope);
+    }
+    std::vector<MemoryRecord> out = flatten(samples);
+    keepAnswer(m_readCache.samples, std::move(samples));
+    return out;
+}
+
 QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
+    for (const ReadCache::Categories &c : m_readCache.categories)
+        if (sameFilter(c.filter, filter))
+            return c.counts;
+    QMap<QString, int> out = countCategories(filter);
+    keepAnswer(m_readCache.categories, ReadCache::Categories{filter, out});
+    return out;
+}
+
+QMap<QString, int> SqliteStorage::countCategories(const RecordFilter &filter)
+{
     QMap<QString, int> out;
     if (needsPostFilter(filter)) {
         for (const Row &row : selectRows(filter, false)) {
@@ -3071,6 +3217,8 @@ StoreCheck SqliteStorage::check(bool repair)
     if (repair)
         ensureWritable();
     refreshIfChanged();
+    if (repair)
+        m_readCache.clear();
     StoreCheck report;
     {
         Statement st(*this, "PRAGMA integrity_check(20)");
@@ -3139,6 +3287,7 @@ void SqliteStorage::close()
     m_db = nullptr;
     m_closed = true;
     m_index.invalidate();
+    m_readCache.clear();
 }
 
 } // namespace mneme

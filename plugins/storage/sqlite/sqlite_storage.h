@@ -10,6 +10,7 @@
 #include <QSet>
 #include <QString>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -117,9 +118,14 @@ public:
     std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                           const QString &source, bool isPrivate) override;
     std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
+    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records,
+                                                             const QString &scopePrefix) override;
+    // Kept between calls (see ReadCache) and read again only after a write other than a save.
+    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope) override;
     int count(const RecordFilter &filter) override;
     ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override;
     QStringList childScopes(const QString &parent, const RecordFilter &visible) override;
+    // Kept between calls (see ReadCache): a bulk load asks once a batch.
     QMap<QString, int> categories(const RecordFilter &filter) override;
     void touch(const QStringList &ids, const QDateTime &at) override;
     std::vector<HistoryEntry> history(const QString &recordId) override;
@@ -231,8 +237,10 @@ private:
     static QByteArray keywordGate(QList<QPair<qint64, QByteArray>> terms, int budget);
     // `hash` is contentHash(content).
     // With `identityOf`, only a record with the same identities (VectorIndex::identityOf) as that metadata.
-    std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
-                                                bool isPrivate, qint64 hash, const Json *identityOf = nullptr);
+    // With a null `scope`, in any scope at or below `scopePrefix` instead.
+    std::optional<MemoryRecord> findExactLocked(const QString &content, const QString *scope, const QString &source,
+                                                bool isPrivate, qint64 hash, const Json *identityOf = nullptr,
+                                                const QString &scopePrefix = QString());
     qint64 insertRecord(const MemoryRecord &r);
     // The content hash (SHA-256), from m_batchHashes when the last findExact() batch computed it.
     qint64 hashOf(const QString &content) const;
@@ -245,6 +253,8 @@ private:
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
     int deleteRows(const std::vector<Row> &rows);
+    // categories() without its cache.
+    QMap<QString, int> countCategories(const RecordFilter &filter);
     // The distinct scopes at or below `prefix` of the records `visible` selects.
     std::vector<QString> distinctScopesBelow(const QString &prefix, const RecordFilter &visible);
     QStringList childScopesLocked(const QString &parent, const RecordFilter &visible);
@@ -272,6 +282,30 @@ private:
     qint64 currentGeneration();
     qint64 recordCount();
     void ensureStoreId();
+
+    // Answers of categories() and scopeSamples() kept for the next call with the same filter: a bulk
+    // load asks for them once a batch, and reading them costs a scan of the store. Cleared by every
+    // write transaction and by other connections' commits; saveLocked() instead adds the records it
+    // inserted, keeping the answers exact. Guarded by m_mutex.
+    struct ReadCache
+    {
+        struct Categories
+        {
+            RecordFilter filter;
+            QMap<QString, int> counts;
+        };
+        struct Samples
+        {
+            RecordFilter filter;
+            int perScope = 0;
+            std::map<QString, std::vector<MemoryRecord>> byScope; // newest first
+        };
+        std::vector<Categories> categories;
+        std::vector<Samples> samples;
+        void clear();
+        // Adds records just inserted (newer than every record cached).
+        void add(const std::vector<const MemoryRecord *> &inserted);
+    };
 
     // The check (check()); each returns what is wrong in a sentence, empty when nothing is.
     std::vector<DamagedRecord> damagedLocked();
@@ -312,6 +346,7 @@ private:
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
     QHash<QString, qint64> m_batchHashes;
     mutable QSet<QString> m_reportedDamage; // damaged records already reported
+    ReadCache m_readCache;
     // The store as the last findExact() batch saw it: the data version (other connections' commits)
     // and this connection's commits.
     qint64 m_batchDataVersion = -1;
