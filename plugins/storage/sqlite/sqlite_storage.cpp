@@ -19,6 +19,7 @@
 #include <QUuid>
 #include <QtEndian>
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -675,7 +676,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             o.busyTimeoutMs = int(v.get<long long>());
         } else if (key == QLatin1String("ann_threshold") || key == QLatin1String("ann_m")
                    || key == QLatin1String("ann_ef_construction") || key == QLatin1String("ann_ef_search")
-                   || key == QLatin1String("wal_checkpoint_pages") || key == QLatin1String("keyword_row_budget")) {
+                   || key == QLatin1String("wal_checkpoint_pages") || key == QLatin1String("keyword_row_budget")
+                   || key == QLatin1String("ann_background_from")) {
             struct Range
             {
                 long long low, high;
@@ -687,6 +689,7 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
                               : key == QLatin1String("ann_ef_construction") ? Range{10, 2000, &o.annEfConstruction, "candidates"}
                               : key == QLatin1String("ann_ef_search")       ? Range{10, 5000, &o.annEfSearch, "candidates"}
                               : key == QLatin1String("keyword_row_budget")  ? Range{0, 2000000000, &o.keywordRowBudget, "records (0: no bound)"}
+                              : key == QLatin1String("ann_background_from") ? Range{0, 2000000000, &o.annBackgroundFrom, "records"}
                                                                             : Range{10, 10000000, &o.walCheckpointPages, "pages"};
             if (!v.is_number_integer() || v.get<long long>() < range.low || v.get<long long>() > range.high)
                 throw Error(ErrorKind::InvalidArgument,
@@ -698,8 +701,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("sqlite storage: unknown configuration key %1; the known keys are path, read_only, create, "
-                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search, wal_checkpoint_pages and "
-                                       "keyword_row_budget")
+                                       "busy_timeout_ms, ann_threshold, ann_background_from, ann_m, ann_ef_construction, ann_ef_search, "
+                                       "wal_checkpoint_pages and keyword_row_budget")
                             .arg(Error::quoted(key)));
         }
     }
@@ -747,8 +750,87 @@ void SqliteStorage::stopCheckpointer()
     m_checkpointer.reset();
 }
 
+// The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
+// graph on its own threads while searches scan the flat index exactly; the writes made meanwhile are
+// noted and applied to the graph when it is taken (finishBuild()).
+struct SqliteStorage::GraphBuild
+{
+    std::unique_ptr<VectorIndex> index; // the thread's until `done`
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::atomic<bool> cancel{false};
+    bool built = false;
+    std::exception_ptr failure;
+    QSet<qint64> changed; // rowids written to m_index since the copy (under m_mutex)
+};
+
+void SqliteStorage::dropIndex()
+{
+    cancelBuild();
+    m_index.invalidate();
+}
+
+void SqliteStorage::cancelBuild()
+{
+    if (!m_build)
+        return;
+    m_build->cancel = true;
+    if (m_build->thread.joinable())
+        m_build->thread.join();
+    m_build.reset();
+}
+
+void SqliteStorage::noteChange(qint64 rowid)
+{
+    if (m_build)
+        m_build->changed.insert(rowid);
+}
+
+void SqliteStorage::startBuild()
+{
+    auto build = std::make_unique<GraphBuild>();
+    build->index = m_index.flatCopy();
+    if (!build->index)
+        return;
+    GraphBuild *b = build.get();
+    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    b->thread = std::thread([b, threads] {
+        try {
+            b->built = b->index->buildAnn(threads, &b->cancel);
+        } catch (...) {
+            b->failure = std::current_exception();
+        }
+        b->done = true;
+    });
+    m_build = std::move(build);
+    ++m_stats.backgroundBuilds;
+}
+
+bool SqliteStorage::finishBuild()
+{
+    if (!m_build || !m_build->done)
+        return false;
+    m_build->thread.join();
+    std::unique_ptr<GraphBuild> build = std::move(m_build);
+    if (!build->built || build->failure)
+        return false; // m_index stays flat and exact; the next promotion tries again
+    // Writes made during the build go into the graph one by one; past a tenth of it, building again
+    // from the flat index (which has them) costs less.
+    if (qint64(build->changed.size()) > std::max<qint64>(10000, qint64(build->index->size() / 10)))
+        return false;
+    for (qint64 rowid : std::as_const(build->changed))
+        build->index->copyRecord(m_index, rowid);
+    m_index = std::move(*build->index);
+    ++m_stats.builds;
+    m_stats.fromFile = false;
+    m_unsaved = std::max<qint64>(m_unsaved, 1);
+    saveIndexFile(true);
+    return true;
+}
+
 void SqliteStorage::closeConnection()
 {
+    cancelBuild();
     for (sqlite3_stmt *st : std::as_const(m_statements))
         sqlite3_finalize(st);
     m_statements.clear();
@@ -757,7 +839,7 @@ void SqliteStorage::closeConnection()
         sqlite3_close_v2(m_db);
         m_db = nullptr;
     }
-    m_index.invalidate();
+    dropIndex();
     m_closed = true;
 }
 
@@ -1170,11 +1252,11 @@ void SqliteStorage::refreshIfChanged()
     try {
         current = catchUp();
     } catch (...) {
-        m_index.invalidate();
+        dropIndex();
         throw;
     }
     if (!current)
-        m_index.invalidate(); // reloaded (or rebuilt) on the next search
+        dropIndex(); // reloaded (or rebuilt) on the next search
 }
 
 void SqliteStorage::loadBinding()
@@ -1609,6 +1691,7 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
 {
     if (!m_index.isLoaded())
         return;
+    noteChange(rowid);
     if (r.embedding.empty()) {
         // An update that keeps the stored vector (a record without one stays unvectored).
         m_index.updateAttributes(indexItem(rowid, r));
@@ -1618,7 +1701,7 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
         if (m_index.trackedCount() == 0 && !m_index.isAnn()) {
             m_index.reset(int(r.embedding.size())); // the first vector of an empty store
         } else {
-            m_index.invalidate(); // cannot happen after checkDimension(); reload to be safe
+            dropIndex(); // cannot happen after checkDimension(); reload to be safe
             return;
         }
     }
@@ -1627,8 +1710,10 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
 
 void SqliteStorage::indexRemove(qint64 rowid)
 {
-    if (m_index.isLoaded())
+    if (m_index.isLoaded()) {
+        noteChange(rowid);
         m_index.remove(rowid);
+    }
 }
 
 // After this connection's own committed write of `changes` records, ending at history seq lastSeq.
@@ -1641,18 +1726,26 @@ void SqliteStorage::afterWrite(qint64 lastSeq, qint64 changes)
     try {
         promoteIfLarge();
     } catch (...) {
-        m_index.invalidate();
+        dropIndex();
         return;
     }
     saveIndexFile(false);
 }
 
 // A flat index that grew past the threshold becomes a graph (and is written, so no one builds it again).
+// From ann_background_from vectors on, the graph is built in the background (startBuild()) and taken
+// by the first search or write after it is done; smaller ones are built here.
 void SqliteStorage::promoteIfLarge()
 {
+    if (finishBuild() || m_build)
+        return;
     if (!m_index.isLoaded() || m_index.isAnn() || m_index.dimension() <= 0
         || m_index.size() < std::size_t(std::max(1, m_options.annThreshold)))
         return;
+    if (m_index.size() >= std::size_t(m_options.annBackgroundFrom)) {
+        startBuild();
+        return;
+    }
     m_index.buildAnn(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
     ++m_stats.builds;
     m_stats.fromFile = false;
@@ -1694,6 +1787,7 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
     const int dimension = m_index.dimension();
     VectorIndex::Item item;
     item.rowid = sqlite3_column_int64(stmt, 0);
+    noteChange(item.rowid);
     const int bytes = sqlite3_column_type(stmt, 7) == SQLITE_BLOB ? sqlite3_column_bytes(stmt, 7) : 0;
     if (dimension <= 0 || bytes != int(dimension * sizeof(float))) {
         m_index.markUnvectored(item.rowid); // not of this embedder; never searched
@@ -1720,7 +1814,7 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
 void SqliteStorage::loadIndex()
 {
     ReadSnapshot snapshot(*this);
-    m_index.invalidate();
+    dropIndex();
     VectorIndex::AnnParams params;
     params.m = m_options.annM;
     params.efConstruction = m_options.annEfConstruction;
@@ -1757,7 +1851,7 @@ void SqliteStorage::loadIndex()
                 }
                 m_indexSeq = target;
             }
-            m_index.invalidate();
+            dropIndex();
         }
     }
     m_index.reset(dimension);
@@ -1824,8 +1918,10 @@ bool SqliteStorage::catchUp()
         }
         std::sort(present.begin(), present.end());
         for (qint64 rowid : m_index.trackedRowids())
-            if (!std::binary_search(present.begin(), present.end(), rowid))
+            if (!std::binary_search(present.begin(), present.end(), rowid)) {
+                noteChange(rowid);
                 m_index.remove(rowid);
+            }
     }
     if (recordCount() != qint64(m_index.trackedCount()))
         return false;
@@ -2037,7 +2133,7 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
                 indexPut(rowids[i], *inserted[i]);
         }
     } catch (...) {
-        m_index.invalidate(); // committed: the next search reloads
+        dropIndex(); // committed: the next search reloads
         return;
     }
     afterWrite(lastSeq, qint64(inserted.size()));
@@ -2080,7 +2176,7 @@ void SqliteStorage::update(const MemoryRecord &record)
     try {
         indexPut(old->rowid, record);
     } catch (...) {
-        m_index.invalidate();
+        dropIndex();
         return;
     }
     afterWrite(lastSeq, 1);
@@ -2227,6 +2323,8 @@ bool SqliteStorage::prepareIndex(const Embedding &query)
     if (!m_index.isLoaded())
         loadIndex();
     promoteIfLarge();
+    if (m_build)
+        ++m_stats.exactWhileBuilding;
     return m_index.dimension() == int(query.size()); // else a read-only session binding on a store without vectors
 }
 
@@ -2257,6 +2355,7 @@ SqliteStorage::IndexStats SqliteStorage::indexStats()
     s.approximate = m_index.isAnn();
     s.vectors = m_index.isLoaded() ? m_index.size() : 0;
     s.deletedNodes = m_index.deletedNodes();
+    s.building = m_build != nullptr;
     s.seq = m_indexSeq;
     s.checkpoints = m_checkpointer ? m_checkpointer->background() : 0;
     s.inlineCheckpoints = m_checkpointer ? m_checkpointer->inlined() : 0;
@@ -3253,7 +3352,7 @@ StoreCheck SqliteStorage::check(bool repair)
     if (repair && (!indexFile.isEmpty() || (m_index.isLoaded() && m_index.isAnn()))) {
         // The file is a cache of the records: removed, and written again by a build from the table.
         QFile::remove(indexFilePath());
-        m_index.invalidate();
+        dropIndex();
         const int dimension = m_binding ? m_binding->dimension : 0;
         if (dimension > 0 && recordCount() >= std::max(1, m_options.annThreshold)) {
             loadIndex();
@@ -3281,12 +3380,12 @@ void SqliteStorage::close()
         sqlite3_close_v2(m_db);
         m_db = nullptr;
         m_closed = true;
-        m_index.invalidate();
+        dropIndex();
         throw Error(ErrorKind::Storage, QStringLiteral("closing the store %1 failed: %2").arg(m_location, msg));
     }
     m_db = nullptr;
     m_closed = true;
-    m_index.invalidate();
+    dropIndex();
     m_readCache.clear();
 }
 

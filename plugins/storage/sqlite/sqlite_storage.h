@@ -44,6 +44,10 @@ public:
         int annM = 16;
         int annEfConstruction = 100;
         int annEfSearch = 96;
+        // From this many records with vectors on, the graph is built on background threads while
+        // searches scan every vector exactly (IndexStats::building); below it, by the search or write
+        // that crosses annThreshold.
+        int annBackgroundFrom = 50000;
         // Frames in the write-ahead log after which a background thread copies it into the database.
         int walCheckpointPages = 4000;
         // A keyword search whose terms are found in more records than this together scores only the
@@ -51,8 +55,9 @@ public:
         // holding any of its terms.
         int keywordRowBudget = 1000;
 
-        // Reads {"path", "read_only", "create", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
-        // "ann_ef_search", "wal_checkpoint_pages", "keyword_row_budget"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
+        // Reads {"path", "read_only", "create", "busy_timeout_ms", "ann_threshold", "ann_background_from", "ann_m",
+        // "ann_ef_construction", "ann_ef_search", "wal_checkpoint_pages", "keyword_row_budget"}; throws Error(InvalidArgument)
+        // naming the key for a missing path, an unknown
         // key or a value of the wrong type or out of range.
         static Options fromJson(const Json &config);
     };
@@ -61,13 +66,16 @@ public:
     struct IndexStats
     {
         bool loaded = false;
-        bool approximate = false; // an HNSW graph (else a flat exact scan)
-        bool fromFile = false;    // the graph was read from the index file, not built
-        qint64 fileLoads = 0;     // index files read and accepted
-        qint64 builds = 0;        // graphs built from the records table
-        qint64 saves = 0;         // index files written
-        qint64 replayed = 0;      // history entries applied by catching up (file or other processes)
-        std::size_t vectors = 0;  // records with a vector in the index
+        bool approximate = false;      // an HNSW graph (else a flat exact scan)
+        bool fromFile = false;         // the graph was read from the index file, not built
+        qint64 fileLoads = 0;          // index files read and accepted
+        qint64 builds = 0;             // graphs built from the records table (and taken)
+        qint64 backgroundBuilds = 0;   // of which started in the background
+        bool building = false;         // a graph is being built in the background: searches scan exactly
+        qint64 exactWhileBuilding = 0; // searches answered by an exact scan because of that
+        qint64 saves = 0;              // index files written
+        qint64 replayed = 0;           // history entries applied by catching up (file or other processes)
+        std::size_t vectors = 0;       // records with a vector in the index
         std::size_t deletedNodes = 0;
         qint64 seq = 0;               // the last history seq the index reflects
         qint64 checkpoints = 0;       // WAL checkpoints run by the background thread
@@ -275,6 +283,14 @@ private:
     void applyIndexRow(sqlite3_stmt *st);
     void afterWrite(qint64 lastSeq, qint64 changes);
     void promoteIfLarge();
+    struct GraphBuild;
+    void startBuild();
+    // Takes a finished background build (true), or forgets a failed or cancelled one (false).
+    bool finishBuild();
+    void cancelBuild();
+    // Invalidates the index (cancelling a build of it).
+    void dropIndex();
+    void noteChange(qint64 rowid);
     void saveIndexFile(bool force) noexcept;
     bool indexFileUsable() const;
     QString metaValue(const char *key);
@@ -332,6 +348,7 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    std::unique_ptr<GraphBuild> m_build;             // a graph of m_index being built in the background
     std::unique_ptr<WalCheckpointer> m_checkpointer; // file stores open for writing
     // How many records' content each recently searched term is in (counted past the largest cap), and
     // the store's size when counted: reused while the store has grown by less than a twentieth.
