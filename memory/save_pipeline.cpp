@@ -68,9 +68,9 @@ QStringList cleanCategories(const QStringList &in)
 // The offline analysis compares a new record with this many of the newest records of each scope (its
 // exemplars), fewer when the scopes are many, so that a batch compares each record with at most
 // kMaxSamples stored ones.
-constexpr int kSamplesPerScope = 32;
+constexpr int kSamplesPerScope = 16;
 constexpr int kMinSamplesPerScope = 4;
-constexpr std::size_t kMaxSamples = 4096;
+constexpr std::size_t kMaxSamples = 2048;
 
 // The exemplars of one group of a batch (one root, source, privacy and identity), their vectors
 // normalised in one contiguous array.
@@ -364,8 +364,15 @@ void MemoryPrivate::analyzeOfflineBatch(std::vector<Item> &items, const std::vec
         const QString root = rootOf(config, items[group.front()].input);
         std::vector<MemoryRecord> wanted;
         wanted.reserve(group.size());
-        for (size_t i : group)
-            wanted.push_back(items[i].record);
+        for (size_t i : group) {
+            const MemoryRecord &r = items[i].record;
+            MemoryRecord w; // what the lookup reads
+            w.content = r.content;
+            w.source = r.source;
+            w.isPrivate = r.isPrivate;
+            w.metadata = r.metadata;
+            wanted.push_back(std::move(w));
+        }
         std::vector<size_t> toVote;
         try {
             const std::vector<std::optional<MemoryRecord>> identical = storage->findSameContent(wanted, root);

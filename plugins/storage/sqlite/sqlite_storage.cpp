@@ -1935,12 +1935,37 @@ std::vector<QString> SqliteStorage::distinctScopesBelow(const QString &prefix, c
 {
     RecordFilter f = visible;
     f.scopes = {prefix};
-    const Where w = where(f);
-    Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + w.sql);
-    st.bindAll(w.args);
+    return distinctScopes(f);
+}
+
+std::vector<QString> SqliteStorage::distinctScopes(const RecordFilter &filter)
+{
+    // The scopes from the scope index alone, then for each whether a record there passes the other
+    // conditions: one scan of the index instead of one of the table.
+    RecordFilter onlyScopes;
+    onlyScopes.scopes = filter.scopes;
+    const Where ws = where(onlyScopes);
+    std::vector<QString> scopes;
+    {
+        Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + ws.sql);
+        st.bindAll(ws.args);
+        while (st.step(QStringLiteral("listing scopes")))
+            scopes.push_back(st.text(0));
+    }
+    RecordFilter rest = filter;
+    rest.scopes.clear();
+    const Where w = where(rest);
+    if (w.sql == "1")
+        return scopes;
     std::vector<QString> out;
-    while (st.step(QStringLiteral("listing scopes")))
-        out.push_back(st.text(0));
+    Statement st(*this, "SELECT 1 FROM records r WHERE r.scope = ? AND " + w.sql + " LIMIT 1");
+    for (const QString &scope : scopes) {
+        st.bindText(1, scope);
+        st.bindAll(w.args, 2);
+        if (st.step(QStringLiteral("listing scopes")))
+            out.push_back(scope);
+        sqlite3_reset(st.get());
+    }
     return out;
 }
 
@@ -2722,7 +2747,7 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findSameContent(const st
     std::vector<std::optional<MemoryRecord>> out;
     out.reserve(records.size());
     for (const MemoryRecord &r : records)
-        out.push_back(findExactLocked(r.content, nullptr, r.source, r.isPrivate, contentHash(r.content), &r.metadata, prefix));
+        out.push_back(findExactLocked(r.content, nullptr, r.source, r.isPrivate, hashOf(r.content), &r.metadata, prefix));
     return out;
 }
 
@@ -2824,29 +2849,6 @@ ScopeInfo SqliteStorage::scopeInfo(const QString &scope, const RecordFilter &vis
     return info;
 }
 
-QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter &visible)
-{
-    const QString path = ScopePath::normalize(parent);
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
-    ReadSnapshot snapshot(*this);
-    refreshIfChanged();
-    return childScopesLocked(path, visible);
-}
-
-QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFilter &visible)
-{
-    QSet<QString> children;
-    for (const QString &s : distinctScopesBelow(path, visible)) {
-        const QString child = ScopePath::childToward(path, s);
-        if (!child.isEmpty())
-            children.insert(child);
-    }
-    QStringList out(children.begin(), children.end());
-    out.sort();
-    return out;
-}
-
 namespace {
 
 bool sameFilter(const RecordFilter &a, const RecordFilter &b)
@@ -2869,10 +2871,40 @@ void keepAnswer(Entries &entries, typename Entries::value_type entry)
 
 } // namespace
 
+QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter &visible)
+{
+    const QString path = ScopePath::normalize(parent);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    for (const ReadCache::Children &c : m_readCache.children)
+        if (c.parent == path && sameFilter(c.visible, visible))
+            return QStringList(c.names.begin(), c.names.end());
+    const QStringList out = childScopesLocked(path, visible);
+    keepAnswer(m_readCache.children, ReadCache::Children{path, visible, std::set<QString>(out.begin(), out.end())});
+    return out;
+}
+
+QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFilter &visible)
+{
+    QSet<QString> children;
+    for (const QString &s : distinctScopesBelow(path, visible)) {
+        const QString child = ScopePath::childToward(path, s);
+        if (!child.isEmpty())
+            children.insert(child);
+    }
+    QStringList out(children.begin(), children.end());
+    out.sort();
+    return out;
+}
+
+
 void SqliteStorage::ReadCache::clear()
 {
     categories.clear();
     samples.clear();
+    children.clear();
 }
 
 void SqliteStorage::ReadCache::add(const std::vector<const MemoryRecord *> &inserted)
@@ -2886,6 +2918,14 @@ void SqliteStorage::ReadCache::add(const std::vector<const MemoryRecord *> &inse
             cats.removeDuplicates();
             for (const QString &name : std::as_const(cats))
                 ++c.counts[name];
+        }
+    }
+    for (Children &c : children) {
+        const MetadataFilter conditions = MetadataFilter::parse(c.visible.metadata);
+        for (const MemoryRecord *r : inserted) {
+            const QString child = ScopePath::childToward(c.parent, r->scope);
+            if (!child.isEmpty() && c.visible.matches(*r, conditions))
+                c.names.insert(child);
         }
     }
     for (Samples &s : samples) {
@@ -2924,13 +2964,7 @@ std::vector<MemoryRecord> SqliteStorage::scopeSamples(const RecordFilter &reques
     samples.perScope = perScope;
     // The distinct scopes (from the scope index), then each scope's newest records.
     const Where w = where(filter);
-    std::vector<QString> scopes;
-    {
-        Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + w.sql);
-        st.bindAll(w.args);
-        while (st.step(QStringLiteral("listing scopes")))
-            scopes.push_back(st.text(0));
-    }
+    const std::vector<QString> scopes = distinctScopes(filter);
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     const QByteArray sql = QByteArray("SELECT ") + kRecordColumns + ", r.embedding FROM records r WHERE r.scope = ? AND " + w.sql
                          + " ORDER BY r.rid DESC";

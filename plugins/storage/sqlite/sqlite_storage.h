@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -132,6 +133,7 @@ public:
     std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope) override;
     int count(const RecordFilter &filter) override;
     ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override;
+    // Kept between calls (see ReadCache), as categories().
     QStringList childScopes(const QString &parent, const RecordFilter &visible) override;
     // Kept between calls (see ReadCache): a bulk load asks once a batch.
     QMap<QString, int> categories(const RecordFilter &filter) override;
@@ -265,6 +267,8 @@ private:
     QMap<QString, int> countCategories(const RecordFilter &filter);
     // The distinct scopes at or below `prefix` of the records `visible` selects.
     std::vector<QString> distinctScopesBelow(const QString &prefix, const RecordFilter &visible);
+    // The distinct scopes of the records the filter selects (metadata conditions as where() has them).
+    std::vector<QString> distinctScopes(const RecordFilter &filter);
     QStringList childScopesLocked(const QString &parent, const RecordFilter &visible);
     // Inserts `records`; with `storedIds`, not those identical to a stored record or to an earlier
     // one of the batch, and *storedIds gets the id each record is stored under.
@@ -299,7 +303,7 @@ private:
     qint64 recordCount();
     void ensureStoreId();
 
-    // Answers of categories() and scopeSamples() kept for the next call with the same filter: a bulk
+    // Answers of categories(), childScopes() and scopeSamples() kept for the next call with the same filter: a bulk
     // load asks for them once a batch, and reading them costs a scan of the store. Cleared by every
     // write transaction and by other connections' commits; saveLocked() instead adds the records it
     // inserted, keeping the answers exact. Guarded by m_mutex.
@@ -316,8 +320,15 @@ private:
             int perScope = 0;
             std::map<QString, std::vector<MemoryRecord>> byScope; // newest first
         };
+        struct Children
+        {
+            QString parent;
+            RecordFilter visible;
+            std::set<QString> names;
+        };
         std::vector<Categories> categories;
         std::vector<Samples> samples;
+        std::vector<Children> children;
         void clear();
         // Adds records just inserted (newer than every record cached).
         void add(const std::vector<const MemoryRecord *> &inserted);
