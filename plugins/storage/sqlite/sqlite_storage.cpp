@@ -810,7 +810,8 @@ bool SqliteStorage::finishBuild()
 {
     if (!m_build || !m_build->done)
         return false;
-    m_build->thread.join();
+    if (m_build->thread.joinable())
+        m_build->thread.join();
     std::unique_ptr<GraphBuild> build = std::move(m_build);
     if (!build->built || build->failure)
         return false; // m_index stays flat and exact; the next promotion tries again
@@ -2385,6 +2386,16 @@ SqliteStorage::IndexStats SqliteStorage::indexStats()
     s.checkpoints = m_checkpointer ? m_checkpointer->background() : 0;
     s.inlineCheckpoints = m_checkpointer ? m_checkpointer->inlined() : 0;
     return s;
+}
+
+void SqliteStorage::waitForIndex()
+{
+    QMutexLocker lock(&m_mutex);
+    for (int round = 0; m_build && round < 3; ++round) {
+        m_build->thread.join(); // it never takes m_mutex
+        if (!finishBuild() && !m_closed)
+            promoteIfLarge(); // built again from the flat index (too many writes came meanwhile)
+    }
 }
 
 QString SqliteStorage::indexFilePath() const

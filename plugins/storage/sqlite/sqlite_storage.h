@@ -163,6 +163,9 @@ public:
                                           VectorIndex::Mode mode = VectorIndex::Mode::Auto);
     // Writes the index file now when the approximate index has changes it does not hold.
     void flushIndex();
+    // Waits for the graph being built in the background, if any, and takes it (for tests and
+    // benchmarks: a search or write takes it by itself once it is done).
+    void waitForIndex();
 
 private:
     class Statement;
