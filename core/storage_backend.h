@@ -264,5 +264,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.4"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.5"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)
