@@ -286,10 +286,15 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
     };
     if (!haveLlm) {
         analyzeOfflineBatch(items, voting);
-        std::vector<std::pair<size_t, const QStringList *>> analysed;
+        std::vector<size_t> toAnalyse;
         for (size_t i : work)
-            if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input))
-                analysed.emplace_back(i, &existingFor(items[i].input).categories);
+            if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input)) {
+                existingFor(items[i].input); // every read (and insert into `existing`) before a pointer is kept
+                toAnalyse.push_back(i);
+            }
+        std::vector<std::pair<size_t, const QStringList *>> analysed;
+        for (size_t i : toAnalyse)
+            analysed.emplace_back(i, &existingFor(items[i].input).categories);
         forEachInParallel(analysed.size(), [&](size_t k) { analyzeOffline(items[analysed[k].first], *analysed[k].second); });
         for (size_t k = 0; k < analysed.size(); ++k)
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, QStringLiteral("no LLM is configured"), false);
