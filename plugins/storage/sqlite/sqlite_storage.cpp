@@ -2391,6 +2391,11 @@ SqliteStorage::IndexStats SqliteStorage::indexStats()
 void SqliteStorage::waitForIndex()
 {
     QMutexLocker lock(&m_mutex);
+    awaitBuild();
+}
+
+void SqliteStorage::awaitBuild()
+{
     for (int round = 0; m_build && round < 3; ++round) {
         m_build->thread.join(); // it never takes m_mutex
         if (!finishBuild() && !m_closed)
@@ -3401,6 +3406,7 @@ StoreCheck SqliteStorage::check(bool repair)
         const int dimension = m_binding ? m_binding->dimension : 0;
         if (dimension > 0 && recordCount() >= std::max(1, m_options.annThreshold)) {
             loadIndex();
+            awaitBuild(); // the file is written now, not by a build a close may stop
             saveIndexFile(true);
         }
         if (!indexFile.isEmpty())

@@ -295,6 +295,8 @@ private:
     // Takes a finished background build (true), or forgets a failed or cancelled one (false).
     bool finishBuild();
     void cancelBuild();
+    // Waits for the build and takes it (waitForIndex() under the lock).
+    void awaitBuild();
     // Invalidates the index (cancelling a build of it).
     void dropIndex();
     void noteChange(qint64 rowid);
