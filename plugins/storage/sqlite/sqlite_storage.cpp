@@ -753,6 +753,8 @@ void SqliteStorage::stopCheckpointer()
 // The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
 // graph on its own threads while searches scan the flat index exactly; the writes made meanwhile are
 // noted and applied to the graph when it is taken (finishBuild()).
+constexpr qsizetype kMaxReplayedChanges = 5000;
+
 struct SqliteStorage::GraphBuild
 {
     std::unique_ptr<VectorIndex> index; // the thread's until `done`
@@ -815,9 +817,10 @@ bool SqliteStorage::finishBuild()
     std::unique_ptr<GraphBuild> build = std::move(m_build);
     if (!build->built || build->failure)
         return false; // m_index stays flat and exact; the next promotion tries again
-    // Writes made during the build go into the graph one by one; past a tenth of it, building again
-    // from the flat index (which has them) costs less.
-    if (qint64(build->changed.size()) > std::max<qint64>(10000, qint64(build->index->size() / 10)))
+    // Writes made during the build go into the graph one by one, under the lock searches wait for:
+    // past kMaxReplayedChanges (seconds of inserts), the graph is built again from the flat index
+    // (which has them) while searches go on exactly.
+    if (build->changed.size() > kMaxReplayedChanges)
         return false;
     for (qint64 rowid : std::as_const(build->changed))
         build->index->copyRecord(m_index, rowid);
