@@ -2242,13 +2242,16 @@ void TestSqliteStorage::keywordRowBudgetKey()
 void TestSqliteStorage::annConfigKeys()
 {
     for (const char *bad : {R"({"path": ":memory:", "ann_threshold": -1})", R"({"path": ":memory:", "ann_m": 2})",
-                            R"({"path": ":memory:", "ann_ef_search": "many"})", R"({"path": ":memory:", "ann_ef_construction": 5})"}) {
+                            R"({"path": ":memory:", "ann_ef_search": "many"})", R"({"path": ":memory:", "ann_ef_construction": 5})",
+                            R"({"path": ":memory:", "ann_background_from": -5})", R"({"path": ":memory:", "ann_background_from": 1.5})"}) {
         const Caught c = catchError([&] { SqliteStorage::Options::fromJson(Json::parse(bad)); });
         VERIFY_ERROR(c, ErrorKind::InvalidArgument);
         QVERIFY2(c.message.contains(QLatin1String("ann_")), qPrintable(c.message));
     }
     const auto o = SqliteStorage::Options::fromJson(
-        Json::parse(R"({"path": "x.db", "ann_threshold": 0, "ann_m": 24, "ann_ef_construction": 150, "ann_ef_search": 300})"));
+        Json::parse(R"({"path": "x.db", "ann_threshold": 0, "ann_m": 24, "ann_ef_construction": 150, "ann_ef_search": 300, "ann_background_from": 7})"));
+    QCOMPARE(o.annBackgroundFrom, 7);
+    QCOMPARE(SqliteStorage::Options::fromJson(Json::parse(R"({"path": "x.db"})")).annBackgroundFrom, 50000);
     QCOMPARE(o.annThreshold, 0);
     QCOMPARE(o.annM, 24);
     QCOMPARE(o.annEfConstruction, 150);
