@@ -3205,6 +3205,17 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
         QCOMPARE(hits[k].rowid, exact[k].rowid);
         QCOMPARE(hits[k].score, exact[k].score);
     }
+    // What recall asks for (the ranked hits, then the records) is answered as well: by the same scan
+    // while the build goes on (a search after it is done takes the graph first).
+    const std::optional<std::vector<SearchHit>> ranked = store->searchHits(query, {}, 10);
+    QVERIFY(ranked.has_value());
+    QCOMPARE(ranked->size(), std::size_t(10));
+    if (store->indexStats().building)
+        for (std::size_t k = 0; k < ranked->size(); ++k)
+            QCOMPARE((*ranked)[k].cosine, exact[k].score);
+    const std::vector<ScoredRecord> records = store->search(query, {}, 10);
+    QCOMPARE(records.size(), std::size_t(10));
+    QCOMPARE(records.front().score, exact.front().score);
     // Writes while it builds (each may take the finished graph).
     store->save(annBatch(QStringLiteral("bg"), 4000, 300));
     RecordFilter gone;
