@@ -2,8 +2,10 @@
 //
 // For each scale it builds a fresh store on disk with rememberMany (realistic text, Corpus below; 50
 // scopes of 2 % each; explicit scope, categories and importance; builtin embedder; durable commits),
-// opens it once to build the vector index (the HNSW
-// graph above the storage's ann_threshold, written beside the store), then measures the time to open
+// measures the first recall after the load and the time from the start of the load until it is
+// answered (time_to_queryable_ms; exactly, by a scan of every vector, while the graph is being built),
+// builds the vector index (the HNSW graph above the storage's ann_threshold, written beside the
+// store; index_build_ms), then measures the time to open
 // it again (index read from its file), shallow recall latency on questions about stored sentences
 // (query embedding included), over the whole store and within the asked sentence's scope, how often
 // the asked sentence is in the top 10, resident memory and disk per record, and the bare index search on the same query vectors: approximate top-10 against the exact
@@ -214,6 +216,8 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     // Every (records / queries)-th sentence is asked about, in its own scope too.
     const int every = std::max(1, records / queries);
     QList<QPair<QString, int>> asked; // the sentence and its index
+    QElapsedTimer sinceLoad; // from the start of the bulk load
+    sinceLoad.start();
     if (reuse) {
         for (int i = 0; i < records; ++i) {
             const QString sentence = corpus().sentence(rng);
@@ -247,13 +251,30 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     o.depth = RecallDepth::Shallow;
     o.limit = 10;
     if (!reuse) {
-        // The first open after the bulk load reads every vector and, above the threshold, builds the
-        // graph and writes it beside the store; later opens read that file.
+        // The first recall after the bulk load reads every vector; below the storage's
+        // ann_background_from it builds the graph before it answers, above it answers by an exact scan
+        // while the graph is built on background threads (which closing the memory here stops).
+        QElapsedTimer first;
+        first.start();
+        Memory memory(configFor(path, dimension));
+        memory.recall(QStringLiteral("the first question after the load"), o);
+        report("first_recall_ms", records, first.nsecsElapsed() / 1e6, "ms");
+        report("time_to_queryable_ms", records, sinceLoad.nsecsElapsed() / 1e6, "ms");
+        memory.close();
+    }
+    if (!reuse) {
+        // The graph, built by a connection of its own from the table and written beside the store;
+        // later opens read that file.
         QElapsedTimer build;
         build.start();
-        Memory memory(configFor(path, dimension));
-        memory.recall(QStringLiteral("build the vector index"), o);
-        memory.close();
+        SqliteStorage::Options so;
+        so.path = path;
+        SqliteStorage storage(so);
+        auto embedder = PluginRegistry::instance().createEmbedder(QStringLiteral("builtin"), Json{{"dimension", dimension}});
+        RecordFilter everything;
+        storage.nearest(embedder->embed({QStringLiteral("build the vector index")}).front(), everything, 10);
+        storage.waitForIndex();
+        storage.close();
         report("index_build_ms", records, build.nsecsElapsed() / 1e6, "ms");
     }
 

@@ -14,6 +14,7 @@
 #include <QtPlugin>
 #include <algorithm>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -195,6 +196,34 @@ public:
     // same identities (the metadata keys RecordFilter::identityKeys(), a missing one missing), if one
     // exists: findExact() for a whole batch, in one read of the store.
     virtual std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) = 0;
+    // For each of `records`, one stored with exactly its content, source, privacy and identities in
+    // any scope at or below `scopePrefix` (the record's own scope is not looked at), if one exists: the
+    // lookup of a batch whose scopes are still to be chosen. The default looks in each record's own
+    // scope only (findExact()).
+    virtual std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records,
+                                                                     const QString &scopePrefix)
+    {
+        Q_UNUSED(scopePrefix)
+        return findExact(records);
+    }
+    // Up to `perScope` of the newest records (with their embeddings) of each scope among those the
+    // filter selects, grouped by scope (scopes sorted, newest first within each): the exemplars a
+    // batch's offline analysis compares new records with. The default lists and reads them one by one.
+    virtual std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope)
+    {
+        std::map<QString, std::vector<MemoryRecord>> byScope;
+        for (const MemoryRecord &r : list(filter, -1, 0)) {
+            std::vector<MemoryRecord> &taken = byScope[r.scope];
+            if (int(taken.size()) < perScope)
+                if (std::optional<MemoryRecord> full = get(r.id, true))
+                    taken.push_back(std::move(*full));
+        }
+        std::vector<MemoryRecord> out;
+        for (auto &[scope, records] : byScope)
+            for (MemoryRecord &r : records)
+                out.push_back(std::move(r));
+        return out;
+    }
     virtual int count(const RecordFilter &filter) = 0;
     // Statistics of `scope` and below, counting only the records `visible` selects (its scopes are
     // ignored; an empty filter: every record).

@@ -89,6 +89,8 @@ public:
     // the LLM fails) and asks the LLM for a consolidation plan when a stored record is close enough.
     // Marks identical items as existing. Throws only for storage and embedder failures.
     void analyzeItems(std::vector<Item> &items, const std::vector<size_t> &active);
+    // Without an LLM: the similar records that vote for the scopes of `voting`, for the whole batch.
+    void analyzeOfflineBatch(std::vector<Item> &items, const std::vector<size_t> &voting);
     // Carries out the consolidation plans (deletes, then updates re-embedded in one call) and marks the
     // items a stored record now covers (mergedInto). Returns {updated, deleted}.
     std::pair<int, int> applyPlans(std::vector<Item> &items, const std::vector<size_t> &active);

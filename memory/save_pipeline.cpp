@@ -6,9 +6,14 @@
 #include "memory/offline_analyzer_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
+#include <mneme/core/vector_math.h>
 
 #include <QHash>
 #include <QSet>
+#include <QtConcurrent/QtConcurrentMap>
+#include <algorithm>
+#include <map>
+#include <numeric>
 #include <optional>
 
 namespace mneme {
@@ -60,6 +65,86 @@ QStringList cleanCategories(const QStringList &in)
     return out;
 }
 
+// The offline analysis compares a new record with this many of the newest records of each scope (its
+// exemplars), fewer when the scopes are many, so that a batch compares each record with at most
+// kMaxSamples stored ones.
+constexpr int kSamplesPerScope = 16;
+constexpr int kMinSamplesPerScope = 4;
+constexpr std::size_t kMaxSamples = 2048;
+
+// The exemplars of one group of a batch (one root, source, privacy and identity), their vectors
+// normalised in one contiguous array.
+struct Exemplars
+{
+    std::vector<MemoryRecord> records;
+    std::vector<float> vectors;
+    int dimension = 0;
+};
+
+Exemplars readExemplars(StorageBackend &storage, const RecordFilter &filter, const MemoryRecord &like)
+{
+    Exemplars e;
+    std::vector<MemoryRecord> samples = storage.scopeSamples(filter, kSamplesPerScope);
+    if (samples.size() > kMaxSamples)
+        samples = storage.scopeSamples(filter, std::max(kMinSamplesPerScope, int(kMaxSamples * kSamplesPerScope / samples.size())));
+    e.dimension = int(like.embedding.size());
+    for (MemoryRecord &r : samples) {
+        // The same source and privacy only (decision 6), and vectors of this embedder.
+        if (r.source != like.source || r.isPrivate != like.isPrivate || int(r.embedding.size()) != e.dimension)
+            continue;
+        const float n = VectorMath::norm(r.embedding.data(), r.embedding.size());
+        if (n <= 0)
+            continue;
+        for (float x : r.embedding)
+            e.vectors.push_back(x / n);
+        r.embedding.clear();
+        e.records.push_back(std::move(r));
+    }
+    return e;
+}
+
+// The `limit` exemplars most similar to `vector` (by cosine, best first; ties: the earlier exemplar).
+std::vector<std::pair<double, std::size_t>> nearestExemplars(const Exemplars &e, const Embedding &vector, int limit)
+{
+    std::vector<std::pair<double, std::size_t>> best;
+    if (int(vector.size()) != e.dimension || e.dimension == 0 || limit <= 0)
+        return best;
+    const float n = VectorMath::norm(vector.data(), vector.size());
+    if (n <= 0)
+        return best;
+    const auto worse = [](const std::pair<double, std::size_t> &a, const std::pair<double, std::size_t> &b) {
+        return a.first > b.first || (a.first == b.first && a.second < b.second);
+    };
+    for (std::size_t k = 0; k < e.records.size(); ++k) {
+        const double score = VectorMath::dot(vector.data(), e.vectors.data() + k * std::size_t(e.dimension), vector.size()) / n;
+        if (int(best.size()) == limit && score <= best.front().first)
+            continue;
+        best.emplace_back(score, k);
+        std::push_heap(best.begin(), best.end(), worse);
+        if (int(best.size()) > limit) {
+            std::pop_heap(best.begin(), best.end(), worse);
+            best.pop_back();
+        }
+    }
+    std::sort_heap(best.begin(), best.end(), worse);
+    return best;
+}
+
+// Runs fn(k) for k in [0, n), on this thread and the pool's (the analysis of a batch's items is
+// independent item by item).
+template<typename Fn>
+void forEachInParallel(std::size_t n, const Fn &fn)
+{
+    if (n < 64) {
+        for (std::size_t k = 0; k < n; ++k)
+            fn(k);
+        return;
+    }
+    std::vector<std::size_t> indices(n);
+    std::iota(indices.begin(), indices.end(), std::size_t(0));
+    QtConcurrent::blockingMap(indices, [&](std::size_t k) { fn(k); });
+}
+
 } // namespace
 
 void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<size_t> &active)
@@ -92,10 +177,17 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             known = rootHasScopes.insert(key, !storage->childScopes(root, readFilter({}, ReadContext::of(it.record.source))).isEmpty());
         return *known;
     };
+    // Without an LLM the whole batch is analysed at once (analyzeOfflineBatch below): the votes are
+    // taken among the newest records of each scope, and each item compared with those only.
+    std::vector<size_t> voting;
     for (size_t i : work) {
         Item &it = items[i];
         if (!needsNeighbours(it))
             continue;
+        if (!haveLlm) {
+            voting.push_back(i);
+            continue;
+        }
         const MemoryRecord &r = it.record;
         const bool scopeGiven = it.input.options.scope.has_value();
         RecordFilter f;
@@ -171,15 +263,17 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
     }
 
     // 4. Fields: from the LLM's analysis, else (no LLM, or its call failed) the offline analyzer.
-    const auto analyzeOffline = [&](Item &it, const QString &why, bool hadLlm) {
+    // Pure: runs on several threads at once for a batch (existingCategories read before).
+    const double voteSimilarity = scopeVoteSimilarity(*embedder);
+    const auto analyzeOffline = [&](Item &it, const QStringList &existingCategories) {
         const RememberOptions &o = it.input.options;
         const QString root = rootOf(config, it.input);
-        const OfflineAnalysis a = OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingFor(it.input).categories);
+        const OfflineAnalysis a = OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingCategories);
         if (!o.scope) {
             QList<QPair<QString, double>> neighbours;
             for (size_t k = 0; k < it.similar.size(); ++k)
                 neighbours << qMakePair(it.similar[k].scope, it.similarity[k]);
-            const QString chosen = OfflineAnalyzer::chooseScope(neighbours, root, scopeVoteSimilarity(*embedder));
+            const QString chosen = OfflineAnalyzer::chooseScope(neighbours, root, voteSimilarity);
             it.record.scope = LlmAnalysis::clampScope(root, LlmAnalysis::relativeScope(root, chosen));
         }
         if (!o.categories)
@@ -189,18 +283,29 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         Json extracted = a.metadata;
         extracted["analysis"] = "offline";
         it.record.metadata = mergedMetadata(it.record.metadata, extracted);
-        reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, why, hadLlm);
     };
+    if (!haveLlm) {
+        analyzeOfflineBatch(items, voting);
+        std::vector<size_t> toAnalyse;
+        for (size_t i : work)
+            if (items[i].existingId.isEmpty() && fieldsMissing(items[i].input)) {
+                existingFor(items[i].input); // every read (and insert into `existing`) before a pointer is kept
+                toAnalyse.push_back(i);
+            }
+        std::vector<std::pair<size_t, const QStringList *>> analysed;
+        for (size_t i : toAnalyse)
+            analysed.emplace_back(i, &existingFor(items[i].input).categories);
+        forEachInParallel(analysed.size(), [&](size_t k) { analyzeOffline(items[analysed[k].first], *analysed[k].second); });
+        for (size_t k = 0; k < analysed.size(); ++k)
+            reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, QStringLiteral("no LLM is configured"), false);
+        return;
+    }
     for (size_t i : work) {
         Item &it = items[i];
         if (!it.existingId.isEmpty() || !fieldsMissing(it.input))
             continue;
         const RememberOptions &o = it.input.options;
         const QString root = rootOf(config, it.input);
-        if (!haveLlm) {
-            analyzeOffline(it, QStringLiteral("no LLM is configured"), false);
-            continue;
-        }
         AnalysisCall &call = calls.at(*saveCall[i]);
         QString why;
         std::optional<SaveAnalysis> a = call.read(
@@ -208,7 +313,8 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             QStringLiteral("the save analysis reply has no usable scope"), &why);
         if (!a) {
             // The same fields as without an LLM, rather than bare defaults.
-            analyzeOffline(it, why, true);
+            analyzeOffline(it, existingFor(it.input).categories);
+            reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, why, true);
             continue;
         }
         if (!o.scope)
@@ -237,6 +343,76 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
         } else {
             it.plan = ConsolidationPlan();
             reportAnalysis(q, AnalysisStep::Consolidation, AnalysisPath::Defaults, why, true);
+        }
+    }
+}
+
+// The offline scope vote of a batch: the items (no scope given, a root with scopes below it) are grouped
+// by root, source, privacy and identities. For each group, a stored record with an item's words under
+// the root (of its source, privacy and identities) is that item's record, as the similar-record search
+// finds it with an LLM; the others are compared with the newest records of each scope below the root
+// (scopeSamples(): kSamplesPerScope of each, the same for the whole batch) instead of the whole store,
+// and their best consolidation_limit matches vote. Where each scope holds at most kSamplesPerScope
+// records, the votes are those of a search of the whole store.
+void MemoryPrivate::analyzeOfflineBatch(std::vector<Item> &items, const std::vector<size_t> &voting)
+{
+    std::map<QString, std::vector<size_t>> groups; // ordered: the same reads in the same order every time
+    for (size_t i : voting) {
+        const MemoryRecord &r = items[i].record;
+        const QString key = QStringList{rootOf(config, items[i].input), r.source, r.isPrivate ? QStringLiteral("1") : QStringLiteral("0"),
+                                        QString::fromStdString(sameIdentity(r.metadata).dump(-1, ' ', false, Json::error_handler_t::replace))}
+                                .join(QChar(0));
+        groups[key].push_back(i);
+    }
+    for (const auto &[key, group] : groups) {
+        const MemoryRecord &first = items[group.front()].record;
+        const QString root = rootOf(config, items[group.front()].input);
+        std::vector<MemoryRecord> wanted;
+        wanted.reserve(group.size());
+        for (size_t i : group) {
+            const MemoryRecord &r = items[i].record;
+            MemoryRecord w; // what the lookup reads
+            w.content = r.content;
+            w.source = r.source;
+            w.isPrivate = r.isPrivate;
+            w.metadata = r.metadata;
+            wanted.push_back(std::move(w));
+        }
+        std::vector<size_t> toVote;
+        try {
+            const std::vector<std::optional<MemoryRecord>> identical = storage->findSameContent(wanted, root);
+            for (size_t k = 0; k < group.size(); ++k) {
+                Item &it = items[group[k]];
+                if (k < identical.size() && identical[k]) {
+                    it.existingId = identical[k]->id; // re-remembering a stored fact changes nothing
+                    it.record = *identical[k];
+                } else {
+                    toVote.push_back(group[k]);
+                }
+            }
+            RecordFilter f;
+            if (root != QLatin1String("/"))
+                f.scopes << root;
+            f.metadata = sameIdentity(first.metadata); // another user's, agent's or run's record is not a candidate
+            f.onlySource = first.source;
+            const Exemplars exemplars = readExemplars(*storage, f, first);
+            forEachInParallel(toVote.size(), [&](size_t k) {
+                Item &it = items[toVote[k]];
+                for (const auto &[score, at] : nearestExemplars(exemplars, it.record.embedding, config.consolidationLimit)) {
+                    MemoryRecord vote; // what the vote reads of it
+                    vote.id = exemplars.records[at].id;
+                    vote.scope = exemplars.records[at].scope;
+                    it.similar.push_back(std::move(vote));
+                    it.similarity.push_back(score);
+                }
+            });
+        } catch (const std::exception &e) {
+            qCWarning(lcMemory).noquote() << "reading the stored records to vote for scopes failed; the memories are saved in their root:"
+                                          << e.what();
+            for (size_t i : group) {
+                items[i].similar.clear();
+                items[i].similarity.clear();
+            }
         }
     }
 }

@@ -5,11 +5,13 @@
 
 #include "counting_storage.h"
 #include "fake_embedder.h"
+#include "memory/offline_analyzer_p.h"
 #include "memory_test_util.h"
 #include "scripted_llm.h"
 #include "temp_store.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
+#include <mneme/core/vector_math.h>
 #include <mneme/memory/memory.h>
 
 #include <QMutex>
@@ -383,8 +385,9 @@ private Q_SLOTS:
     }
 
     // Without an LLM the similar records serve only the offline scope vote: an item whose scope is
-    // given, or whose root has no scope below it, is saved without a search; plain items under a root
-    // with scopes below it are searched for (one search each) and take the scope of their neighbours.
+    // given, or whose root has no scope below it, is saved without reading other records; plain items
+    // under a root with scopes below it are compared with the newest records of each scope (one
+    // sampling for the batch, no search) and take the scope of their neighbours.
     void offlineScopeVoteSearchesOnlyWhenItCanChooseAScope()
     {
         auto storage = std::make_shared<CountingStorage>(
@@ -398,15 +401,17 @@ private Q_SLOTS:
         scoped.scope = QStringLiteral("/");
         QCOMPARE(m.rememberMany({QStringLiteral("one")}, scoped).result().stored, 1);
         QCOMPARE(m.rememberMany({QStringLiteral("two")}, RememberOptions()).result().stored, 1); // only "/" exists
-        QCOMPARE(int(storage->searches().size()), 0);
+        QCOMPARE(int(storage->searches().size() + storage->samplings().size()), 0);
 
         scoped.scope = QStringLiteral("/topic");
         QCOMPARE(m.rememberMany({QStringLiteral("three")}, scoped).result().stored, 1);
+        QCOMPARE(int(storage->searches().size() + storage->samplings().size()), 0);
+        const SaveResult voted = m.rememberMany({QStringLiteral("three more"), QStringLiteral("two more")}, RememberOptions()).result();
+        QCOMPARE(voted.stored, 2);
+        QCOMPARE(int(storage->samplings().size()), 1); // "/" has a scope below it now: one sampling for the batch
         QCOMPARE(int(storage->searches().size()), 0);
-        const SaveResult voted = m.rememberMany({QStringLiteral("three more")}, RememberOptions()).result();
-        QCOMPARE(voted.stored, 1);
-        QCOMPARE(int(storage->searches().size()), 1); // "/" has a scope below it now: the vote searches
         QCOMPARE(m.get(voted.ids.first())->scope, QStringLiteral("/topic"));
+        QCOMPARE(m.get(voted.ids.last())->scope, QStringLiteral("/"));
     }
 
     // ---- Consolidation -------------------------------------------------------------------------
@@ -759,6 +764,102 @@ private Q_SLOTS:
         QSignalSpy extraction(m.get(), &Memory::analysisCompleted);
         QCOMPARE(m->extractMemories(QStringLiteral("One. Two.")).size(), 2);
         QCOMPARE(stepsOf(extraction, QStringLiteral("offline")), QStringList{QStringLiteral("extraction")});
+    }
+
+    // The batch's offline analysis chooses what the analysis of each record against the whole store
+    // chooses, where every scope holds at most the exemplars it reads of each (16): the scope voted by
+    // the record's nearest stored records (exact cosines here), and the categories and importance
+    // of OfflineAnalyzer.
+    void offlineBatchAnalysisMatchesPerRecord()
+    {
+        Memory m(config(QString(), false));
+        const QStringList db{QStringLiteral("We decided to use PostgreSQL for the user database."),
+                             QStringLiteral("The database backups run nightly at two."),
+                             QStringLiteral("PostgreSQL 16 is the version of the user database."),
+                             QStringLiteral("The database schema has a users table and an orders table."),
+                             QStringLiteral("Database migrations run with Flyway before each deploy.")};
+        const QStringList acme{QStringLiteral("Acme Corp prefers email communication."),
+                               QStringLiteral("Acme Corp pays invoices within thirty days."),
+                               QStringLiteral("The Acme Corp contact is Jane Doe, their purchasing lead."),
+                               QStringLiteral("Acme Corp asked for a discount on the annual plan.")};
+        const QStringList travel{QStringLiteral("The team offsite is in Lisbon in May."),
+                                 QStringLiteral("Flights to Lisbon are booked for the whole team."),
+                                 QStringLiteral("The Lisbon hotel is near the river.")};
+        RememberOptions given;
+        given.importance = 0.5;
+        given.categories = QStringList{QStringLiteral("database"), QStringLiteral("customer")};
+        for (const auto &[scope, texts] : {std::pair{QStringLiteral("/project/db"), db}, std::pair{QStringLiteral("/customer/acme"), acme},
+                                           std::pair{QStringLiteral("/team/travel"), travel}}) {
+            given.scope = scope;
+            QCOMPARE(m.rememberMany(texts, given).result().stored, int(texts.size()));
+        }
+        const QStringList items{QStringLiteral("The user database runs PostgreSQL with a replica."),
+                                QStringLiteral("Acme Corp asked us to email the invoices."),
+                                QStringLiteral("Lisbon flights leave on Friday morning."),
+                                QStringLiteral("We must never drop the orders table of the database."),
+                                QStringLiteral("Jane Doe from Acme Corp called about the customer discount."),
+                                QStringLiteral("Lunch is at noon."),
+                                QStringLiteral("maybe the river walk?"),
+                                QStringLiteral("The hotel near the river in Lisbon has a pool.")};
+        // Per record: every stored record, its cosine to the item, the five best vote (decision of
+        // consolidation_limit) with the builtin embedder's bar.
+        std::vector<MemoryRecord> stored;
+        for (const MemoryRecord &r : m.storage().list({}, -1, 0))
+            stored.push_back(*m.storage().get(r.id, true));
+        const QStringList categories = m.storage().categories({}).keys();
+        const std::vector<Embedding> vectors = m.embedder().embed(items);
+        QStringList expectedScopes;
+        for (const Embedding &v : vectors) {
+            std::vector<std::pair<double, QString>> scored;
+            for (const MemoryRecord &r : stored)
+                scored.emplace_back(VectorMath::cosine(v, r.embedding), r.scope);
+            std::stable_sort(scored.begin(), scored.end(), [](const auto &a, const auto &b) { return a.first > b.first; });
+            QList<QPair<QString, double>> neighbours;
+            for (std::size_t k = 0; k < std::min<std::size_t>(5, scored.size()); ++k)
+                neighbours << qMakePair(scored[k].second, scored[k].first);
+            expectedScopes << OfflineAnalyzer::chooseScope(neighbours, QStringLiteral("/"), 0.3);
+        }
+        const SaveResult saved = m.rememberMany(items).result();
+        QCOMPARE(saved.stored, int(items.size()));
+        QStringList scopes;
+        for (int i = 0; i < items.size(); ++i) {
+            const MemoryRecord r = *m.get(saved.ids[i]);
+            scopes << r.scope;
+            QCOMPARE(r.categories, OfflineAnalyzer::categories(items[i], categories));
+            QCOMPARE(r.importance, OfflineAnalyzer::importance(items[i], MemoryConfig().defaultImportance));
+        }
+        QCOMPARE(scopes, expectedScopes);
+        // The fixed set does exercise the vote: related items join their topic, unrelated ones stay at the root.
+        QCOMPARE(scopes.at(0), QStringLiteral("/project/db"));
+        QCOMPARE(scopes.at(1), QStringLiteral("/customer/acme"));
+        QCOMPARE(scopes.at(5), QStringLiteral("/"));
+    }
+
+    // Where it differs from a search of the whole store: a scope's older records (past the newest 16)
+    // do not vote. A stored record's exact words are still found in any scope under the root, so
+    // remembering them again stores nothing.
+    void offlineBatchAnalysisReadsTheNewestOfEachScope()
+    {
+        Memory m(config(QString(), false));
+        RememberOptions given;
+        given.scope = QStringLiteral("/old");
+        given.importance = 0.5;
+        given.categories = QStringList();
+        QCOMPARE(m.rememberMany({QStringLiteral("Kubernetes cluster upgrades happen on the first Monday.")}, given).result().stored, 1);
+        QStringList filler;
+        for (int i = 0; i < 20; ++i)
+            filler << QStringLiteral("Garden note %1: water the tomatoes and the basil.").arg(i);
+        QCOMPARE(m.rememberMany(filler, given).result().stored, 20);
+        given.scope = QStringLiteral("/ops");
+        QCOMPARE(m.rememberMany({QStringLiteral("The Kubernetes cluster runs on three nodes.")}, given).result().stored, 1);
+        // The item is nearest to the record in /old, but that record is not among its 16 newest: /ops wins.
+        const SaveResult voted = m.rememberMany({QStringLiteral("Kubernetes cluster upgrades happen on the first Monday of each month.")}).result();
+        QCOMPARE(m.get(voted.ids.first())->scope, QStringLiteral("/ops"));
+        // The same words as the old record: found, not stored again.
+        const SaveResult again = m.rememberMany({QStringLiteral("Kubernetes cluster upgrades happen on the first Monday.")}).result();
+        QCOMPARE(again.stored, 0);
+        QCOMPARE(again.existing, 1);
+        QCOMPARE(m.get(again.ids.first())->scope, QStringLiteral("/old"));
     }
 
     // With the builtin embedder (lower cosines for related sentences), a related note still finds its scope.

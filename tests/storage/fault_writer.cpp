@@ -1,4 +1,4 @@
-// Test helper: fault_writer <db path> <records> <batch> <power loss at write N, 0: none> [ann threshold]
+// Test helper: fault_writer <db path> <records> <batch> <power loss at write N, 0: none> [ann threshold] [ann background from]
 // Saves `records` records into the store through the fault-injecting VFS, in batches, and prints
 // "acked <first> <last>" after each save returned (the records a caller was told are stored). Record
 // i has id "00000000-0000-7000-8000-<i as 12 digits>", content "fault record <i> ...", a 16-dimensional
@@ -50,6 +50,8 @@ int main(int argc, char **argv)
     Json config{{"path", args.at(1).toStdString()}};
     if (args.size() > 5)
         config["ann_threshold"] = args.at(5).toInt();
+    if (args.size() > 6)
+        config["ann_background_from"] = args.at(6).toInt(); // the graph built on background threads
     try {
         SqliteStorage store(SqliteStorage::Options::fromJson(config));
         if (lossAt > 0)

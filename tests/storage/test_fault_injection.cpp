@@ -136,20 +136,26 @@ private Q_SLOTS:
 void TestFaultInjection::powerLossKeepsWhatWasAcknowledged_data()
 {
     QTest::addColumn<int>("lossAt");
+    QTest::addColumn<bool>("background"); // the graph built on background threads during the load
     for (int n : {1, 2, 3, 7, 13, 29, 61, 97, 127, 181, 251, 379, 503, 751})
-        QTest::newRow(qPrintable(QStringLiteral("write %1").arg(n))) << n;
+        QTest::newRow(qPrintable(QStringLiteral("write %1").arg(n))) << n << false;
+    for (int n : {97, 127, 181, 251, 379, 503})
+        QTest::newRow(qPrintable(QStringLiteral("write %1, graph building").arg(n))) << n << true;
 }
 
 void TestFaultInjection::powerLossKeepsWhatWasAcknowledged()
 {
     QFETCH(int, lossAt);
+    QFETCH(bool, background);
     TempStore tmp;
     const QString db = tmp.path(QStringLiteral("store.db"));
     constexpr int kRecords = 240;
     constexpr int kBatch = 20;
     QProcess writer;
-    writer.start(QStringLiteral(FAULT_WRITER_PATH), {db, QString::number(kRecords), QString::number(kBatch), QString::number(lossAt),
-                                                     QStringLiteral("60")});
+    QStringList args{db, QString::number(kRecords), QString::number(kBatch), QString::number(lossAt), QStringLiteral("60")};
+    if (background)
+        args << QStringLiteral("60");
+    writer.start(QStringLiteral(FAULT_WRITER_PATH), args);
     QVERIFY(writer.waitForFinished(120000));
     QVERIFY2(writer.exitCode() == 86 || writer.exitCode() == 0, writer.readAllStandardError().constData());
     int acked = 0;

@@ -368,6 +368,11 @@ private Q_SLOTS:
     void indexValuesAreValidatedOnLoad();
     void metadataConditionsEverywhere_data();
     void metadataConditionsEverywhere();
+    void cachedAnswersStayExact();
+    void scopeSamplesAndSameContent();
+    void backgroundBuildAnswersExactly();
+    void backgroundBuildEqualsOneBuiltAfterwards();
+    void closeDuringBackgroundBuild();
     void walIsCheckpointedInTheBackground();
     void backgroundCheckpointsCopyTheLog();
 };
@@ -2237,13 +2242,16 @@ void TestSqliteStorage::keywordRowBudgetKey()
 void TestSqliteStorage::annConfigKeys()
 {
     for (const char *bad : {R"({"path": ":memory:", "ann_threshold": -1})", R"({"path": ":memory:", "ann_m": 2})",
-                            R"({"path": ":memory:", "ann_ef_search": "many"})", R"({"path": ":memory:", "ann_ef_construction": 5})"}) {
+                            R"({"path": ":memory:", "ann_ef_search": "many"})", R"({"path": ":memory:", "ann_ef_construction": 5})",
+                            R"({"path": ":memory:", "ann_background_from": -5})", R"({"path": ":memory:", "ann_background_from": 1.5})"}) {
         const Caught c = catchError([&] { SqliteStorage::Options::fromJson(Json::parse(bad)); });
         VERIFY_ERROR(c, ErrorKind::InvalidArgument);
         QVERIFY2(c.message.contains(QLatin1String("ann_")), qPrintable(c.message));
     }
     const auto o = SqliteStorage::Options::fromJson(
-        Json::parse(R"({"path": "x.db", "ann_threshold": 0, "ann_m": 24, "ann_ef_construction": 150, "ann_ef_search": 300})"));
+        Json::parse(R"({"path": "x.db", "ann_threshold": 0, "ann_m": 24, "ann_ef_construction": 150, "ann_ef_search": 300, "ann_background_from": 7})"));
+    QCOMPARE(o.annBackgroundFrom, 7);
+    QCOMPARE(SqliteStorage::Options::fromJson(Json::parse(R"({"path": "x.db"})")).annBackgroundFrom, 50000);
     QCOMPARE(o.annThreshold, 0);
     QCOMPARE(o.annM, 24);
     QCOMPARE(o.annEfConstruction, 150);
@@ -3052,6 +3060,245 @@ void TestSqliteStorage::metadataConditionsEverywhere()
 
 // Past wal_checkpoint_pages frames the log is copied into the database by the background thread; the
 // log stays small, nothing is lost, and the last connection to close removes it.
+// categories(), childScopes() and scopeSamples() keep their answers between calls: after this
+// connection's saves, another connection's save, an update and a removal, each answer is the one a
+// fresh connection gives.
+void TestSqliteStorage::cachedAnswersStayExact()
+{
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path());
+    RecordFilter visible;
+    visible.applyPrivacy = true;
+    visible.source = QStringLiteral("me");
+    const auto record = [](const QString &content, const QString &scope, const QStringList &categories, int i) {
+        MemoryRecord r = makeRecord(content, scope, annVector(QStringLiteral("cache"), i, 0), i);
+        r.categories = categories;
+        return r;
+    };
+    store->save({record(QStringLiteral("one"), QStringLiteral("/a"), {QStringLiteral("x")}, 1),
+                 record(QStringLiteral("two"), QStringLiteral("/b/c"), {QStringLiteral("x"), QStringLiteral("y")}, 2)});
+    const auto answers = [&](StorageBackend &s) {
+        QStringList out;
+        const QMap<QString, int> cats = s.categories(visible);
+        for (auto it = cats.cbegin(); it != cats.cend(); ++it)
+            out << QStringLiteral("%1=%2").arg(it.key()).arg(it.value());
+        out << s.childScopes(QStringLiteral("/"), visible).join(QLatin1Char(','));
+        for (const MemoryRecord &r : s.scopeSamples(visible, 2))
+            out << r.scope + QLatin1Char(':') + r.content;
+        return out.join(QLatin1Char(' '));
+    };
+    const auto fresh = [&] {
+        auto other = openDirect(tmp.path());
+        return answers(*other);
+    };
+    QCOMPARE(answers(*store), QStringLiteral("x=2 y=1 /a,/b /a:one /b/c:two"));
+    // This connection's saves are added to the answers kept.
+    MemoryRecord mine = record(QStringLiteral("three"), QStringLiteral("/a"), {QStringLiteral("z")}, 3);
+    MemoryRecord hidden = record(QStringLiteral("secret"), QStringLiteral("/hidden"), {QStringLiteral("s")}, 4);
+    hidden.isPrivate = true;
+    hidden.source = QStringLiteral("someone else");
+    store->save({mine, hidden, record(QStringLiteral("four"), QStringLiteral("/a"), {}, 5)});
+    QCOMPARE(answers(*store), QStringLiteral("x=2 y=1 z=1 /a,/b /a:four /a:three /b/c:two"));
+    QCOMPARE(answers(*store), fresh());
+    // Another connection's save.
+    {
+        auto other = openDirect(tmp.path());
+        other->save({record(QStringLiteral("five"), QStringLiteral("/d"), {QStringLiteral("w")}, 6)});
+    }
+    QCOMPARE(answers(*store), fresh());
+    QVERIFY(answers(*store).contains(QStringLiteral("w=1")));
+    // An update and a removal of this connection.
+    MemoryRecord changed = mine;
+    changed.categories = {QStringLiteral("x")};
+    changed.embedding.clear();
+    store->update(changed);
+    QCOMPARE(answers(*store), fresh());
+    RecordFilter gone;
+    gone.scopes = {QStringLiteral("/b")};
+    store->remove(gone);
+    QCOMPARE(answers(*store), fresh());
+    QCOMPARE(answers(*store), QStringLiteral("w=1 x=2 /a,/d /a:four /a:three /d:five"));
+}
+
+// scopeSamples(): the newest records of each scope the filter selects, with their vectors;
+// findSameContent(): identical records in any scope under a prefix, of the same source and privacy.
+void TestSqliteStorage::scopeSamplesAndSameContent()
+{
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path());
+    std::vector<MemoryRecord> batch;
+    for (int i = 0; i < 12; ++i)
+        batch.push_back(makeRecord(QStringLiteral("record %1").arg(i), i % 3 == 0 ? QStringLiteral("/p/one") : QStringLiteral("/p/two"),
+                                   annVector(QStringLiteral("samples"), i, 0), i));
+    batch.push_back(makeRecord(QStringLiteral("elsewhere"), QStringLiteral("/q"), annVector(QStringLiteral("samples"), 99, 0)));
+    store->save(batch);
+    RecordFilter under;
+    under.scopes = {QStringLiteral("/p")};
+    const std::vector<MemoryRecord> samples = store->scopeSamples(under, 3);
+    QStringList got;
+    for (const MemoryRecord &r : samples) {
+        got << r.content;
+        QCOMPARE(r.embedding.size(), std::size_t(16));
+    }
+    QCOMPARE(got, (QStringList{QStringLiteral("record 9"), QStringLiteral("record 6"), QStringLiteral("record 3"), QStringLiteral("record 11"),
+                               QStringLiteral("record 10"), QStringLiteral("record 8")}));
+    QVERIFY(store->scopeSamples(under, 0).empty());
+
+    MemoryRecord same = MemoryRecord::create(QStringLiteral("record 4"));
+    MemoryRecord otherSource = same;
+    otherSource.source = QStringLiteral("agent");
+    MemoryRecord missing = MemoryRecord::create(QStringLiteral("record 400"));
+    const auto found = store->findSameContent({same, otherSource, missing}, QStringLiteral("/p"));
+    QCOMPARE(found.size(), std::size_t(3));
+    QVERIFY(found[0].has_value());
+    QCOMPARE(found[0]->scope, QStringLiteral("/p/two"));
+    QVERIFY(!found[1].has_value());
+    QVERIFY(!found[2].has_value());
+    QVERIFY(!store->findSameContent({same}, QStringLiteral("/q")).front().has_value());
+    QVERIFY(store->findSameContent({same}, QStringLiteral("/")).front().has_value());
+}
+
+namespace {
+
+std::vector<MemoryRecord> annBatch(const QString &tag, int first, int count)
+{
+    std::vector<MemoryRecord> out;
+    for (int i = first; i < first + count; ++i)
+        out.push_back(makeRecord(QStringLiteral("%1 %2").arg(tag).arg(i), QStringLiteral("/bulk/%1").arg(i % 4),
+                                 annVector(tag, i, 0)));
+    return out;
+}
+
+double annRecall(SqliteStorage &store, const QString &tag, int queries)
+{
+    double recall = 0;
+    for (int q = 0; q < queries; ++q) {
+        const Embedding query = annVector(tag, q, 7);
+        recall += recallAgainst(store.nearest(query, {}, 10), store.nearest(query, {}, 10, VectorIndex::Mode::Exact));
+    }
+    return recall / queries;
+}
+
+} // namespace
+
+// From ann_background_from on, the search that finds the store past the threshold starts the graph
+// on background threads and answers by an exact scan meanwhile, saying so in the statistics; writes
+// made during the build are in the graph it becomes.
+void TestSqliteStorage::backgroundBuildAnswersExactly()
+{
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path(), Json{{"ann_threshold", 500}, {"ann_background_from", 500}});
+    for (int first = 0; first < 4000; first += 500)
+        store->save(annBatch(QStringLiteral("bg"), first, 500));
+    // The search that starts the build is answered by the exact scan (the graph is taken, once done,
+    // by a later search or write).
+    const Embedding query = annVector(QStringLiteral("bg"), 0, 7);
+    const auto hits = store->nearest(query, {}, 10);
+    auto stats = store->indexStats();
+    QVERIFY(stats.building);
+    QVERIFY(!stats.approximate);
+    QCOMPARE(stats.backgroundBuilds, qint64(1));
+    QCOMPARE(stats.exactWhileBuilding, qint64(1));
+    QCOMPARE(hits.size(), std::size_t(10));
+    const auto exact = store->nearest(query, {}, 10, VectorIndex::Mode::Exact);
+    for (std::size_t k = 0; k < hits.size(); ++k) {
+        QCOMPARE(hits[k].rowid, exact[k].rowid);
+        QCOMPARE(hits[k].score, exact[k].score);
+    }
+    // What recall asks for (the ranked hits, then the records) is answered as well: by the same scan
+    // while the build goes on (a search after it is done takes the graph first).
+    const std::optional<std::vector<SearchHit>> ranked = store->searchHits(query, {}, 10);
+    QVERIFY(ranked.has_value());
+    QCOMPARE(ranked->size(), std::size_t(10));
+    if (store->indexStats().building)
+        for (std::size_t k = 0; k < ranked->size(); ++k)
+            QCOMPARE((*ranked)[k].cosine, exact[k].score);
+    const std::vector<ScoredRecord> records = store->search(query, {}, 10);
+    QCOMPARE(records.size(), std::size_t(10));
+    if (store->indexStats().building)
+        QCOMPARE(records.front().score, exact.front().score);
+    // Writes while it builds (each may take the finished graph).
+    store->save(annBatch(QStringLiteral("bg"), 4000, 300));
+    RecordFilter gone;
+    gone.scopes = {QStringLiteral("/bulk/3")};
+    const int removed = store->remove(gone);
+    QCOMPARE(removed, 1075);
+    store->waitForIndex();
+    stats = store->indexStats();
+    QVERIFY(!stats.building);
+    QVERIFY(stats.approximate);
+    QCOMPARE(stats.vectors, std::size_t(4300 - removed));
+    QCOMPARE(store->count({}), 4300 - removed);
+    for (int i = 4000; i < 4300; i += 7) {
+        const auto hit = store->nearest(annVector(QStringLiteral("bg"), i, 0), {}, 1);
+        QCOMPARE(hit.size(), std::size_t(1));
+        QVERIFY(hit.front().score > 0.9999 || i % 4 == 3);
+    }
+    RecordFilter inRemoved;
+    inRemoved.scopes = {QStringLiteral("/bulk/3")};
+    QVERIFY(store->nearest(annVector(QStringLiteral("bg"), 3, 0), inRemoved, 10, VectorIndex::Mode::Graph).empty());
+    QVERIFY2(annRecall(*store, QStringLiteral("bg"), 50) >= 0.95, "the graph built in the background misses neighbours");
+    // The graph was written beside the store: a new connection reads it instead of building.
+    store->close();
+    auto again = openDirect(tmp.path(), Json{{"ann_threshold", 500}, {"ann_background_from", 500}});
+    again->nearest(annVector(QStringLiteral("bg"), 0, 7), {}, 10);
+    QVERIFY(again->indexStats().fromFile);
+    QVERIFY(!again->indexStats().building);
+}
+
+// The graph a load builds in the background finds what one built in one go after the load finds.
+void TestSqliteStorage::backgroundBuildEqualsOneBuiltAfterwards()
+{
+    test::TempStore during, after;
+    auto building = openDirect(during.path(), Json{{"ann_threshold", 1000}, {"ann_background_from", 1000}});
+    auto later = openDirect(after.path(), Json{{"ann_threshold", 1000}, {"ann_background_from", 1000000}});
+    for (int first = 0; first < 6000; first += 400) {
+        const std::vector<MemoryRecord> batch = annBatch(QStringLiteral("eq"), first, 400);
+        building->save(batch);
+        later->save(batch);
+        if (first == 1200)
+            building->nearest(annVector(QStringLiteral("eq"), 0, 7), {}, 10); // loads the index: the build starts
+    }
+    building->waitForIndex();
+    QVERIFY(building->indexStats().approximate);
+    QCOMPARE(building->indexStats().vectors, std::size_t(6000));
+    later->nearest(annVector(QStringLiteral("eq"), 0, 7), {}, 10); // built here, in one go
+    QVERIFY(later->indexStats().approximate);
+    QCOMPARE(later->indexStats().backgroundBuilds, qint64(0));
+    const double a = annRecall(*building, QStringLiteral("eq"), 100);
+    const double b = annRecall(*later, QStringLiteral("eq"), 100);
+    qInfo("recall@10: built during the load %.4f, built afterwards %.4f", a, b);
+    QVERIFY2(a >= 0.95 && b >= 0.95 && std::abs(a - b) <= 0.02, qPrintable(QStringLiteral("%1 against %2").arg(a).arg(b)));
+}
+
+// Closing (or destroying) a store while its graph is being built stops the build and loses nothing.
+void TestSqliteStorage::closeDuringBackgroundBuild()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 500}, {"ann_background_from", 500}};
+    {
+        auto store = openDirect(tmp.path(), config);
+        store->save(annBatch(QStringLiteral("close"), 0, 5000));
+        store->nearest(annVector(QStringLiteral("close"), 0, 7), {}, 10);
+        QVERIFY(store->indexStats().building);
+        store->save(annBatch(QStringLiteral("close"), 5000, 10));
+        store->close();
+    }
+    QFile::remove(tmp.path() + QStringLiteral(".hnsw")); // (written if the build was done and taken by the last save)
+    {
+        auto store = openDirect(tmp.path(), config);
+        store->nearest(annVector(QStringLiteral("close"), 0, 7), {}, 10);
+        QVERIFY(store->indexStats().building);
+    } // destroyed while building
+    auto store = openDirect(tmp.path(), config);
+    QCOMPARE(store->count({}), 5010);
+    const auto hit = store->nearest(annVector(QStringLiteral("close"), 5005, 0), {}, 1);
+    QCOMPARE(hit.size(), std::size_t(1));
+    QVERIFY(hit.front().score > 0.9999);
+    store->waitForIndex();
+    QVERIFY(store->indexStats().approximate);
+}
+
 void TestSqliteStorage::walIsCheckpointedInTheBackground()
 {
     test::TempStore tmp;

@@ -27,10 +27,17 @@ public:
             out << (f.scopes.isEmpty() ? QStringLiteral("/") : f.scopes.join(QLatin1Char('+')));
         return out;
     }
+    // The filters of the scope samplings (scopeSamples(): a batch's offline scope vote).
+    QList<RecordFilter> samplings() const
+    {
+        QMutexLocker lock(&m_mutex);
+        return m_samplings;
+    }
     void clear()
     {
         QMutexLocker lock(&m_mutex);
         m_searches.clear();
+        m_samplings.clear();
     }
     // Off (the default): the two-phase search is declined, as by a backend without one, so callers
     // use search() and keywordSearch(). On: it is passed through, and the records read are counted.
@@ -110,6 +117,18 @@ public:
     {
         return m_inner->findExact(records);
     }
+    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records, const QString &scopePrefix) override
+    {
+        return m_inner->findSameContent(records, scopePrefix);
+    }
+    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope) override
+    {
+        {
+            QMutexLocker lock(&m_mutex);
+            m_samplings << filter;
+        }
+        return m_inner->scopeSamples(filter, perScope);
+    }
     int count(const RecordFilter &filter) override { return m_inner->count(filter); }
     ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override { return m_inner->scopeInfo(scope, visible); }
     QStringList childScopes(const QString &parent, const RecordFilter &visible) override { return m_inner->childScopes(parent, visible); }
@@ -125,6 +144,7 @@ private:
     std::unique_ptr<StorageBackend> m_inner;
     mutable QMutex m_mutex;
     QList<RecordFilter> m_searches;
+    QList<RecordFilter> m_samplings;
     bool m_twoPhase = false;
     int m_hitRecordsRead = 0;
 };

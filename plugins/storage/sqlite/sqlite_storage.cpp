@@ -19,6 +19,7 @@
 #include <QUuid>
 #include <QtEndian>
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -623,6 +624,7 @@ public:
         try {
             // Another connection may have committed since our last look (embedder binding, vectors).
             storage.refreshIfChanged();
+            storage.m_readCache.clear(); // saveLocked() keeps it by its own means
         } catch (...) {
             rollback();
             throw;
@@ -723,7 +725,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
             o.busyTimeoutMs = int(v.get<long long>());
         } else if (key == QLatin1String("ann_threshold") || key == QLatin1String("ann_m")
                    || key == QLatin1String("ann_ef_construction") || key == QLatin1String("ann_ef_search")
-                   || key == QLatin1String("wal_checkpoint_pages") || key == QLatin1String("keyword_row_budget")) {
+                   || key == QLatin1String("wal_checkpoint_pages") || key == QLatin1String("keyword_row_budget")
+                   || key == QLatin1String("ann_background_from")) {
             struct Range
             {
                 long long low, high;
@@ -735,6 +738,7 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
                               : key == QLatin1String("ann_ef_construction") ? Range{10, 2000, &o.annEfConstruction, "candidates"}
                               : key == QLatin1String("ann_ef_search")       ? Range{10, 5000, &o.annEfSearch, "candidates"}
                               : key == QLatin1String("keyword_row_budget")  ? Range{0, 2000000000, &o.keywordRowBudget, "records (0: no bound)"}
+                              : key == QLatin1String("ann_background_from") ? Range{0, 2000000000, &o.annBackgroundFrom, "records"}
                                                                             : Range{10, 10000000, &o.walCheckpointPages, "pages"};
             if (!v.is_number_integer() || v.get<long long>() < range.low || v.get<long long>() > range.high)
                 throw Error(ErrorKind::InvalidArgument,
@@ -746,8 +750,8 @@ SqliteStorage::Options SqliteStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("sqlite storage: unknown configuration key %1; the known keys are path, read_only, create, "
-                                       "busy_timeout_ms, ann_threshold, ann_m, ann_ef_construction, ann_ef_search, wal_checkpoint_pages and "
-                                       "keyword_row_budget")
+                                       "busy_timeout_ms, ann_threshold, ann_background_from, ann_m, ann_ef_construction, ann_ef_search, "
+                                       "wal_checkpoint_pages and keyword_row_budget")
                             .arg(Error::quoted(key)));
         }
     }
@@ -795,8 +799,91 @@ void SqliteStorage::stopCheckpointer()
     m_checkpointer.reset();
 }
 
+// The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
+// graph on its own threads while searches scan the flat index exactly; the writes made meanwhile are
+// noted and applied to the graph when it is taken (finishBuild()).
+constexpr qsizetype kMaxReplayedChanges = 5000;
+
+struct SqliteStorage::GraphBuild
+{
+    std::unique_ptr<VectorIndex> index; // the thread's until `done`
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::atomic<bool> cancel{false};
+    bool built = false;
+    std::exception_ptr failure;
+    QSet<qint64> changed; // rowids written to m_index since the copy (under m_mutex)
+};
+
+void SqliteStorage::dropIndex()
+{
+    cancelBuild();
+    m_index.invalidate();
+}
+
+void SqliteStorage::cancelBuild()
+{
+    if (!m_build)
+        return;
+    m_build->cancel = true;
+    if (m_build->thread.joinable())
+        m_build->thread.join();
+    m_build.reset();
+}
+
+void SqliteStorage::noteChange(qint64 rowid)
+{
+    if (m_build)
+        m_build->changed.insert(rowid);
+}
+
+void SqliteStorage::startBuild()
+{
+    auto build = std::make_unique<GraphBuild>();
+    build->index = m_index.flatCopy();
+    if (!build->index)
+        return;
+    GraphBuild *b = build.get();
+    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    b->thread = std::thread([b, threads] {
+        try {
+            b->built = b->index->buildAnn(threads, &b->cancel);
+        } catch (...) {
+            b->failure = std::current_exception();
+        }
+        b->done = true;
+    });
+    m_build = std::move(build);
+    ++m_stats.backgroundBuilds;
+}
+
+bool SqliteStorage::finishBuild()
+{
+    if (!m_build || !m_build->done)
+        return false;
+    if (m_build->thread.joinable())
+        m_build->thread.join();
+    std::unique_ptr<GraphBuild> build = std::move(m_build);
+    if (!build->built || build->failure)
+        return false; // m_index stays flat and exact; the next promotion tries again
+    // Writes made during the build go into the graph one by one, under the lock searches wait for:
+    // past kMaxReplayedChanges (seconds of inserts), the graph is built again from the flat index
+    // (which has them) while searches go on exactly.
+    if (build->changed.size() > kMaxReplayedChanges)
+        return false;
+    for (qint64 rowid : std::as_const(build->changed))
+        build->index->copyRecord(m_index, rowid);
+    m_index = std::move(*build->index);
+    ++m_stats.builds;
+    m_stats.fromFile = false;
+    m_unsaved = std::max<qint64>(m_unsaved, 1);
+    saveIndexFile(true);
+    return true;
+}
+
 void SqliteStorage::closeConnection()
 {
+    cancelBuild();
     for (sqlite3_stmt *st : std::as_const(m_statements))
         sqlite3_finalize(st);
     m_statements.clear();
@@ -805,7 +892,7 @@ void SqliteStorage::closeConnection()
         sqlite3_close_v2(m_db);
         m_db = nullptr;
     }
-    m_index.invalidate();
+    dropIndex();
     m_closed = true;
 }
 
@@ -1215,6 +1302,7 @@ void SqliteStorage::refreshIfChanged()
     if (v == m_dataVersion)
         return;
     m_dataVersion = v;
+    m_readCache.clear();
     loadBinding();
     if (!m_index.isLoaded())
         return;
@@ -1223,11 +1311,11 @@ void SqliteStorage::refreshIfChanged()
     try {
         current = catchUp();
     } catch (...) {
-        m_index.invalidate();
+        dropIndex();
         throw;
     }
     if (!current)
-        m_index.invalidate(); // reloaded (or rebuilt) on the next search
+        dropIndex(); // reloaded (or rebuilt) on the next search
 }
 
 void SqliteStorage::loadBinding()
@@ -1666,6 +1754,7 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
 {
     if (!m_index.isLoaded())
         return;
+    noteChange(rowid);
     if (r.embedding.empty()) {
         // An update that keeps the stored vector (a record without one stays unvectored).
         m_index.updateAttributes(indexItem(rowid, r));
@@ -1675,7 +1764,7 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
         if (m_index.trackedCount() == 0 && !m_index.isAnn()) {
             m_index.reset(int(r.embedding.size())); // the first vector of an empty store
         } else {
-            m_index.invalidate(); // cannot happen after checkDimension(); reload to be safe
+            dropIndex(); // cannot happen after checkDimension(); reload to be safe
             return;
         }
     }
@@ -1684,8 +1773,10 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
 
 void SqliteStorage::indexRemove(qint64 rowid)
 {
-    if (m_index.isLoaded())
+    if (m_index.isLoaded()) {
+        noteChange(rowid);
         m_index.remove(rowid);
+    }
 }
 
 // After this connection's own committed write of `changes` records, ending at history seq lastSeq.
@@ -1698,18 +1789,26 @@ void SqliteStorage::afterWrite(qint64 lastSeq, qint64 changes)
     try {
         promoteIfLarge();
     } catch (...) {
-        m_index.invalidate();
+        dropIndex();
         return;
     }
     saveIndexFile(false);
 }
 
 // A flat index that grew past the threshold becomes a graph (and is written, so no one builds it again).
+// From ann_background_from vectors on, the graph is built in the background (startBuild()) and taken
+// by the first search or write after it is done; smaller ones are built here.
 void SqliteStorage::promoteIfLarge()
 {
+    if (finishBuild() || m_build)
+        return;
     if (!m_index.isLoaded() || m_index.isAnn() || m_index.dimension() <= 0
         || m_index.size() < std::size_t(std::max(1, m_options.annThreshold)))
         return;
+    if (m_index.size() >= std::size_t(m_options.annBackgroundFrom)) {
+        startBuild();
+        return;
+    }
     m_index.buildAnn(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
     ++m_stats.builds;
     m_stats.fromFile = false;
@@ -1751,6 +1850,7 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
     const int dimension = m_index.dimension();
     VectorIndex::Item item;
     item.rowid = sqlite3_column_int64(stmt, 0);
+    noteChange(item.rowid);
     const int bytes = sqlite3_column_type(stmt, 7) == SQLITE_BLOB ? sqlite3_column_bytes(stmt, 7) : 0;
     if (dimension <= 0 || bytes != int(dimension * sizeof(float))) {
         m_index.markUnvectored(item.rowid); // not of this embedder; never searched
@@ -1777,7 +1877,7 @@ void SqliteStorage::applyIndexRow(sqlite3_stmt *stmt)
 void SqliteStorage::loadIndex()
 {
     ReadSnapshot snapshot(*this);
-    m_index.invalidate();
+    dropIndex();
     VectorIndex::AnnParams params;
     params.m = m_options.annM;
     params.efConstruction = m_options.annEfConstruction;
@@ -1814,7 +1914,7 @@ void SqliteStorage::loadIndex()
                 }
                 m_indexSeq = target;
             }
-            m_index.invalidate();
+            dropIndex();
         }
     }
     m_index.reset(dimension);
@@ -1881,8 +1981,10 @@ bool SqliteStorage::catchUp()
         }
         std::sort(present.begin(), present.end());
         for (qint64 rowid : m_index.trackedRowids())
-            if (!std::binary_search(present.begin(), present.end(), rowid))
+            if (!std::binary_search(present.begin(), present.end(), rowid)) {
+                noteChange(rowid);
                 m_index.remove(rowid);
+            }
     }
     if (recordCount() != qint64(m_index.trackedCount()))
         return false;
@@ -1896,12 +1998,37 @@ std::vector<QString> SqliteStorage::distinctScopesBelow(const QString &prefix, c
 {
     RecordFilter f = visible;
     f.scopes = {prefix};
-    const Where w = where(f);
-    Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + w.sql);
-    st.bindAll(w.args);
+    return distinctScopes(f);
+}
+
+std::vector<QString> SqliteStorage::distinctScopes(const RecordFilter &filter)
+{
+    // The scopes from the scope index alone, then for each whether a record there passes the other
+    // conditions: one scan of the index instead of one of the table.
+    RecordFilter onlyScopes;
+    onlyScopes.scopes = filter.scopes;
+    const Where ws = where(onlyScopes);
+    std::vector<QString> scopes;
+    {
+        Statement st(*this, "SELECT DISTINCT r.scope FROM records r WHERE " + ws.sql);
+        st.bindAll(ws.args);
+        while (st.step(QStringLiteral("listing scopes")))
+            scopes.push_back(st.text(0));
+    }
+    RecordFilter rest = filter;
+    rest.scopes.clear();
+    const Where w = where(rest);
+    if (w.sql == "1")
+        return scopes;
     std::vector<QString> out;
-    while (st.step(QStringLiteral("listing scopes")))
-        out.push_back(st.text(0));
+    Statement st(*this, "SELECT 1 FROM records r WHERE r.scope = ? AND " + w.sql + " LIMIT 1");
+    for (const QString &scope : scopes) {
+        st.bindText(1, scope);
+        st.bindAll(w.args, 2);
+        if (st.step(QStringLiteral("listing scopes")))
+            out.push_back(scope);
+        sqlite3_reset(st.get());
+    }
     return out;
 }
 
@@ -2025,7 +2152,13 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
                             .arg(r.embedding.size())
                             .arg(r.id));
     }
+    // The cached answers stay exact with the inserted records added, unless another connection
+    // committed before this transaction began.
+    ReadCache cache = std::move(m_readCache);
+    const qint64 dataVersion = m_dataVersion;
     Transaction t(*this);
+    if (m_dataVersion != dataVersion)
+        cache.clear();
     if (dimension > 0) {
         checkDimension(dimension, QStringLiteral("the embedding of the records to save"));
         claimDimension(dimension);
@@ -2052,7 +2185,7 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
             }
             if (lookUp) {
                 if (const std::optional<MemoryRecord> stored =
-                        findExactLocked(r.content, r.scope, r.source, r.isPrivate, hashOf(r.content), &r.metadata)) {
+                        findExactLocked(r.content, &r.scope, r.source, r.isPrivate, hashOf(r.content), &r.metadata)) {
                     ids[i] = stored->id;
                     inBatch.insert(key, stored->id);
                     continue;
@@ -2076,6 +2209,8 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
     insertAddHistory(inserted, at);
     const qint64 lastSeq = currentSeq();
     t.commit();
+    cache.add(inserted);
+    m_readCache = std::move(cache);
     if (!m_index.isLoaded())
         return;
     try {
@@ -2086,7 +2221,7 @@ void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::ve
                 indexPut(rowids[i], *inserted[i]);
         }
     } catch (...) {
-        m_index.invalidate(); // committed: the next search reloads
+        dropIndex(); // committed: the next search reloads
         return;
     }
     afterWrite(lastSeq, qint64(inserted.size()));
@@ -2129,7 +2264,7 @@ void SqliteStorage::update(const MemoryRecord &record)
     try {
         indexPut(old->rowid, record);
     } catch (...) {
-        m_index.invalidate();
+        dropIndex();
         return;
     }
     afterWrite(lastSeq, 1);
@@ -2276,6 +2411,8 @@ bool SqliteStorage::prepareIndex(const Embedding &query)
     if (!m_index.isLoaded())
         loadIndex();
     promoteIfLarge();
+    if (m_build)
+        ++m_stats.exactWhileBuilding;
     return m_index.dimension() == int(query.size()); // else a read-only session binding on a store without vectors
 }
 
@@ -2306,10 +2443,26 @@ SqliteStorage::IndexStats SqliteStorage::indexStats()
     s.approximate = m_index.isAnn();
     s.vectors = m_index.isLoaded() ? m_index.size() : 0;
     s.deletedNodes = m_index.deletedNodes();
+    s.building = m_build != nullptr;
     s.seq = m_indexSeq;
     s.checkpoints = m_checkpointer ? m_checkpointer->background() : 0;
     s.inlineCheckpoints = m_checkpointer ? m_checkpointer->inlined() : 0;
     return s;
+}
+
+void SqliteStorage::waitForIndex()
+{
+    QMutexLocker lock(&m_mutex);
+    awaitBuild();
+}
+
+void SqliteStorage::awaitBuild()
+{
+    for (int round = 0; m_build && round < 3; ++round) {
+        m_build->thread.join(); // it never takes m_mutex
+        if (!finishBuild() && !m_closed)
+            promoteIfLarge(); // built again from the flat index (too many writes came meanwhile)
+    }
 }
 
 QString SqliteStorage::indexFilePath() const
@@ -2645,7 +2798,7 @@ std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, con
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
-    return findExactLocked(content, scope, source, isPrivate, contentHash(content));
+    return findExactLocked(content, &scope, source, isPrivate, contentHash(content));
 }
 
 std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vector<MemoryRecord> &records)
@@ -2663,20 +2816,36 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     for (const MemoryRecord &r : records) {
         const qint64 hash = contentHash(r.content);
         m_batchHashes.insert(r.content, hash);
-        out.push_back(findExactLocked(r.content, r.scope, r.source, r.isPrivate, hash, &r.metadata));
+        out.push_back(findExactLocked(r.content, &r.scope, r.source, r.isPrivate, hash, &r.metadata));
     }
     return out;
 }
 
-std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString &scope,
+std::vector<std::optional<MemoryRecord>> SqliteStorage::findSameContent(const std::vector<MemoryRecord> &records,
+                                                                        const QString &scopePrefix)
+{
+    const QString prefix = ScopePath::normalize(scopePrefix);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(records.size());
+    for (const MemoryRecord &r : records)
+        out.push_back(findExactLocked(r.content, nullptr, r.source, r.isPrivate, hashOf(r.content), &r.metadata, prefix));
+    return out;
+}
+
+std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &content, const QString *scope,
                                                            const QString &source, bool isPrivate, qint64 hash,
-                                                           const Json *identityOf)
+                                                           const Json *identityOf, const QString &scopePrefix)
 {
     // The first (lowest rid) identical record (of the same identities, with `identityOf`). Each lookup table is probed with its own statement,
     // ordered by the table's rid, which its key (hash, rid) yields in order: one statement over both
     // tables, or ordering by r.rid, would build a temporary B-tree on every call. A read-only
     // connection may read a store from before v4, which has the index on records.content_hash instead.
-    static const QByteArray kMatch = " AND r.content = ?2 AND r.scope = ?3 AND r.source = ?4 AND r.private = ?5";
+    // Without a scope, "r.scope = ?3" becomes "?3 IS NULL" (true) and the prefix is checked on the rows.
+    static const QByteArray kMatch = " AND r.content = ?2 AND (r.scope = ?3 OR ?3 IS NULL) AND r.source = ?4 AND r.private = ?5";
     static const QByteArray kByColumn =
         QByteArray("SELECT ") + kRecordColumns + " FROM records r WHERE r.content_hash = ?1" + kMatch + " ORDER BY r.rid";
     static const QByteArray kByTable[2] = {
@@ -2689,12 +2858,17 @@ std::optional<MemoryRecord> SqliteStorage::findExactLocked(const QString &conten
     const std::array<QString, 3> identity = identityOf ? VectorIndex::identityOf(*identityOf) : std::array<QString, 3>{};
     const auto firstIn = [&](const QByteArray &sql) -> std::optional<Row> {
         Statement st(*this, sql);
-        st.bind(1, hash).bindText(2, content).bindText(3, scope).bindText(4, source).bind(5, isPrivate ? 1 : 0);
+        st.bind(1, hash).bindText(2, content).bindText(4, source).bind(5, isPrivate ? 1 : 0);
+        if (scope)
+            st.bindText(3, *scope);
+        else
+            st.bindNull(3);
         // Identical words of several identities are rare: the first rows are the ones read. A damaged
         // record is none to read, nor one to be identical to.
         while (st.step(QStringLiteral("looking for an identical record"))) {
             Row row = readRow(st.get(), false);
-            if (readable(row) && (!identityOf || VectorIndex::identityOf(row.record.metadata) == identity))
+            if (readable(row) && (!identityOf || VectorIndex::identityOf(row.record.metadata) == identity)
+                && (scope || ScopePath::contains(scopePrefix, row.record.scope)))
                 return row;
         }
         return std::nullopt;
@@ -2760,6 +2934,28 @@ ScopeInfo SqliteStorage::scopeInfo(const QString &scope, const RecordFilter &vis
     return info;
 }
 
+namespace {
+
+bool sameFilter(const RecordFilter &a, const RecordFilter &b)
+{
+    return a.scopes == b.scopes && a.categories == b.categories && a.metadata == b.metadata && a.ids == b.ids
+        && a.createdBefore == b.createdBefore && a.createdAfter == b.createdAfter && a.applyPrivacy == b.applyPrivacy
+        && a.includePrivate == b.includePrivate && a.source == b.source && a.onlySource == b.onlySource;
+}
+
+// At most this many answers of each kind are kept (a batch asks with one or two filters).
+constexpr std::size_t kReadCacheEntries = 8;
+
+template<typename Entries>
+void keepAnswer(Entries &entries, typename Entries::value_type entry)
+{
+    if (entries.size() >= kReadCacheEntries)
+        entries.erase(entries.begin());
+    entries.push_back(std::move(entry));
+}
+
+} // namespace
+
 QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter &visible)
 {
     const QString path = ScopePath::normalize(parent);
@@ -2767,7 +2963,12 @@ QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter
     ensureOpen();
     ReadSnapshot snapshot(*this);
     refreshIfChanged();
-    return childScopesLocked(path, visible);
+    for (const ReadCache::Children &c : m_readCache.children)
+        if (c.parent == path && sameFilter(c.visible, visible))
+            return QStringList(c.names.begin(), c.names.end());
+    const QStringList out = childScopesLocked(path, visible);
+    keepAnswer(m_readCache.children, ReadCache::Children{path, visible, std::set<QString>(out.begin(), out.end())});
+    return out;
 }
 
 QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFilter &visible)
@@ -2783,12 +2984,109 @@ QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFi
     return out;
 }
 
+
+void SqliteStorage::ReadCache::clear()
+{
+    categories.clear();
+    samples.clear();
+    children.clear();
+}
+
+void SqliteStorage::ReadCache::add(const std::vector<const MemoryRecord *> &inserted)
+{
+    for (Categories &c : categories) {
+        const MetadataFilter conditions = MetadataFilter::parse(c.filter.metadata);
+        for (const MemoryRecord *r : inserted) {
+            if (!c.filter.matches(*r, conditions))
+                continue;
+            QStringList cats = r->categories;
+            cats.removeDuplicates();
+            for (const QString &name : std::as_const(cats))
+                ++c.counts[name];
+        }
+    }
+    for (Children &c : children) {
+        const MetadataFilter conditions = MetadataFilter::parse(c.visible.metadata);
+        for (const MemoryRecord *r : inserted) {
+            const QString child = ScopePath::childToward(c.parent, r->scope);
+            if (!child.isEmpty() && c.visible.matches(*r, conditions))
+                c.names.insert(child);
+        }
+    }
+    for (Samples &s : samples) {
+        const MetadataFilter conditions = MetadataFilter::parse(s.filter.metadata);
+        for (const MemoryRecord *r : inserted) {
+            if (r->embedding.empty() || !s.filter.matches(*r, conditions))
+                continue;
+            std::vector<MemoryRecord> &newest = s.byScope[r->scope];
+            newest.insert(newest.begin(), *r);
+            if (int(newest.size()) > s.perScope)
+                newest.pop_back();
+        }
+    }
+}
+
+std::vector<MemoryRecord> SqliteStorage::scopeSamples(const RecordFilter &requested, int perScope)
+{
+    const RecordFilter filter = normalized(requested);
+    QMutexLocker lock(&m_mutex);
+    ensureOpen();
+    if (perScope <= 0)
+        return {};
+    ReadSnapshot snapshot(*this);
+    refreshIfChanged();
+    const auto flatten = [](const ReadCache::Samples &s) {
+        std::vector<MemoryRecord> out;
+        for (const auto &[scope, records] : s.byScope)
+            out.insert(out.end(), records.begin(), records.end());
+        return out;
+    };
+    for (const ReadCache::Samples &s : m_readCache.samples)
+        if (s.perScope == perScope && sameFilter(s.filter, filter))
+            return flatten(s);
+    ReadCache::Samples samples;
+    samples.filter = filter;
+    samples.perScope = perScope;
+    // The distinct scopes (from the scope index), then each scope's newest records.
+    const Where w = where(filter);
+    const std::vector<QString> scopes = distinctScopes(filter);
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
+    const QByteArray sql = QByteArray("SELECT ") + kRecordColumns + ", r.embedding FROM records r WHERE r.scope = ? AND " + w.sql
+                         + " ORDER BY r.rid DESC";
+    for (const QString &scope : scopes) {
+        Statement st(*this, sql);
+        st.bindText(1, scope);
+        st.bindAll(w.args, 2);
+        std::vector<MemoryRecord> &newest = samples.byScope[scope];
+        while (int(newest.size()) < perScope && st.step(QStringLiteral("reading records of a scope"))) {
+            Row row = readRow(st.get(), true);
+            if (readable(row) && !row.record.embedding.empty() && filter.matches(row.record, conditions))
+                newest.push_back(std::move(row.record));
+        }
+        if (newest.empty())
+            samples.byScope.erase(scope);
+    }
+    std::vector<MemoryRecord> out = flatten(samples);
+    keepAnswer(m_readCache.samples, std::move(samples));
+    return out;
+}
+
 QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
+    for (const ReadCache::Categories &c : m_readCache.categories)
+        if (sameFilter(c.filter, filter))
+            return c.counts;
+    QMap<QString, int> out = countCategories(filter);
+    keepAnswer(m_readCache.categories, ReadCache::Categories{filter, out});
+    return out;
+}
+
+QMap<QString, int> SqliteStorage::countCategories(const RecordFilter &filter)
+{
     QMap<QString, int> out;
     if (needsPostFilter(filter)) {
         for (const Row &row : selectRows(filter, false)) {
@@ -3137,6 +3435,8 @@ StoreCheck SqliteStorage::check(bool repair)
     if (repair)
         ensureWritable();
     refreshIfChanged();
+    if (repair)
+        m_readCache.clear();
     StoreCheck report;
     {
         Statement st(*this, "PRAGMA integrity_check(20)");
@@ -3171,10 +3471,11 @@ StoreCheck SqliteStorage::check(bool repair)
     if (repair && (!indexFile.isEmpty() || (m_index.isLoaded() && m_index.isAnn()))) {
         // The file is a cache of the records: removed, and written again by a build from the table.
         QFile::remove(indexFilePath());
-        m_index.invalidate();
+        dropIndex();
         const int dimension = m_binding ? m_binding->dimension : 0;
         if (dimension > 0 && recordCount() >= std::max(1, m_options.annThreshold)) {
             loadIndex();
+            awaitBuild(); // the file is written now, not by a build a close may stop
             saveIndexFile(true);
         }
         if (!indexFile.isEmpty())
@@ -3199,12 +3500,13 @@ void SqliteStorage::close()
         sqlite3_close_v2(m_db);
         m_db = nullptr;
         m_closed = true;
-        m_index.invalidate();
+        dropIndex();
         throw Error(ErrorKind::Storage, QStringLiteral("closing the store %1 failed: %2").arg(m_location, msg));
     }
     m_db = nullptr;
     m_closed = true;
-    m_index.invalidate();
+    dropIndex();
+    m_readCache.clear();
 }
 
 } // namespace mneme

@@ -10,8 +10,10 @@
 #include <QSet>
 #include <QString>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -43,6 +45,10 @@ public:
         int annM = 16;
         int annEfConstruction = 100;
         int annEfSearch = 96;
+        // From this many records with vectors on, the graph is built on background threads while
+        // searches scan every vector exactly (IndexStats::building); below it, by the search or write
+        // that crosses annThreshold.
+        int annBackgroundFrom = 50000;
         // Frames in the write-ahead log after which a background thread copies it into the database.
         int walCheckpointPages = 4000;
         // A keyword search whose terms are found in more records than this together scores only the
@@ -50,8 +56,9 @@ public:
         // holding any of its terms.
         int keywordRowBudget = 1000;
 
-        // Reads {"path", "read_only", "create", "busy_timeout_ms", "ann_threshold", "ann_m", "ann_ef_construction",
-        // "ann_ef_search", "wal_checkpoint_pages", "keyword_row_budget"}; throws Error(InvalidArgument) naming the key for a missing path, an unknown
+        // Reads {"path", "read_only", "create", "busy_timeout_ms", "ann_threshold", "ann_background_from", "ann_m",
+        // "ann_ef_construction", "ann_ef_search", "wal_checkpoint_pages", "keyword_row_budget"}; throws Error(InvalidArgument)
+        // naming the key for a missing path, an unknown
         // key or a value of the wrong type or out of range.
         static Options fromJson(const Json &config);
     };
@@ -60,13 +67,16 @@ public:
     struct IndexStats
     {
         bool loaded = false;
-        bool approximate = false; // an HNSW graph (else a flat exact scan)
-        bool fromFile = false;    // the graph was read from the index file, not built
-        qint64 fileLoads = 0;     // index files read and accepted
-        qint64 builds = 0;        // graphs built from the records table
-        qint64 saves = 0;         // index files written
-        qint64 replayed = 0;      // history entries applied by catching up (file or other processes)
-        std::size_t vectors = 0;  // records with a vector in the index
+        bool approximate = false;      // an HNSW graph (else a flat exact scan)
+        bool fromFile = false;         // the graph was read from the index file, not built
+        qint64 fileLoads = 0;          // index files read and accepted
+        qint64 builds = 0;             // graphs built from the records table (and taken)
+        qint64 backgroundBuilds = 0;   // of which started in the background
+        bool building = false;         // a graph is being built in the background: searches scan exactly
+        qint64 exactWhileBuilding = 0; // searches answered by an exact scan because of that
+        qint64 saves = 0;              // index files written
+        qint64 replayed = 0;           // history entries applied by catching up (file or other processes)
+        std::size_t vectors = 0;       // records with a vector in the index
         std::size_t deletedNodes = 0;
         qint64 seq = 0;               // the last history seq the index reflects
         qint64 checkpoints = 0;       // WAL checkpoints run by the background thread
@@ -118,9 +128,15 @@ public:
     std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
                                           const QString &source, bool isPrivate) override;
     std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
+    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records,
+                                                             const QString &scopePrefix) override;
+    // Kept between calls (see ReadCache) and read again only after a write other than a save.
+    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope) override;
     int count(const RecordFilter &filter) override;
     ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override;
+    // Kept between calls (see ReadCache), as categories().
     QStringList childScopes(const QString &parent, const RecordFilter &visible) override;
+    // Kept between calls (see ReadCache): a bulk load asks once a batch.
     QMap<QString, int> categories(const RecordFilter &filter) override;
     void touch(const QStringList &ids, const QDateTime &at) override;
     std::vector<HistoryEntry> history(const QString &recordId) override;
@@ -148,6 +164,9 @@ public:
                                           VectorIndex::Mode mode = VectorIndex::Mode::Auto);
     // Writes the index file now when the approximate index has changes it does not hold.
     void flushIndex();
+    // Waits for the graph being built in the background, if any, and takes it (for tests and
+    // benchmarks: a search or write takes it by itself once it is done).
+    void waitForIndex();
 
 private:
     class Statement;
@@ -232,8 +251,10 @@ private:
     static QByteArray keywordGate(QList<QPair<qint64, QByteArray>> terms, int budget);
     // `hash` is contentHash(content).
     // With `identityOf`, only a record with the same identities (VectorIndex::identityOf) as that metadata.
-    std::optional<MemoryRecord> findExactLocked(const QString &content, const QString &scope, const QString &source,
-                                                bool isPrivate, qint64 hash, const Json *identityOf = nullptr);
+    // With a null `scope`, in any scope at or below `scopePrefix` instead.
+    std::optional<MemoryRecord> findExactLocked(const QString &content, const QString *scope, const QString &source,
+                                                bool isPrivate, qint64 hash, const Json *identityOf = nullptr,
+                                                const QString &scopePrefix = QString());
     qint64 insertRecord(const MemoryRecord &r);
     // The content hash (SHA-256), from m_batchHashes when the last findExact() batch computed it.
     qint64 hashOf(const QString &content) const;
@@ -246,8 +267,12 @@ private:
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
     int deleteRows(const std::vector<Row> &rows);
+    // categories() without its cache.
+    QMap<QString, int> countCategories(const RecordFilter &filter);
     // The distinct scopes at or below `prefix` of the records `visible` selects.
     std::vector<QString> distinctScopesBelow(const QString &prefix, const RecordFilter &visible);
+    // The distinct scopes of the records the filter selects (metadata conditions as where() has them).
+    std::vector<QString> distinctScopes(const RecordFilter &filter);
     QStringList childScopesLocked(const QString &parent, const RecordFilter &visible);
     // Inserts `records`; with `storedIds`, not those identical to a stored record or to an earlier
     // one of the batch, and *storedIds gets the id each record is stored under.
@@ -266,6 +291,16 @@ private:
     void applyIndexRow(sqlite3_stmt *st);
     void afterWrite(qint64 lastSeq, qint64 changes);
     void promoteIfLarge();
+    struct GraphBuild;
+    void startBuild();
+    // Takes a finished background build (true), or forgets a failed or cancelled one (false).
+    bool finishBuild();
+    void cancelBuild();
+    // Waits for the build and takes it (waitForIndex() under the lock).
+    void awaitBuild();
+    // Invalidates the index (cancelling a build of it).
+    void dropIndex();
+    void noteChange(qint64 rowid);
     void saveIndexFile(bool force) noexcept;
     bool indexFileUsable() const;
     QString metaValue(const char *key);
@@ -273,6 +308,37 @@ private:
     qint64 currentGeneration();
     qint64 recordCount();
     void ensureStoreId();
+
+    // Answers of categories(), childScopes() and scopeSamples() kept for the next call with the same filter: a bulk
+    // load asks for them once a batch, and reading them costs a scan of the store. Cleared by every
+    // write transaction and by other connections' commits; saveLocked() instead adds the records it
+    // inserted, keeping the answers exact. Guarded by m_mutex.
+    struct ReadCache
+    {
+        struct Categories
+        {
+            RecordFilter filter;
+            QMap<QString, int> counts;
+        };
+        struct Samples
+        {
+            RecordFilter filter;
+            int perScope = 0;
+            std::map<QString, std::vector<MemoryRecord>> byScope; // newest first
+        };
+        struct Children
+        {
+            QString parent;
+            RecordFilter visible;
+            std::set<QString> names;
+        };
+        std::vector<Categories> categories;
+        std::vector<Samples> samples;
+        std::vector<Children> children;
+        void clear();
+        // Adds records just inserted (newer than every record cached).
+        void add(const std::vector<const MemoryRecord *> &inserted);
+    };
 
     // The check (check()); each returns what is wrong in a sentence, empty when nothing is.
     std::vector<DamagedRecord> damagedLocked();
@@ -299,6 +365,7 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    std::unique_ptr<GraphBuild> m_build;             // a graph of m_index being built in the background
     std::unique_ptr<WalCheckpointer> m_checkpointer; // file stores open for writing
     // How many records' content each recently searched term is in (counted past the largest cap), and
     // the store's size when counted: reused while the store has grown by less than a twentieth.
@@ -313,6 +380,7 @@ private:
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
     QHash<QString, qint64> m_batchHashes;
     mutable QSet<QString> m_reportedDamage; // damaged records already reported
+    ReadCache m_readCache;
     // The store as the last findExact() batch saw it: the data version (other connections' commits)
     // and this connection's commits.
     qint64 m_batchDataVersion = -1;

@@ -402,6 +402,66 @@ VectorIndex::VectorIndex()
     invalidate(); // interns "" (a missing identity) as 0
 }
 VectorIndex::~VectorIndex() = default;
+VectorIndex &VectorIndex::operator=(VectorIndex &&other) noexcept = default;
+
+std::unique_ptr<VectorIndex> VectorIndex::flatCopy() const
+{
+    if (m_ann)
+        return nullptr;
+    auto c = std::make_unique<VectorIndex>();
+    c->m_loaded = m_loaded;
+    c->m_dimension = m_dimension;
+    c->m_params = m_params;
+    c->m_rowids = m_rowids;
+    c->m_scope = m_scope;
+    c->m_catSet = m_catSet;
+    c->m_source = m_source;
+    c->m_private = m_private;
+    c->m_created = m_created;
+    c->m_importance = m_importance;
+    c->m_identity = m_identity;
+    c->m_vectors = m_vectors;
+    c->m_slotOfRow = m_slotOfRow;
+    c->m_unvectored = m_unvectored;
+    c->m_scopeIds = m_scopeIds;
+    c->m_scopeNames = m_scopeNames;
+    c->m_sourceIds = m_sourceIds;
+    c->m_sourceNames = m_sourceNames;
+    c->m_categoryIds = m_categoryIds;
+    c->m_categoryNames = m_categoryNames;
+    c->m_catSetIds = m_catSetIds;
+    c->m_catSets = m_catSets;
+    c->m_identityIds = m_identityIds;
+    c->m_identityNames = m_identityNames;
+    return c;
+}
+
+VectorIndex::Item VectorIndex::itemAt(std::size_t slot) const
+{
+    Item item;
+    item.rowid = m_rowids[slot];
+    item.scope = m_scopeNames.value(m_scope[slot]);
+    for (std::int32_t c : m_catSets[std::size_t(m_catSet[slot])])
+        item.categories << m_categoryNames.value(c);
+    item.source = m_sourceNames.value(m_source[slot]);
+    item.isPrivate = m_private[slot] != 0;
+    item.hasCreated = m_created[slot] != kUnknownTime;
+    item.createdMs = item.hasCreated ? m_created[slot] : 0;
+    item.importance = m_importance[slot];
+    for (std::size_t k = 0; k < 3; ++k)
+        item.identity[k] = m_identityNames.value(m_identity[k][slot]);
+    return item;
+}
+
+void VectorIndex::copyRecord(const VectorIndex &other, qint64 rowid)
+{
+    if (const std::optional<std::size_t> slot = other.slotOf(rowid))
+        upsert(other.itemAt(*slot), other.vectorAt(*slot));
+    else if (other.m_unvectored.contains(rowid))
+        markUnvectored(rowid);
+    else
+        remove(rowid);
+}
 
 void VectorIndex::reset(int dimension)
 {
@@ -680,10 +740,10 @@ std::vector<qint64> VectorIndex::trackedRowids() const
     return out;
 }
 
-void VectorIndex::buildAnn(int threads)
+bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
 {
     if (m_ann || !m_loaded || m_dimension <= 0)
-        return;
+        return true;
     const std::size_t n = m_rowids.size();
     auto ann = std::make_unique<Ann>();
     ann->space = std::make_unique<DotSpace>(std::size_t(m_dimension));
@@ -697,8 +757,13 @@ void VectorIndex::buildAnn(int threads)
     std::mutex failureLock;
     auto work = [&] {
         try {
-            for (std::size_t i = next++; i < n; i = next++)
+            for (std::size_t i = next++; i < n; i = next++) {
+                if (cancel && cancel->load(std::memory_order_relaxed)) {
+                    next = n;
+                    break;
+                }
                 nodeOf[i] = g.addPoint(m_vectors.data() + i * std::size_t(m_dimension), hnswlib::labeltype(m_rowids[i]), -1);
+            }
         } catch (...) {
             std::lock_guard<std::mutex> lock(failureLock);
             failure = std::current_exception();
@@ -715,6 +780,8 @@ void VectorIndex::buildAnn(int threads)
         t.join();
     if (failure)
         std::rethrow_exception(failure);
+    if (cancel && cancel->load())
+        return false;
 
     // Attributes move to the slots the graph gave their vectors.
     auto permute = [&](auto &v) {
@@ -735,6 +802,7 @@ void VectorIndex::buildAnn(int threads)
     m_vectors = {};
     m_slotOfRow = {};
     m_ann = std::move(ann);
+    return true;
 }
 
 std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filter) const

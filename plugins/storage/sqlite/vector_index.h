@@ -7,6 +7,7 @@
 #include <QString>
 #include <QStringList>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -100,6 +101,7 @@ public:
     ~VectorIndex();
     VectorIndex(const VectorIndex &) = delete;
     VectorIndex &operator=(const VectorIndex &) = delete;
+    VectorIndex &operator=(VectorIndex &&other) noexcept;
 
     // Empties the index (flat layout) and fixes the vector length of what it will hold; marks it loaded.
     void reset(int dimension);
@@ -150,8 +152,14 @@ public:
     };
     std::vector<Judged> judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const;
 
-    // Converts the flat layout into the approximate one, inserting with `threads` threads.
-    void buildAnn(int threads);
+    // Converts the flat layout into the approximate one, inserting with `threads` threads. With
+    // `cancel`, stops soon after it is set, returning false with the index as it was (flat).
+    bool buildAnn(int threads, const std::atomic<bool> *cancel = nullptr);
+    // A copy of the flat layout (for a graph built away from this index); null for the approximate one.
+    std::unique_ptr<VectorIndex> flatCopy() const;
+    // Makes the record `rowid` what it is in `other` (same dimension): its vector and attributes, or
+    // unvectored, or absent.
+    void copyRecord(const VectorIndex &other, qint64 rowid);
 
     // The records the filter's scope, category, time, source, privacy and identity conditions select, by
     // descending cosine similarity to `query` (ties: lower rowid first). Id conditions and metadata
@@ -191,6 +199,7 @@ private:
     struct Ann;
     struct Filter;
 
+    Item itemAt(std::size_t slot) const;
     int intern(QHash<QString, int> &table, QStringList &names, const QString &value);
     int internCategories(const QStringList &categories);
     void fill(std::size_t slot, const Item &item);
