@@ -346,6 +346,35 @@ private Q_SLOTS:
         QCOMPARE(store->keywordSearch(QStringLiteral("zebra crossing 250"), {}, 1000).size(), std::size_t(1));
     }
 
+    void keywordSearchKeepsTermsNearTheCap()
+    {
+        // 200 records: the cap is 50 records. "alpha" is in 45, "beta" in 60 (over the cap, but not
+        // twice as common as alpha), "zebra" in 29 (beta is over twice as common as that).
+        test::TempStore tmp;
+        auto store = openStore(tmp.path());
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 200; ++i) {
+            QStringList words{QStringLiteral("note%1").arg(i)};
+            if (i < 45)
+                words << QStringLiteral("alpha");
+            if (i >= 100 && i < 160)
+                words << QStringLiteral("beta");
+            if (i >= 160 && i < 189)
+                words << QStringLiteral("zebra");
+            records.push_back(makeRecord(words.join(QLatin1Char(' ')), QStringLiteral("/"), Embedding(8, 0.5f)));
+        }
+        store->save(records);
+        const auto holding = [](const std::vector<ScoredRecord> &hits, const QString &word) {
+            return std::count_if(hits.begin(), hits.end(), [&](const ScoredRecord &h) { return h.record.content.contains(word); });
+        };
+        const auto near = store->keywordSearch(QStringLiteral("alpha beta"), {}, 1000);
+        QCOMPARE(holding(near, QStringLiteral("alpha")), 45);
+        QCOMPARE(holding(near, QStringLiteral("beta")), 60); // a line between them is no reason to drop beta
+        const auto far = store->keywordSearch(QStringLiteral("zebra beta"), {}, 1000);
+        QCOMPARE(holding(far, QStringLiteral("zebra")), 29);
+        QCOMPARE(holding(far, QStringLiteral("beta")), 0); // common, and over twice as common as zebra
+    }
+
     void boundedKeywordSearchKeepsTheBest_data();
     void boundedKeywordSearchKeepsTheBest();
     void keywordRowBudgetKey();

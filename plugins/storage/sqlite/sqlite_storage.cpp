@@ -2482,7 +2482,8 @@ void SqliteStorage::flushIndex()
 SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
 {
     // A term found in the content of more than `cap` records tells little (its BM25 weight is low) and
-    // would make the query score and sort a large part of the store, so it is left out. Counting stops
+    // would make the query score and sort a large part of the store, so it is left out (unless it is
+    // about as common as the query's rarest term under the cap, below). Counting stops
     // past the largest cap. (Contexts are not counted: in a conversation they repeat the neighbours'
     // content.)
     qint64 records = 0;
@@ -2499,8 +2500,7 @@ SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray
         m_termCounts.clear();
         m_termCountsRecords = records;
     }
-    QList<QPair<qint64, QByteArray>> kept; // (records holding the term, the term)
-    KeywordQuery query;
+    QList<QPair<qint64, QByteArray>> counted; // (records holding the term, the term)
     for (const QByteArray &term : terms) {
         auto known = m_termCounts.constFind(term);
         if (known == m_termCounts.constEnd()) {
@@ -2508,10 +2508,21 @@ SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray
             st.bindBytes(1, "content : " + term).bind(2, kKeywordMaxCap + 1);
             known = m_termCounts.insert(term, st.step(QStringLiteral("weighing a search term")) ? st.int64(0) : 0);
         }
-        if (*known <= cap)
-            kept.append({*known, term});
+        counted.append({*known, term});
+    }
+    // A term over the cap stays when it is about as common as the rarest term under it (at most twice
+    // as common): a cap is a line, and two words on either side of it tell about as much.
+    qint64 rarest = -1;
+    for (const auto &c : std::as_const(counted))
+        if (c.first <= cap && (rarest < 0 || c.first < rarest))
+            rarest = c.first;
+    QList<QPair<qint64, QByteArray>> kept;
+    KeywordQuery query;
+    for (const auto &c : std::as_const(counted)) {
+        if (c.first <= cap || (rarest >= 0 && c.first <= 2 * rarest && c.first <= kKeywordMaxCap))
+            kept.append(c);
         else // still part of what was asked: its (small) idf weighs in the evidence's scale
-            query.leftOutIdf += KeywordEvidence::idf(records, *known);
+            query.leftOutIdf += KeywordEvidence::idf(records, c.first);
     }
     QList<QByteArray> all;
     for (const auto &k : std::as_const(kept))
