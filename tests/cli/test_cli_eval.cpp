@@ -20,6 +20,7 @@
 // Evidence ids: 6 repaired (2 + 1 + 1 + 2), 2 dropped; 2 questions skipped; 14 turns, 14 stored.
 
 #include "cli_runner.h"
+#include "cli_test_macros.h"
 #include "temp_store.h"
 
 #include <QFile>
@@ -83,21 +84,6 @@ const QString kFixture = QStringLiteral(MNEME_LOCOMO_MINI);
 
 } // namespace
 
-#define EXPECT_EXIT(run, code) QVERIFY2((run).exitCode == (code), (run).describe().constData())
-// Success, one JSON document on stdout, nothing on stderr (which is not a terminal here).
-#define EXPECT_JSON_OK(run)                                          \
-    do {                                                             \
-        EXPECT_EXIT(run, 0);                                         \
-        QVERIFY2((run).isJson(), (run).describe().constData());      \
-        QVERIFY2((run).err.isEmpty(), (run).describe().constData()); \
-    } while (false)
-#define EXPECT_FAILURE(run, code)                                                                       \
-    do {                                                                                                \
-        EXPECT_EXIT(run, code);                                                                         \
-        QVERIFY2((run).out.isEmpty(), (run).describe().constData());                                    \
-        QVERIFY2((run).err.startsWith("mneme: "), (run).describe().constData());                        \
-        QVERIFY2((run).err.count('\n') == 1 && (run).err.endsWith('\n'), (run).describe().constData()); \
-    } while (false)
 #define EXPECT_NEAR(actual, expected, run)                                                                  \
     QVERIFY2(near((actual), (expected)),                                                                    \
              (QByteArray::number(actual) + " != " + QByteArray::number(expected) + "\n" + (run).describe()) \
