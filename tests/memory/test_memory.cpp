@@ -15,23 +15,11 @@
 using namespace mneme;
 using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
+using mneme::test::GateEmbedder;
 using mneme::test::fields;
 using mneme::test::TempStore;
 
 namespace {
-
-// Blocks every embed() call until the test releases it.
-class GateEmbedder : public FakeEmbedder
-{
-public:
-    using FakeEmbedder::FakeEmbedder;
-    QSemaphore gate;
-    std::vector<Embedding> embed(const QStringList &texts) override
-    {
-        gate.acquire();
-        return FakeEmbedder::embed(texts);
-    }
-};
 
 // Returns vectors of two lengths in one batch.
 class RaggedEmbedder : public FakeEmbedder

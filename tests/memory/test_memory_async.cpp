@@ -18,24 +18,11 @@
 using namespace mneme;
 using mneme::test::errorOf;
 using mneme::test::FakeEmbedder;
+using mneme::test::GateEmbedder;
 using mneme::test::fields;
 using mneme::test::TempStore;
 
 namespace {
-
-// Holds every embed() call until the test opens the gate, so a save stays pending meanwhile.
-class GateEmbedder : public FakeEmbedder
-{
-public:
-    using FakeEmbedder::FakeEmbedder;
-    QSemaphore gate;
-    bool isLocal() const override { return false; } // no embedding ahead: one call per batch, in its turn
-    std::vector<Embedding> embed(const QStringList &texts) override
-    {
-        gate.acquire();
-        return FakeEmbedder::embed(texts);
-    }
-};
 
 // A backend without a sorted listing of its own: StorageBackend::listOrdered's default sorts in memory.
 class UnsortedStorage : public mneme::test::CountingStorage

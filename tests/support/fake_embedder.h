@@ -4,6 +4,7 @@
 
 #include <QHash>
 #include <QMutex>
+#include <QSemaphore>
 #include <QString>
 #include <atomic>
 
@@ -34,6 +35,21 @@ private:
     QList<QStringList> m_batches;
     QString m_failure;
     std::atomic<int> m_calls{0};
+};
+
+// A FakeEmbedder that holds every embed() call until the test releases `gate`, so that a save stays
+// pending meanwhile. Not local: Memory embeds no batch ahead of its turn, one call per batch.
+class GateEmbedder : public FakeEmbedder
+{
+public:
+    using FakeEmbedder::FakeEmbedder;
+    QSemaphore gate;
+    bool isLocal() const override { return false; }
+    std::vector<Embedding> embed(const QStringList &texts) override
+    {
+        gate.acquire();
+        return FakeEmbedder::embed(texts);
+    }
 };
 
 } // namespace mneme::test
