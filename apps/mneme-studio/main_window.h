@@ -1,0 +1,62 @@
+#pragma once
+
+#include <QMainWindow>
+
+class QAction;
+class QLabel;
+class QMenu;
+class QSettings;
+class QTabWidget;
+
+namespace mneme::studio {
+
+class RecallPanel;
+class RecordsPage;
+class StoreSession;
+
+// Mneme Studio's window: one store at a time (File > New Store, Open Store, Open Recent, or the path
+// given on the command line), browsed on the Records tab and recalled from on the Recall tab. The
+// recent stores are kept in `settings` (paths only: no key, no secret is ever written there).
+class MainWindow : public QMainWindow
+{
+    Q_OBJECT
+public:
+    explicit MainWindow(QSettings &settings, QWidget *parent = nullptr);
+    ~MainWindow() override;
+
+    // Opens (or with `create` creates) the store at `path` on a worker thread; the window shows it
+    // once it is open, and says why when it cannot be.
+    void openStore(const QString &path, bool create = false);
+    QStringList recentStores() const;
+
+    StoreSession *session() const;
+    RecordsPage *recordsPage() const;
+    RecallPanel *recallPanel() const;
+    QTabWidget *tabs() const;
+    QAction *undoAction() const;
+    // The last message shown in the status bar (the last failure, when there was one).
+    QString lastMessage() const;
+
+private:
+    void createMenus();
+    void chooseStore(bool create);
+    void onOpened(const QString &path);
+    void onClosed();
+    void rememberRecent(const QString &path);
+    void fillRecentMenu();
+    void showMessage(const QString &message);
+    void showFailure(const QString &message);
+
+    QSettings &m_settings;
+    StoreSession *m_session;
+    QTabWidget *m_tabs;
+    RecordsPage *m_records;
+    RecallPanel *m_recall;
+    QLabel *m_storeLabel;
+    QMenu *m_recentMenu = nullptr;
+    QAction *m_undo = nullptr;
+    QAction *m_close = nullptr;
+    QString m_lastMessage;
+};
+
+} // namespace mneme::studio

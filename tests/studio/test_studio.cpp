@@ -1,0 +1,438 @@
+// Mneme Studio's main paths driven as a user drives them (keys, clicks) against a SQLite store on
+// disk, under QT_QPA_PLATFORM=offscreen.
+#include "main_window.h"
+#include "recall_panel.h"
+#include "record_details.h"
+#include "records_page.h"
+#include "signal_bar_delegate.h"
+#include "store_session.h"
+
+#include "tests/support/temp_store.h"
+
+#include <mneme/memory/memory.h>
+#include <mneme/models/history_model.h>
+#include <mneme/models/recall_result_model.h>
+#include <mneme/models/record_list_model.h>
+#include <mneme/models/scope_tree_model.h>
+
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QHeaderView>
+#include <QImage>
+#include <QLineEdit>
+#include <QPainter>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QStandardItemModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTest>
+#include <QTreeView>
+
+using namespace mneme;
+using namespace mneme::studio;
+
+namespace {
+
+struct Seed
+{
+    const char *content;
+    const char *scope;
+    const char *category;
+    const char *source;
+};
+
+const Seed kSeeds[] = {
+    {"We decided to use PostgreSQL for the user database.", "/project/alpha", "decision", ""},
+    {"Our staging environment uses port 8080.", "/project/alpha/infra", "ops", ""},
+    {"Acme renews their contract in March.", "/customer/acme", "contract", "user:alice"},
+    {"Bo prefers short meetings on Mondays.", "/team", "preference", ""},
+    {"The billing service retries a failed charge three times.", "/project/beta", "ops", ""},
+};
+constexpr int kSeedCount = int(std::size(kSeeds));
+
+QPushButton *buttonNamed(QWidget *root, const QString &accessibleName)
+{
+    for (QPushButton *b : root->findChildren<QPushButton *>())
+        if (b->accessibleName() == accessibleName)
+            return b;
+    return nullptr;
+}
+
+void clickRow(QTableView *view, int row, int column = 0)
+{
+    const QModelIndex index = view->model()->index(row, column);
+    view->scrollTo(index);
+    QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, view->visualRect(index).center());
+}
+
+} // namespace
+
+class TestStudio : public QObject
+{
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase();
+    void init();
+    void cleanup();
+
+    void opensAStoreFromDisk();
+    void aMissingStoreIsNamedAndNotCreated();
+    void newStoreCreatesTheFile();
+    void scopeTreeChoosesTheRecords();
+    void filtersByTextCategoryAndSource();
+    void sortsByAClickOnAColumn();
+    void editSaveForgetAndUndo();
+    void recallShowsEachSignalAsABar();
+    void signalBarIsAsLongAsItsValue_data();
+    void signalBarIsAsLongAsItsValue();
+    void everyControlHasAnAccessibleName();
+
+private:
+    void openSeeded();
+    int rowOfContent(const QString &content) const;
+
+    test::TempStore m_dir;
+    QString m_seed;  // the seeded store, made once
+    QString m_store; // this test's copy of it
+    int m_copies = 0;
+    std::unique_ptr<QSettings> m_settings;
+    std::unique_ptr<MainWindow> m_window;
+};
+
+void TestStudio::initTestCase()
+{
+    // One store on disk, made the way any program would make it; each test opens it in a new window.
+    m_seed = m_dir.path(QStringLiteral("seed.db"));
+    MemoryConfig config;
+    config.storage = Json(m_seed.toStdString());
+    Memory memory(config);
+    for (const Seed &s : kSeeds) {
+        RememberOptions o;
+        o.scope = QString::fromUtf8(s.scope);
+        o.categories = QStringList{QString::fromUtf8(s.category)};
+        o.source = QString::fromUtf8(s.source);
+        memory.remember(QString::fromUtf8(s.content), o);
+    }
+}
+
+void TestStudio::init()
+{
+    // Each test edits its own copy of the seeded store (closed, so the file is the whole store).
+    m_store = m_dir.path(QStringLiteral("studio-%1.db").arg(++m_copies));
+    QVERIFY(QFile::copy(m_seed, m_store));
+    m_settings = std::make_unique<QSettings>(m_dir.path(QStringLiteral("studio-%1.ini").arg(m_copies)), QSettings::IniFormat);
+    m_window = std::make_unique<MainWindow>(*m_settings);
+    m_window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(m_window.get()));
+}
+
+void TestStudio::cleanup()
+{
+    m_window.reset();
+    m_settings.reset();
+}
+
+void TestStudio::openSeeded()
+{
+    m_window->openStore(m_store);
+    QTRY_VERIFY(m_window->session()->memory() != nullptr);
+    RecordListModel *records = m_window->recordsPage()->recordModel();
+    QTRY_COMPARE(records->totalCount(), kSeedCount);
+    QTRY_COMPARE(records->rowCount(), kSeedCount);
+}
+
+int TestStudio::rowOfContent(const QString &content) const
+{
+    const RecordListModel *records = m_window->recordsPage()->recordModel();
+    for (int row = 0; row < records->rowCount(); ++row)
+        if (records->recordAt(row).content == content)
+            return row;
+    return -1;
+}
+
+void TestStudio::opensAStoreFromDisk()
+{
+    openSeeded();
+    QCOMPARE(m_window->session()->path(), m_store);
+    QVERIFY(m_window->windowTitle().contains(QFileInfo(m_store).fileName()));
+    QCOMPARE(m_window->recentStores(), QStringList{m_store});
+    QCOMPARE(m_settings->value(QStringLiteral("recentStores")).toStringList(), QStringList{m_store});
+    // The scope tree shows the root with every record, opened one level.
+    ScopeTreeModel *scopes = m_window->recordsPage()->scopeModel();
+    QTRY_VERIFY(scopes->indexOfPath(QStringLiteral("/project")).isValid());
+    const QModelIndex root = scopes->index(0, ScopeTreeModel::CountColumn);
+    QCOMPARE(root.data(ScopeTreeModel::RecordCountRole).toInt(), kSeedCount);
+    QVERIFY(m_window->recordsPage()->scopeView()->isExpanded(scopes->index(0, 0)));
+}
+
+void TestStudio::aMissingStoreIsNamedAndNotCreated()
+{
+    const QString missing = m_dir.path(QStringLiteral("nowhere/missing.db"));
+    m_window->openStore(missing);
+    QTRY_VERIFY(m_window->lastMessage().contains(QStringLiteral("There is no store at")));
+    QVERIFY(m_window->lastMessage().contains(QStringLiteral("New Store")));
+    QVERIFY(!QFileInfo::exists(missing));
+    QVERIFY(m_window->session()->memory() == nullptr);
+    QVERIFY(!m_window->recordsPage()->isEnabled());
+}
+
+void TestStudio::newStoreCreatesTheFile()
+{
+    const QString fresh = m_dir.path(QStringLiteral("made/here/new.db"));
+    m_window->openStore(fresh, true);
+    QTRY_VERIFY(m_window->session()->memory() != nullptr);
+    QVERIFY(QFileInfo::exists(fresh));
+    QTRY_VERIFY(!m_window->recordsPage()->recordModel()->isLoading());
+    QCOMPARE(m_window->recordsPage()->recordModel()->rowCount(), 0);
+    // Opening the seeded store afterwards replaces it; the recent list holds both, newest first.
+    openSeeded();
+    QCOMPARE(m_window->recentStores(), (QStringList{m_store, fresh}));
+}
+
+void TestStudio::scopeTreeChoosesTheRecords()
+{
+    openSeeded();
+    RecordsPage *page = m_window->recordsPage();
+    QTreeView *tree = page->scopeView();
+    ScopeTreeModel *scopes = page->scopeModel();
+    QTRY_VERIFY(scopes->indexOfPath(QStringLiteral("/project")).isValid());
+    const QModelIndex project = scopes->indexOfPath(QStringLiteral("/project"));
+    QTest::mouseClick(tree->viewport(), Qt::LeftButton, {}, tree->visualRect(project).center());
+    QTRY_COMPARE(page->recordModel()->totalCount(), 3);
+    QTRY_COMPARE(page->recordModel()->rowCount(), 3);
+
+    // The keyboard moves through the tree: Up goes back to the root, every record again.
+    tree->setFocus();
+    QTest::keyClick(tree, Qt::Key_Home);
+    QTRY_COMPARE(page->recordModel()->totalCount(), kSeedCount);
+    // Right opens /customer (its children are read on demand), Down then chooses it.
+    QTest::keyClick(tree, Qt::Key_Down);
+    QCOMPARE(scopes->pathAt(tree->currentIndex()), QStringLiteral("/customer"));
+    QTRY_COMPARE(page->recordModel()->totalCount(), 1);
+    QTest::keyClick(tree, Qt::Key_Right);
+    QTRY_VERIFY(scopes->indexOfPath(QStringLiteral("/customer/acme")).isValid());
+    QTest::keyClick(tree, Qt::Key_Down);
+    QCOMPARE(scopes->pathAt(tree->currentIndex()), QStringLiteral("/customer/acme"));
+    QTRY_COMPARE(page->recordModel()->rowCount(), 1);
+    QCOMPARE(page->recordModel()->recordAt(0).content, QStringLiteral("Acme renews their contract in March."));
+}
+
+void TestStudio::filtersByTextCategoryAndSource()
+{
+    openSeeded();
+    RecordsPage *page = m_window->recordsPage();
+    RecordListModel *records = page->recordModel();
+
+    QTest::keyClicks(page->textFilter(), QStringLiteral("STAGING"));
+    QTRY_COMPARE(records->totalCount(), 1);
+    QCOMPARE(records->recordAt(0).content, QStringLiteral("Our staging environment uses port 8080."));
+    page->textFilter()->clear();
+    QTRY_COMPARE(records->totalCount(), kSeedCount);
+
+    // The category list is read from the store, with counts; choosing one by keyboard filters.
+    QComboBox *category = page->categoryFilter();
+    QTRY_VERIFY(category->findData(QStringLiteral("ops")) > 0);
+    QCOMPARE(category->itemText(category->findData(QStringLiteral("ops"))), QStringLiteral("ops (2)"));
+    category->setFocus();
+    while (category->currentData().toString() != QStringLiteral("ops"))
+        QTest::keyClick(category, Qt::Key_Down);
+    QTRY_COMPARE(records->totalCount(), 2);
+    QTest::keyClick(category, Qt::Key_Home);
+    QTRY_COMPARE(records->totalCount(), kSeedCount);
+
+    QTest::keyClicks(page->sourceFilter(), QStringLiteral("user:alice"));
+    QTRY_COMPARE(records->totalCount(), 1);
+    QCOMPARE(records->recordAt(0).source, QStringLiteral("user:alice"));
+}
+
+void TestStudio::sortsByAClickOnAColumn()
+{
+    openSeeded();
+    QTableView *table = m_window->recordsPage()->recordView();
+    RecordListModel *records = m_window->recordsPage()->recordModel();
+    QHeaderView *header = table->horizontalHeader();
+    const QPoint contentHeader(header->sectionViewportPosition(RecordListModel::ContentColumn) + 10, header->height() / 2);
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, contentHeader);
+    QTRY_COMPARE(records->recordAt(0).content, QStringLiteral("Acme renews their contract in March."));
+    const Qt::SortOrder first = header->sortIndicatorOrder();
+    QTest::mouseClick(header->viewport(), Qt::LeftButton, {}, contentHeader);
+    QCOMPARE_NE(header->sortIndicatorOrder(), first);
+    QTRY_COMPARE(records->recordAt(0).content, QStringLiteral("We decided to use PostgreSQL for the user database."));
+}
+
+void TestStudio::editSaveForgetAndUndo()
+{
+    openSeeded();
+    RecordsPage *page = m_window->recordsPage();
+    RecordDetails *details = page->details();
+    RecordListModel *records = page->recordModel();
+    const QString before = QStringLiteral("Bo prefers short meetings on Mondays.");
+    const QString after = QStringLiteral("Bo prefers short meetings on Tuesdays.");
+
+    const int row = rowOfContent(before);
+    QVERIFY(row >= 0);
+    clickRow(page->recordView(), row);
+    const QString id = records->recordAt(row).id;
+    QCOMPARE(details->recordId(), id);
+    auto *history = details->findChild<HistoryModel *>();
+    QVERIFY(history);
+    QTRY_COMPARE(history->rowCount(), 1); // ADD
+
+    // Edit the content with the keyboard and save with the button.
+    auto *content = details->findChild<QPlainTextEdit *>();
+    QCOMPARE(content->toPlainText(), before);
+    content->setFocus();
+    QTest::keyClick(content, Qt::Key_A, Qt::ControlModifier);
+    QTest::keyClicks(content, after);
+    QVERIFY(details->hasUnsavedEdits());
+    QPushButton *save = buttonNamed(details, QStringLiteral("Save the edits"));
+    QVERIFY(save && save->isEnabled());
+    QTest::mouseClick(save, Qt::LeftButton);
+    QTRY_COMPARE(history->rowCount(), 2); // ADD, UPDATE
+    QCOMPARE(history->entryAt(1).event, HistoryEntry::Event::Update);
+    QTRY_VERIFY(rowOfContent(after) >= 0);
+    QVERIFY(!details->hasUnsavedEdits());
+    QCOMPARE(m_window->session()->memory()->get(id, ReadContext::asCurator())->content, after);
+
+    // Forget it: the row goes, Edit > Undo (Ctrl+Z) brings it back, chosen again.
+    QPushButton *forget = buttonNamed(details, QStringLiteral("Forget the record"));
+    QTest::mouseClick(forget, Qt::LeftButton);
+    QTRY_COMPARE(records->totalCount(), kSeedCount - 1);
+    QTRY_COMPARE(rowOfContent(after), -1);
+    QVERIFY(details->recordId() != id); // the row after it is chosen
+    QVERIFY(!m_window->session()->memory()->get(id, ReadContext::asCurator()).has_value());
+    QVERIFY(m_window->undoAction()->isEnabled());
+    m_window->activateWindow();
+    QTest::keyClick(m_window.get(), Qt::Key_Z, Qt::ControlModifier);
+    QTRY_COMPARE(records->totalCount(), kSeedCount);
+    QTRY_COMPARE(details->recordId(), id);
+    QTRY_COMPARE(page->recordView()->currentIndex().row(), rowOfContent(after));
+    QCOMPARE(m_window->session()->memory()->get(id, ReadContext::asCurator())->content, after);
+
+    // Ctrl+Z again reverts the save (its fields written back; the history keeps every step).
+    QTest::keyClick(m_window.get(), Qt::Key_Z, Qt::ControlModifier);
+    QTRY_VERIFY(rowOfContent(before) >= 0);
+    QTRY_COMPARE(content->toPlainText(), before);
+    QVERIFY(!m_window->undoAction()->isEnabled());
+    QCOMPARE(m_window->session()->memory()->get(id, ReadContext::asCurator())->content, before);
+}
+
+void TestStudio::recallShowsEachSignalAsABar()
+{
+    openSeeded();
+    RecallPanel *recall = m_window->recallPanel();
+    QTest::keyClick(m_window.get(), Qt::Key_2, Qt::ControlModifier); // View > Recall
+    QCOMPARE(m_window->tabs()->currentWidget(), recall);
+    QTest::keyClicks(recall->queryEdit(), QStringLiteral("Which database did we choose?"));
+    QTest::keyClick(recall->queryEdit(), Qt::Key_Return);
+    RecallResultModel *results = recall->resultModel();
+    QTRY_VERIFY(results->rowCount() > 0);
+    QVERIFY(!results->isLoading());
+    const MemoryMatch best = results->matchAt(0);
+    QCOMPARE(best.record.content, QStringLiteral("We decided to use PostgreSQL for the user database."));
+    QVERIFY(!best.matchReasons.isEmpty());
+    QVERIFY(results->index(0, RecallResultModel::ReasonsColumn).data().toString().contains(best.matchReasons.first()));
+
+    // Each signal column of the matches is drawn as a bar in the palette's highlight colour.
+    QTableView *view = recall->resultView();
+    view->clearSelection();
+    view->setCurrentIndex({});
+    const QImage shot = view->viewport()->grab().toImage();
+    const QColor bar = view->palette().color(QPalette::Highlight);
+    const QModelIndex semantic = results->index(0, RecallResultModel::SemanticColumn);
+    QVERIFY(best.signalValues.semantic > 0.05);
+    const QRect cell = view->visualRect(semantic);
+    int barPixels = 0;
+    for (int x = cell.left(); x <= cell.right(); ++x)
+        barPixels += shot.pixelColor(x, cell.center().y()) == bar;
+    QVERIFY2(barPixels > 2, qPrintable(QStringLiteral("%1 bar pixels").arg(barPixels)));
+
+    // Choosing a match shows it whole with its reasons; a narrower scope finds nothing there.
+    clickRow(view, 0, RecallResultModel::ContentColumn);
+    QVERIFY(recall->matchView()->toPlainText().contains(QStringLiteral("Matched by: ")));
+    QTest::keyClicks(recall->scopeEdit(), QStringLiteral("/customer"));
+    QTest::keyClick(recall->queryEdit(), Qt::Key_Return);
+    QTRY_VERIFY(!results->isLoading());
+    for (int row = 0; row < results->rowCount(); ++row)
+        QVERIFY(results->matchAt(row).record.scope.startsWith(QStringLiteral("/customer")));
+}
+
+void TestStudio::signalBarIsAsLongAsItsValue_data()
+{
+    QTest::addColumn<double>("value");
+    QTest::newRow("none") << 0.0;
+    QTest::newRow("quarter") << 0.25;
+    QTest::newRow("half") << 0.5;
+    QTest::newRow("all") << 1.0;
+    QTest::newRow("over one is full") << 1.7;
+}
+
+void TestStudio::signalBarIsAsLongAsItsValue()
+{
+    QFETCH(double, value);
+    QStandardItemModel model(1, 1);
+    model.setData(model.index(0, 0), value, Qt::UserRole);
+    model.setData(model.index(0, 0), QString::number(value, 'f', 2), Qt::DisplayRole);
+    QTableView view;
+    view.setModel(&model);
+    SignalBarDelegate delegate;
+    QStyleOptionViewItem option;
+    option.initFrom(&view);
+    option.rect = QRect(0, 0, 160, 24);
+    option.state |= QStyle::State_Enabled;
+    QImage image(option.rect.size(), QImage::Format_ARGB32);
+    image.fill(option.palette.color(QPalette::Base));
+    {
+        QPainter painter(&image);
+        delegate.paint(&painter, option, model.index(0, 0));
+    }
+    const QRect track = SignalBarDelegate::trackRect(option);
+    QVERIFY(track.width() > 50);
+    const QColor bar = option.palette.color(QPalette::Highlight);
+    int filled = 0;
+    for (int x = track.left(); x <= track.right(); ++x)
+        filled += image.pixelColor(x, track.center().y()) == bar;
+    const double expected = qBound(0.0, value, 1.0) * track.width();
+    QVERIFY2(qAbs(filled - expected) <= 1.0, qPrintable(QStringLiteral("%1 filled, %2 expected").arg(filled).arg(expected)));
+}
+
+void TestStudio::everyControlHasAnAccessibleName()
+{
+    openSeeded();
+    // A part of a compound control (a combo box's list, a table's headers, a spin box's line edit)
+    // is named by the control it belongs to.
+    const auto isPart = [](const QWidget *w) {
+        if (w->inherits("QHeaderView") || w->inherits("QTabBar") || w->inherits("QToolButton")
+            || qstrcmp(w->metaObject()->className(), "QTableCornerButton") == 0)
+            return true;
+        for (const QWidget *p = w->parentWidget(); p; p = p->parentWidget())
+            if (qobject_cast<const QComboBox *>(p) || qobject_cast<const QAbstractSpinBox *>(p) || qobject_cast<const QLineEdit *>(p))
+                return true;
+        return false;
+    };
+    QStringList unnamed;
+    for (QWidget *w : m_window->findChildren<QWidget *>()) {
+        const bool control = qobject_cast<QLineEdit *>(w) || qobject_cast<QAbstractButton *>(w) || qobject_cast<QComboBox *>(w)
+                          || qobject_cast<QAbstractItemView *>(w) || qobject_cast<QPlainTextEdit *>(w)
+                          || qobject_cast<QAbstractSpinBox *>(w);
+        if (control && !isPart(w) && w->accessibleName().isEmpty())
+            unnamed << QStringLiteral("%1 %2").arg(QString::fromLatin1(w->metaObject()->className()), w->objectName());
+    }
+    QVERIFY2(unnamed.isEmpty(), qPrintable(unnamed.join(QStringLiteral(", "))));
+    // Every control is reached with Tab: the records page's order runs tree, filters, table, details.
+    RecordsPage *page = m_window->recordsPage();
+    m_window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
+    page->scopeView()->setFocus();
+    QTest::keyClick(page->scopeView(), Qt::Key_Tab);
+    QCOMPARE(QApplication::focusWidget(), page->textFilter());
+    QTest::keyClick(page->textFilter(), Qt::Key_Tab);
+    QCOMPARE(QApplication::focusWidget(), page->categoryFilter());
+}
+
+QTEST_MAIN(TestStudio)
+#include "test_studio.moc"
