@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= 2
 PREFIX ?= /usr/local
 
-.PHONY: all deps deps-sanitizers node-deps configure build demo test bench soak fuzz fuzz-ci test-asan test-tsan install package check-packages clean
+.PHONY: all deps deps-sanitizers node-deps configure build demo test bench screenshots soak fuzz fuzz-ci test-asan test-tsan install package check-packages clean
 
 all: build
 
@@ -41,6 +41,12 @@ bench: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme-bench mneme-bench-gui
 	$(BUILD_DIR)/bin/mneme-bench
 	$(BUILD_DIR)/bin/mneme-bench-gui
+
+# Mneme Studio's main views rendered under Xvfb (the platform's real style and fonts) into
+# docs/screenshots/*.png, shown in the README.
+screenshots: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target mneme-studio-screenshots
+	xvfb-run -a -s "-screen 0 1600x1000x24" $(BUILD_DIR)/bin/mneme-studio-screenshots docs/screenshots
 
 # The soak and scale tests (CTest label `slow`, left out of `make test`): crashes of a writer at
 # random moments, sweeps of storage faults, thousands of recalls across sources, large stores.

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages Mneme builds with, when any is missing.
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 #   scripts/install-deps.sh             the build and the tests (PostgreSQL 15 for the tests of a shared
-#                                       store, run as throwaway clusters by scripts/pg-cluster.sh)
+#                                       store, run as throwaway clusters by scripts/pg-cluster.sh; Xvfb
+#                                       for `make screenshots`)
 #   scripts/install-deps.sh sanitizers  clang and its sanitizer and libFuzzer runtimes (make fuzz)
 set -euo pipefail
 
@@ -21,6 +22,8 @@ packages=(
   file
   postgresql-15
   libpq-dev
+  xvfb
+  xauth
 )
 if [ "${1:-}" = sanitizers ]; then
   packages=(clang libclang-rt-14-dev)

@@ -58,6 +58,7 @@ RecallPanel::RecallPanel(QWidget *parent)
     m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_table->setWordWrap(false);
     m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
     auto *bars = new SignalBarDelegate(m_table);
     QHeaderView *header = m_table->horizontalHeader();
     for (int column : {RecallResultModel::ScoreColumn, RecallResultModel::SemanticColumn, RecallResultModel::KeywordColumn,

@@ -79,6 +79,7 @@ RecordDetails::RecordDetails(QWidget *parent)
     m_historyView->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_historyView->setWordWrap(false);
     m_historyView->verticalHeader()->hide();
+    m_historyView->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
     m_historyView->horizontalHeader()->setStretchLastSection(true);
     m_historyView->horizontalHeader()->setSectionResizeMode(HistoryModel::EventColumn, QHeaderView::ResizeToContents);
     m_historyView->horizontalHeader()->setSectionResizeMode(HistoryModel::AtColumn, QHeaderView::ResizeToContents);

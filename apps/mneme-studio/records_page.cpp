@@ -66,8 +66,14 @@ RecordsPage::RecordsPage(QWidget *parent)
     m_table->setWordWrap(false);
     m_table->setAlternatingRowColors(true);
     m_table->verticalHeader()->hide();
-    m_table->horizontalHeader()->setSectionResizeMode(RecordListModel::ContentColumn, QHeaderView::Stretch);
-    m_table->setColumnWidth(RecordListModel::ScopeColumn, 130);
+    m_table->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
+    QHeaderView *columns = m_table->horizontalHeader();
+    columns->setSectionResizeMode(RecordListModel::ContentColumn, QHeaderView::Stretch);
+    columns->setSectionResizeMode(RecordListModel::CreatedColumn, QHeaderView::ResizeToContents);
+    m_table->setColumnWidth(RecordListModel::ScopeColumn, fontMetrics().horizontalAdvance(QStringLiteral("/project/alpha/infra___")));
+    m_table->setColumnWidth(RecordListModel::CategoriesColumn, fontMetrics().horizontalAdvance(QStringLiteral("Categories____")));
+    m_table->setColumnWidth(RecordListModel::ImportanceColumn, fontMetrics().horizontalAdvance(QStringLiteral("Importance__")));
+    m_table->setColumnWidth(RecordListModel::SourceColumn, fontMetrics().horizontalAdvance(QStringLiteral("user:alice__")));
     m_table->setColumnHidden(RecordListModel::UpdatedColumn, true);
 
     auto *filterLabel = new QLabel(tr("F&ilter:"), this);
@@ -91,7 +97,7 @@ RecordsPage::RecordsPage(QWidget *parent)
     splitter->setStretchFactor(0, 1);
     splitter->setStretchFactor(1, 3);
     splitter->setStretchFactor(2, 2);
-    splitter->setSizes({200, 560, 380});
+    splitter->setSizes({190, 760, 380});
     auto *layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(splitter);

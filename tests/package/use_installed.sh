@@ -61,4 +61,9 @@ db=$work/cli.db
 "$mneme" --db "$db" remember "The deploy window is Friday afternoon." --scope /ops > /dev/null
 "$mneme" --db "$db" --json recall "when do we deploy" | grep -q 'deploy window' || fail "the installed mneme did not recall"
 
+echo "== the installed desktop app"
+studio=$prefix/bin/mneme-studio
+[ "$(QT_QPA_PLATFORM=offscreen "$studio" --version)" = "mneme-studio 0.2.0" ] \
+  || fail "mneme-studio --version says $(QT_QPA_PLATFORM=offscreen "$studio" --version 2>&1)"
+
 echo "check_install: passed ($prefix)"
