@@ -1,20 +1,24 @@
 #include "main_window.h"
 
+#include "counted.h"
 #include "recall_panel.h"
 #include "records_page.h"
 #include "store_session.h"
+#include "transfer_job.h"
 
 #include <mneme/memory/memory.h>
 #include <mneme/memory/memory_config.h>
 
 #include <QAction>
 #include <QApplication>
+#include <QCloseEvent>
 #include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QProgressDialog>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -26,6 +30,7 @@ namespace {
 const QString kRecentKey = QStringLiteral("recentStores");
 constexpr int kMaxRecent = 8;
 const QString kStoreFilter = QObject::tr("Mneme stores (*.db *.sqlite *.sqlite3);;All files (*)");
+const QString kRecordFilter = QObject::tr("Records, JSON Lines (*.jsonl *.json);;All files (*)");
 
 } // namespace
 
@@ -70,6 +75,10 @@ MainWindow::MainWindow(QSettings &settings, QWidget *parent)
 
 MainWindow::~MainWindow()
 {
+    if (m_job) { // the worker uses the store: stop it before the store closes
+        m_job->cancel();
+        m_job->waitForFinished();
+    }
     m_session->close(); // the views let go of the Memory before they are destroyed
 }
 
@@ -84,6 +93,19 @@ void MainWindow::createMenus()
     connect(m_recentMenu, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     m_close = file->addAction(tr("&Close Store"), m_session, &StoreSession::close);
     m_close->setShortcut(QKeySequence::Close);
+    file->addSeparator();
+    m_import = file->addAction(tr("&Import Records…"), this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Import Records"), QDir::homePath(), kRecordFilter);
+        if (!path.isEmpty())
+            importFile(path);
+    });
+    m_import->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    m_export = file->addAction(tr("&Export Records…"), this, [this] {
+        const QString path = QFileDialog::getSaveFileName(this, tr("Export Records"), QDir::home().filePath(QStringLiteral("records.jsonl")), kRecordFilter);
+        if (!path.isEmpty())
+            exportTo(path);
+    });
+    m_export->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     file->addSeparator();
     QAction *quit = file->addAction(tr("&Quit"), this, &QWidget::close);
     quit->setShortcut(QKeySequence::Quit);
@@ -112,6 +134,10 @@ void MainWindow::chooseStore(bool create)
 
 void MainWindow::openStore(const QString &path, bool create)
 {
+    if (m_job) {
+        showMessage(tr("Wait for the import or export to finish (or cancel it) before opening another store."));
+        return;
+    }
     m_session->open(path, create);
 }
 
@@ -120,7 +146,7 @@ void MainWindow::onOpened(const QString &path)
     Memory *memory = m_session->memory();
     m_records->setMemory(memory);
     m_recall->setMemory(memory);
-    m_close->setEnabled(true);
+    updateActions();
     m_storeLabel->setText(QDir::toNativeSeparators(path));
     setWindowTitle(tr("%1 — Mneme Studio").arg(QFileInfo(path).fileName()));
     rememberRecent(path);
@@ -131,8 +157,8 @@ void MainWindow::onClosed()
 {
     m_records->setMemory(nullptr);
     m_recall->setMemory(nullptr);
-    m_close->setEnabled(false);
     m_undo->setEnabled(false);
+    updateActions();
     m_storeLabel->setText(tr("No store open: File > Open Store or New Store"));
     setWindowTitle(tr("Mneme Studio"));
 }
@@ -180,6 +206,105 @@ void MainWindow::showFailure(const QString &message)
     auto *box = new QMessageBox(QMessageBox::Warning, tr("Mneme Studio"), message, QMessageBox::Ok, this);
     box->setAttribute(Qt::WA_DeleteOnClose);
     box->open(); // window-modal, never a nested event loop
+}
+
+void MainWindow::updateActions()
+{
+    const bool open = m_session->memory() != nullptr;
+    const bool idle = m_job == nullptr;
+    m_close->setEnabled(open && idle);
+    m_import->setEnabled(open && idle && !m_session->memory()->isReadOnly());
+    m_export->setEnabled(open && idle);
+}
+
+void MainWindow::importFile(const QString &file)
+{
+    if (!m_session->memory() || m_job)
+        return;
+    startTransfer(TransferJob::startImport(m_session->memory(), file, this));
+}
+
+void MainWindow::exportTo(const QString &file)
+{
+    if (!m_session->memory() || m_job)
+        return;
+    startTransfer(TransferJob::startExport(m_session->memory(), file, this));
+}
+
+// The store stays open while a job uses it: Close, Open and Quit wait for it (the dialog is modal
+// to the window, Quit cancels the job and closes the window when it has stopped).
+void MainWindow::startTransfer(TransferJob *job)
+{
+    m_job = job;
+    const bool import = job->isImport();
+    auto *dialog = new QProgressDialog(import ? tr("Importing %1…").arg(QFileInfo(job->file()).fileName())
+                                              : tr("Exporting to %1…").arg(QFileInfo(job->file()).fileName()),
+                                       tr("Cancel"), 0, 0, this);
+    dialog->setWindowTitle(import ? tr("Import Records") : tr("Export Records"));
+    dialog->setAccessibleName(dialog->windowTitle());
+    dialog->setWindowModality(Qt::WindowModal);
+    dialog->setAutoClose(false);
+    dialog->setAutoReset(false);
+    dialog->setMinimumDuration(0);
+    connect(dialog, &QProgressDialog::canceled, job, [dialog, job] {
+        job->cancel();
+        dialog->setLabelText(tr("Stopping after the current batch…"));
+    });
+    connect(job, &TransferJob::progress, dialog, [dialog](int done, int total, const QString &step) {
+        dialog->setMaximum(total);
+        dialog->setValue(done);
+        if (!dialog->wasCanceled())
+            dialog->setLabelText(step);
+    });
+    connect(job, &TransferJob::finished, this, [this, import](const TransferJob::Outcome &outcome, const QString &error) {
+        transferFinished(import, outcome.done, outcome.skipped, outcome.cancelled, error);
+    });
+    m_progress = dialog;
+    m_progress->show();
+    updateActions();
+}
+
+void MainWindow::transferFinished(bool import, int done, int skipped, bool cancelled, const QString &error)
+{
+    const QString file = m_job->file();
+    m_job->deleteLater();
+    m_job = nullptr;
+    m_progress->deleteLater();
+    m_progress = nullptr;
+    updateActions();
+    if (!error.isEmpty())
+        showFailure(error);
+    else if (import && cancelled)
+        showMessage(tr("Import cancelled: %1 imported before it stopped.").arg(records(done)));
+    else if (import)
+        showMessage(tr("Imported %1 (%2 skipped: already in the store).").arg(records(done), QLocale().toString(skipped)));
+    else if (cancelled)
+        showMessage(tr("Export cancelled: %1 was not written.").arg(QDir::toNativeSeparators(file)));
+    else
+        showMessage(tr("Exported %1 to %2.").arg(records(done), QDir::toNativeSeparators(file)));
+    if (m_closeWhenDone)
+        close();
+}
+
+void MainWindow::closeEvent(QCloseEvent *event)
+{
+    if (m_job) {
+        m_closeWhenDone = true;
+        m_job->cancel();
+        event->ignore();
+        return;
+    }
+    QMainWindow::closeEvent(event);
+}
+
+TransferJob *MainWindow::transferJob() const
+{
+    return m_job;
+}
+
+QProgressDialog *MainWindow::progressDialog() const
+{
+    return m_progress;
 }
 
 StoreSession *MainWindow::session() const

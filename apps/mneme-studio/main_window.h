@@ -3,8 +3,10 @@
 #include <QMainWindow>
 
 class QAction;
+class QCloseEvent;
 class QLabel;
 class QMenu;
+class QProgressDialog;
 class QSettings;
 class QTabWidget;
 
@@ -13,6 +15,7 @@ namespace mneme::studio {
 class RecallPanel;
 class RecordsPage;
 class StoreSession;
+class TransferJob;
 
 // Mneme Studio's window: one store at a time (File > New Store, Open Store, Open Recent, or the path
 // given on the command line), browsed on the Records tab and recalled from on the Recall tab. The
@@ -28,6 +31,13 @@ public:
     // once it is open, and says why when it cannot be.
     void openStore(const QString &path, bool create = false);
     QStringList recentStores() const;
+    // Imports the records of `file` (the format of `mneme export`) into the open store, or exports
+    // the store's records to `file`, on a worker thread behind a progress dialog with Cancel.
+    void importFile(const QString &file);
+    void exportTo(const QString &file);
+    // The import or export running, else null; and its progress dialog.
+    TransferJob *transferJob() const;
+    QProgressDialog *progressDialog() const;
 
     StoreSession *session() const;
     RecordsPage *recordsPage() const;
@@ -37,8 +47,14 @@ public:
     // The last message shown in the status bar (the last failure, when there was one).
     QString lastMessage() const;
 
+protected:
+    void closeEvent(QCloseEvent *event) override;
+
 private:
     void createMenus();
+    void startTransfer(TransferJob *job);
+    void transferFinished(bool import, int done, int skipped, bool cancelled, const QString &error);
+    void updateActions();
     void chooseStore(bool create);
     void onOpened(const QString &path);
     void onClosed();
@@ -56,6 +72,11 @@ private:
     QMenu *m_recentMenu = nullptr;
     QAction *m_undo = nullptr;
     QAction *m_close = nullptr;
+    QAction *m_import = nullptr;
+    QAction *m_export = nullptr;
+    TransferJob *m_job = nullptr;
+    QProgressDialog *m_progress = nullptr;
+    bool m_closeWhenDone = false;
     QString m_lastMessage;
 };
 

@@ -1,5 +1,6 @@
 #include "recall_panel.h"
 
+#include "counted.h"
 #include "signal_bar_delegate.h"
 #include "store_session.h"
 
@@ -161,8 +162,8 @@ void RecallPanel::showSummary()
     else if (m_results->query().isEmpty())
         m_summary->setText(tr("Type a query and press Enter: each match shows its score and each signal as a bar."));
     else
-        m_summary->setText(tr("%n match(es) for “%1” in %2 ms.", nullptr, m_results->rowCount())
-                               .arg(m_results->query(), QLocale().toString(m_results->queryTimeMs(), 'f', 0)));
+        m_summary->setText(tr("%1 for “%2” in %3 ms.")
+                               .arg(counted(m_results->rowCount(), tr("match"), tr("matches")), m_results->query(), QLocale().toString(m_results->queryTimeMs(), 'f', 0)));
 }
 
 void RecallPanel::showMatch()

@@ -1,5 +1,6 @@
 #include "records_page.h"
 
+#include "counted.h"
 #include "future_call.h"
 #include "record_details.h"
 #include "store_session.h"
@@ -225,7 +226,7 @@ void RecordsPage::updateCount()
     else if (m_records->isLoading() && m_records->rowCount() == 0)
         m_count->setText(tr("Reading…"));
     else
-        m_count->setText(tr("%n record(s)", nullptr, m_records->totalCount()));
+        m_count->setText(records(m_records->totalCount()));
 }
 
 void RecordsPage::onWritten(const MemoryRecord &before, const QString &what)

@@ -1,6 +1,6 @@
 #pragma once
 
-#include <mneme/memory/memory_config.h>
+#include <mneme/memory/record_file.h>
 
 #include "input_lines.h"
 
@@ -11,10 +11,9 @@
 
 namespace mneme::cli {
 
-// Reads the JSON Lines `mneme export` writes: per line a record's JSON plus "embedding" (array of
-// numbers) and "embedder" (the id of the embedder that computed it). The whole input is checked
-// before anything is returned; the first bad line throws Error(InvalidArgument) naming it
-// (Error(PermissionDenied) for a private record without a source).
+// Reads the JSON Lines `mneme export` writes (RecordFileReader, docs/storage-format.md): the whole
+// input is checked before anything is returned; the first bad line throws Error(InvalidArgument)
+// naming the file and the line (Error(PermissionDenied) for a private record without a source).
 class RecordFileParser
 {
 public:
@@ -26,12 +25,7 @@ public:
     QList<MemoryRecord> parse(const InputLines &input) const;
 
 private:
-    MemoryRecord parseLine(const InputLines &input, const InputLines::Line &line) const;
-
-    bool m_keepEmbeddings;
-    QString m_embedderId;
-    int m_dimension;
-    MemoryConfig m_config;
+    RecordFileReader::Options m_options;
 };
 
 } // namespace mneme::cli

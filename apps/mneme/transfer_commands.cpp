@@ -10,24 +10,13 @@
 #include <mneme/core/error.h>
 #include <mneme/core/record_filter.h>
 
+#include <mneme/memory/record_file.h>
+
 #include <QSaveFile>
-#include <charconv>
 
 namespace mneme::cli {
 
 namespace {
-
-// The float as the shortest decimal that reads back as the same float, so exported vectors stay
-// compact ("0.1", not "0.10000000149011612") and import restores them bit for bit.
-double shortestDecimal(float x)
-{
-    char buffer[64];
-    const auto written = std::to_chars(buffer, buffer + sizeof buffer, x);
-    double value = double(x);
-    if (written.ec == std::errc())
-        std::from_chars(buffer, written.ptr, value);
-    return value;
-}
 
 // An error of a later batch, saying what earlier batches already did.
 Error afterPartialWork(const Error &e, int done, const QString &what)
@@ -109,8 +98,7 @@ void TransferCommands::exportRecords()
 
     const ReadContext reader = a.reader();
     Memory &memory = m_ctx.memory();
-    const std::optional<EmbedderBinding> binding = memory.storage().embedderBinding();
-    const std::string embedderId = (binding ? binding->embedderId : memory.embedder().id()).toStdString();
+    const QString embedderId = RecordFile::embedderIdOf(memory);
     const int total = memory.storage().count(RecordFilter());
     RecordFilter visible;
     reader.restrict(visible);
@@ -121,16 +109,8 @@ void TransferCommands::exportRecords()
     for (;;) {
         const QList<MemoryRecord> batch = memory.exportRecords(exported, kBatchSize, reader);
         QByteArray chunk;
-        for (const MemoryRecord &r : batch) {
-            Json j = r;
-            Json vector = Json::array();
-            for (float x : r.embedding)
-                vector.push_back(shortestDecimal(x));
-            j["embedding"] = std::move(vector);
-            j["embedder"] = embedderId;
-            chunk += QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace));
-            chunk += '\n';
-        }
+        for (const MemoryRecord &r : batch)
+            chunk += RecordFile::line(r, embedderId);
         if (out) {
             if (out->write(chunk) != chunk.size())
                 throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
@@ -146,14 +126,7 @@ void TransferCommands::exportRecords()
     // damaged columns as stored (import reads the rest).
     const std::vector<DamagedRecord> damaged = memory.exportDamaged(reader);
     for (const DamagedRecord &d : damaged) {
-        Json j = d.record;
-        Json vector = Json::array();
-        for (float x : d.record.embedding)
-            vector.push_back(shortestDecimal(x));
-        j["embedding"] = std::move(vector);
-        j["embedder"] = embedderId;
-        j["damaged"] = Json{{"problem", d.problem}, {"columns", d.raw}};
-        const QByteArray line = QByteArray::fromStdString(j.dump(-1, ' ', false, Json::error_handler_t::replace)) + '\n';
+        const QByteArray line = RecordFile::damagedLine(d, embedderId);
         if (out) {
             if (out->write(line) != line.size())
                 throw Error(ErrorKind::Storage, QStringLiteral("cannot write %1: %2").arg(*file, out->errorString()));
@@ -194,10 +167,9 @@ void TransferCommands::importRecords()
     const InputLines input = InputLines::read(file);
 
     Memory &memory = m_ctx.memory();
+    const RecordFileReader::Options options = RecordFileReader::optionsFor(memory, keepEmbeddings);
     const QList<MemoryRecord> records =
-        RecordFileParser(keepEmbeddings, memory.embedder().id(), memory.embedder().dimension(),
-                         memory.config())
-            .parse(input);
+        RecordFileParser(keepEmbeddings, options.embedderId, options.dimension, options.config).parse(input);
 
     ProgressBar bar(console, QStringLiteral("importing"), records.size());
     int imported = 0;

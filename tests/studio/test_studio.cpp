@@ -6,10 +6,12 @@
 #include "records_page.h"
 #include "signal_bar_delegate.h"
 #include "store_session.h"
+#include "transfer_job.h"
 
 #include "tests/support/temp_store.h"
 
 #include <mneme/memory/memory.h>
+#include <mneme/memory/record_file.h>
 #include <mneme/models/history_model.h>
 #include <mneme/models/recall_result_model.h>
 #include <mneme/models/record_list_model.h>
@@ -21,10 +23,13 @@
 #include <QHeaderView>
 #include <QImage>
 #include <QLineEdit>
+#include <QMessageBox>
 #include <QPainter>
 #include <QPlainTextEdit>
+#include <QProgressDialog>
 #include <QPushButton>
 #include <QSettings>
+#include <QSignalSpy>
 #include <QStandardItemModel>
 #include <QTabWidget>
 #include <QTableView>
@@ -90,10 +95,14 @@ private Q_SLOTS:
     void signalBarIsAsLongAsItsValue_data();
     void signalBarIsAsLongAsItsValue();
     void everyControlHasAnAccessibleName();
+    void exportWritesWhatImportReads();
+    void importCancelledKeepsTheBatchesBefore();
+    void importOfABadFileStoresNothing();
 
 private:
     void openSeeded();
     int rowOfContent(const QString &content) const;
+    int storedCount() const;
 
     test::TempStore m_dir;
     QString m_seed;  // the seeded store, made once
@@ -152,6 +161,11 @@ int TestStudio::rowOfContent(const QString &content) const
         if (records->recordAt(row).content == content)
             return row;
     return -1;
+}
+
+int TestStudio::storedCount() const
+{
+    return m_window->session()->memory()->countRecords(RecordQuery(), ReadContext::asCurator());
 }
 
 void TestStudio::opensAStoreFromDisk()
@@ -432,6 +446,102 @@ void TestStudio::everyControlHasAnAccessibleName()
     QCOMPARE(QApplication::focusWidget(), page->textFilter());
     QTest::keyClick(page->textFilter(), Qt::Key_Tab);
     QCOMPARE(QApplication::focusWidget(), page->categoryFilter());
+}
+
+void TestStudio::exportWritesWhatImportReads()
+{
+    openSeeded();
+    const QString file = m_dir.path(QStringLiteral("export-%1.jsonl").arg(m_copies));
+    m_window->exportTo(file);
+    QVERIFY(m_window->transferJob());
+    QVERIFY(m_window->progressDialog());
+    QTRY_VERIFY(m_window->transferJob() == nullptr);
+    QVERIFY2(m_window->lastMessage().startsWith(QStringLiteral("Exported 5 records")), qPrintable(m_window->lastMessage()));
+
+    // The lines are the command line's format: read back, with the store's embeddings kept.
+    QFile in(file);
+    QVERIFY(in.open(QIODevice::ReadOnly));
+    const QList<QByteArray> lines = in.readAll().split('\n');
+    QCOMPARE(lines.size(), kSeedCount + 1); // the last line ends with a line break
+    RecordFileReader reader(RecordFileReader::optionsFor(*m_window->session()->memory(), true));
+    QStringList contents;
+    for (int i = 0; i < kSeedCount; ++i) {
+        const MemoryRecord r = reader.read(i + 1, QString::fromUtf8(lines[i]));
+        QCOMPARE(r, *m_window->session()->memory()->get(r.id, ReadContext::asCurator()));
+        QVERIFY(!r.embedding.empty());
+        contents << r.content;
+    }
+    QVERIFY(contents.contains(QStringLiteral("Acme renews their contract in March."))); // the private-capable source's too
+
+    // Imported into a new store, the same records; imported again, all skipped.
+    m_window->openStore(m_dir.path(QStringLiteral("imported-%1.db").arg(m_copies)), true);
+    QTRY_VERIFY(m_window->session()->path().contains(QStringLiteral("imported-")));
+    m_window->importFile(file);
+    QTRY_VERIFY(m_window->transferJob() == nullptr);
+    QVERIFY2(m_window->lastMessage().startsWith(QStringLiteral("Imported 5 records (0 skipped")), qPrintable(m_window->lastMessage()));
+    QCOMPARE(storedCount(), kSeedCount);
+    QTRY_COMPARE(m_window->recordsPage()->recordModel()->totalCount(), kSeedCount);
+    m_window->importFile(file);
+    QTRY_VERIFY(m_window->transferJob() == nullptr);
+    QVERIFY2(m_window->lastMessage().startsWith(QStringLiteral("Imported 0 records (5 skipped")), qPrintable(m_window->lastMessage()));
+}
+
+void TestStudio::importCancelledKeepsTheBatchesBefore()
+{
+    // 20 batches: Cancel, clicked when the first batch is reported, lands long before the last.
+    const int lines = 20 * RecordFile::kBatchSize;
+    const QString file = m_dir.path(QStringLiteral("many-%1.jsonl").arg(m_copies));
+    {
+        QFile out(file);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        for (int i = 0; i < lines; ++i) {
+            MemoryRecord r = MemoryRecord::create(QStringLiteral("Imported note %1 about topic %2").arg(i).arg(i % 97));
+            r.scope = QStringLiteral("/imported");
+            out.write(RecordFile::line(r, QStringLiteral("builtin/hash-v2")));
+        }
+    }
+    openSeeded();
+    m_window->importFile(file);
+    TransferJob *job = m_window->transferJob();
+    QVERIFY(job);
+    QProgressDialog *dialog = m_window->progressDialog();
+    QVERIFY(dialog);
+    QSignalSpy progress(job, &TransferJob::progress);
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->value() >= RecordFile::kBatchSize, 60000);
+    QPushButton *cancel = dialog->findChild<QPushButton *>();
+    QVERIFY(cancel);
+    QTest::mouseClick(cancel, Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(m_window->transferJob() == nullptr, 60000);
+    QVERIFY(progress.size() > 0);
+
+    const int imported = storedCount() - kSeedCount;
+    QVERIFY2(imported >= RecordFile::kBatchSize && imported < lines, qPrintable(QString::number(imported)));
+    QCOMPARE(imported % RecordFile::kBatchSize, 0); // whole batches only
+    QCOMPARE(m_window->lastMessage(), QStringLiteral("Import cancelled: %1 records imported before it stopped.").arg(QLocale().toString(imported)));
+    QTRY_COMPARE(m_window->recordsPage()->recordModel()->totalCount(), kSeedCount + imported);
+}
+
+void TestStudio::importOfABadFileStoresNothing()
+{
+    const QString file = m_dir.path(QStringLiteral("bad-%1.jsonl").arg(m_copies));
+    {
+        QFile out(file);
+        QVERIFY(out.open(QIODevice::WriteOnly));
+        out.write(RecordFile::line(MemoryRecord::create(QStringLiteral("a good first line")), QStringLiteral("builtin/hash-v2")));
+        out.write("\n{\"content\": \"importance too high\", \"importance\": 3}\n");
+    }
+    openSeeded();
+    m_window->importFile(file);
+    QTRY_VERIFY(m_window->transferJob() == nullptr);
+    QVERIFY2(m_window->lastMessage().startsWith(QFileInfo(file).fileName() + QStringLiteral(" line 3: ")), qPrintable(m_window->lastMessage()));
+    QVERIFY(m_window->lastMessage().endsWith(QStringLiteral("(nothing was imported)")));
+    QCOMPARE(storedCount(), kSeedCount);
+    // The failure is shown in a message box too, which Return closes.
+    auto *box = m_window->findChild<QMessageBox *>();
+    QVERIFY(box);
+    QTRY_VERIFY(box->isVisible());
+    QTest::keyClick(box, Qt::Key_Return);
+    QTRY_VERIFY(m_window->findChild<QMessageBox *>() == nullptr);
 }
 
 QTEST_MAIN(TestStudio)
