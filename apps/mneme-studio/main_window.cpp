@@ -3,6 +3,7 @@
 #include "counted.h"
 #include "recall_panel.h"
 #include "records_page.h"
+#include "run_page.h"
 #include "store_session.h"
 #include "transfer_job.h"
 
@@ -41,12 +42,14 @@ MainWindow::MainWindow(QSettings &settings, QWidget *parent)
       m_tabs(new QTabWidget(this)),
       m_records(new RecordsPage(this)),
       m_recall(new RecallPanel(this)),
+      m_run(new RunPage(settings, this)),
       m_storeLabel(new QLabel(this))
 {
     setWindowTitle(tr("Mneme Studio"));
     m_tabs->setAccessibleName(tr("Views"));
     m_tabs->addTab(m_records, tr("Re&cords"));
     m_tabs->addTab(m_recall, tr("Rec&all"));
+    m_tabs->addTab(m_run, tr("R&un"));
     setCentralWidget(m_tabs);
     m_storeLabel->setAccessibleName(tr("Open store"));
     statusBar()->addPermanentWidget(m_storeLabel);
@@ -320,6 +323,11 @@ RecordsPage *MainWindow::recordsPage() const
 RecallPanel *MainWindow::recallPanel() const
 {
     return m_recall;
+}
+
+RunPage *MainWindow::runPage() const
+{
+    return m_run;
 }
 
 QTabWidget *MainWindow::tabs() const

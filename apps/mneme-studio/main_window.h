@@ -14,12 +14,14 @@ namespace mneme::studio {
 
 class RecallPanel;
 class RecordsPage;
+class RunPage;
 class StoreSession;
 class TransferJob;
 
 // Mneme Studio's window: one store at a time (File > New Store, Open Store, Open Recent, or the path
-// given on the command line), browsed on the Records tab and recalled from on the Recall tab. The
-// recent stores are kept in `settings` (paths only: no key, no secret is ever written there).
+// given on the command line), browsed on the Records tab and recalled from on the Recall tab; the
+// Run tab runs an example crew. The recent stores and the Run tab's provider choice are kept in
+// `settings` (paths, plugin keys and model names: no API key, no secret is ever written there).
 class MainWindow : public QMainWindow
 {
     Q_OBJECT
@@ -42,6 +44,7 @@ public:
     StoreSession *session() const;
     RecordsPage *recordsPage() const;
     RecallPanel *recallPanel() const;
+    RunPage *runPage() const;
     QTabWidget *tabs() const;
     QAction *undoAction() const;
     // The last message shown in the status bar (the last failure, when there was one).
@@ -68,6 +71,7 @@ private:
     QTabWidget *m_tabs;
     RecordsPage *m_records;
     RecallPanel *m_recall;
+    RunPage *m_run;
     QLabel *m_storeLabel;
     QMenu *m_recentMenu = nullptr;
     QAction *m_undo = nullptr;

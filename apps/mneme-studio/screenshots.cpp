@@ -5,6 +5,7 @@
 #include "recall_panel.h"
 #include "record_details.h"
 #include "records_page.h"
+#include "run_page.h"
 #include "store_session.h"
 
 #include <mneme/memory/memory.h>
@@ -14,6 +15,7 @@
 #include <mneme/models/scope_tree_model.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QLineEdit>
@@ -158,5 +160,15 @@ int main(int argc, char **argv)
     waitUntil([&] { return !recall->resultModel()->isLoading() && recall->resultModel()->rowCount() > 0; });
     recall->resultView()->setCurrentIndex(recall->resultModel()->index(0, RecallResultModel::ContentColumn));
     ok = save(&window, out, QStringLiteral("studio-recall.png")) && ok;
+
+    // Run: the example research crew on its cassette, its events as a timeline.
+    RunPage *run = window.runPage();
+    window.tabs()->setCurrentWidget(run);
+    run->providerChoice()->setCurrentIndex(run->providerChoice()->findData(RunPage::replayChoice()));
+    bool ran = false;
+    QObject::connect(run, &RunPage::finished, &app, [&] { ran = true; });
+    run->run();
+    waitUntil([&] { return ran; });
+    ok = save(&window, out, QStringLiteral("studio-run.png")) && ok;
     return ok ? 0 : 1;
 }

@@ -9,8 +9,8 @@
 // every run starts empty and the shipped cassette matches); --verbose prints the event trace.
 
 #include "../common/example_llm.h"
+#include "research_crew.h"
 
-#include <mneme/core/plugin_registry.h>
 #include <mneme/runtime/console_listener.h>
 #include <mneme/runtime/crew.h>
 #include <mneme/runtime/event_bus.h>
@@ -38,43 +38,8 @@ int main(int argc, char **argv)
     const QString db = cli.isSet(QStringLiteral("db")) ? cli.value(QStringLiteral("db")) : scratch.filePath(QStringLiteral("memory.db"));
 
     try {
-        auto researcher = std::make_shared<Agent>(AgentConfig{
-            .role = QStringLiteral("Researcher"),
-            .goal = QStringLiteral("Find accurate, specific facts about {topic}, with figures."),
-            .backstory = QStringLiteral("You are an energy analyst who checks numbers before you state them and uses the "
-                                        "calculator for any arithmetic."),
-            .llm = choice.llm,
-            .tools = {PluginRegistry::instance().createTool(QStringLiteral("calculator"))},
-        });
-        auto writer = std::make_shared<Agent>(AgentConfig{
-            .role = QStringLiteral("Writer"),
-            .goal = QStringLiteral("Explain {topic} clearly to a busy homeowner."),
-            .backstory = QStringLiteral("You write short, concrete briefs and never add facts the research does not contain."),
-            .llm = choice.llm,
-        });
-        auto research = std::make_shared<Task>(TaskConfig{
-            .name = QStringLiteral("research"),
-            .description = QStringLiteral("Research {topic}. Start from what the team already knows, and give the key facts "
-                                          "with figures."),
-            .expectedOutput = QStringLiteral("Three to five bullet points, each a fact with a figure."),
-            .agent = researcher,
-        });
-        auto brief = std::make_shared<Task>(TaskConfig{
-            .name = QStringLiteral("brief"),
-            .description = QStringLiteral("Write a brief on {topic} from the research."),
-            .expectedOutput = QStringLiteral("One paragraph of at most four sentences."),
-            .agent = writer,
-        });
-
-        MemoryConfig memory;
-        memory.storage = db.toStdString();
-        Crew crew(CrewConfig{
-            .name = QStringLiteral("Research Crew"),
-            .agents = {researcher, writer},
-            .tasks = {research, brief},
-            .memory = true,
-            .memoryConfig = memory,
-        });
+        const std::unique_ptr<Crew> crewOwner = example::makeResearchCrew(choice.llm, db);
+        Crew &crew = *crewOwner;
         std::unique_ptr<ConsoleListener> trace;
         if (cli.isSet(QStringLiteral("verbose")))
             trace = std::make_unique<ConsoleListener>(crew.eventBus(), stderr);
@@ -90,7 +55,7 @@ int main(int argc, char **argv)
             },
             Qt::QueuedConnection);
 
-        const QStringList topics = {QStringLiteral("residential heat pumps"), QStringLiteral("heat pump running costs")};
+        const QStringList topics = example::researchTopics();
         for (int run = 0; run < topics.size(); ++run) {
             std::printf("\n== Run %d: %s\n", run + 1, qPrintable(topics[run]));
             const CrewOutput out = crew.kickoffAndWait(Json{{"topic", topics[run].toStdString()}});

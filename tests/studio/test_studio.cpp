@@ -4,6 +4,7 @@
 #include "recall_panel.h"
 #include "record_details.h"
 #include "records_page.h"
+#include "run_page.h"
 #include "signal_bar_delegate.h"
 #include "store_session.h"
 #include "transfer_job.h"
@@ -12,6 +13,7 @@
 
 #include <mneme/memory/memory.h>
 #include <mneme/memory/record_file.h>
+#include <mneme/models/event_log_model.h>
 #include <mneme/models/history_model.h>
 #include <mneme/models/recall_result_model.h>
 #include <mneme/models/record_list_model.h>
@@ -35,6 +37,7 @@
 #include <QTableView>
 #include <QTest>
 #include <QTreeView>
+#include <functional>
 
 using namespace mneme;
 using namespace mneme::studio;
@@ -98,6 +101,8 @@ private Q_SLOTS:
     void exportWritesWhatImportReads();
     void importCancelledKeepsTheBatchesBefore();
     void importOfABadFileStoresNothing();
+    void runsTheExampleCrewOfflineWithItsEvents();
+    void theProviderIsKeptWithoutItsKey();
 
 private:
     void openSeeded();
@@ -542,6 +547,81 @@ void TestStudio::importOfABadFileStoresNothing()
     QTRY_VERIFY(box->isVisible());
     QTest::keyClick(box, Qt::Key_Return);
     QTRY_VERIFY(m_window->findChild<QMessageBox *>() == nullptr);
+}
+
+void TestStudio::runsTheExampleCrewOfflineWithItsEvents()
+{
+    RunPage *run = m_window->runPage();
+    QTest::keyClick(m_window.get(), Qt::Key_3, Qt::ControlModifier); // View > Run
+    QCOMPARE(m_window->tabs()->currentWidget(), run);
+    run->providerChoice()->setCurrentIndex(run->providerChoice()->findData(RunPage::replayChoice()));
+    QCOMPARE(run->topicChoice()->currentText(), QStringLiteral("residential heat pumps"));
+    QSignalSpy finished(run, &RunPage::finished);
+    QPushButton *start = buttonNamed(run, QStringLiteral("Run the crew"));
+    QVERIFY(start && start->isEnabled());
+    QTest::mouseClick(start, Qt::LeftButton);
+    QVERIFY2(run->isRunning(), qPrintable(run->lastError()));
+    QVERIFY(!start->isEnabled());
+    QVERIFY(buttonNamed(run, QStringLiteral("Cancel the run"))->isEnabled());
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
+    QVERIFY2(finished.first().first().toBool(), qPrintable(run->lastError()));
+
+    // The timeline: the kickoff is one top-level row, completed, with its tasks nested inside.
+    EventLogModel *log = run->eventModel();
+    QModelIndex kickoff;
+    for (int row = 0; row < log->rowCount(); ++row)
+        if (log->index(row, 0).data(EventLogModel::TypeRole).toString() == QLatin1String("crew_kickoff_started"))
+            kickoff = log->index(row, 0);
+    QVERIFY(kickoff.isValid());
+    QCOMPARE(kickoff.data(EventLogModel::StatusRole).toString(), QStringLiteral("completed"));
+    QStringList families;
+    std::function<void(const QModelIndex &)> walk = [&](const QModelIndex &parent) {
+        for (int row = 0; row < log->rowCount(parent); ++row) {
+            const QModelIndex child = log->index(row, 0, parent);
+            families << child.data(EventLogModel::FamilyRole).toString();
+            walk(child);
+        }
+    };
+    walk(kickoff);
+    QVERIFY2(families.contains(QStringLiteral("task")) && families.contains(QStringLiteral("llm")), qPrintable(families.join(QLatin1Char(','))));
+    QVERIFY(families.contains(QStringLiteral("memory")));
+    // The answers of both agents, from the cassette.
+    const QString output = run->outputView()->toPlainText();
+    QVERIFY2(output.contains(QStringLiteral("[Researcher] ")) && output.contains(QStringLiteral("[Writer] ")), qPrintable(output));
+    QVERIFY(output.contains(QStringLiteral("heat pump"), Qt::CaseInsensitive));
+
+    // The family filter narrows the timeline to the LLM calls.
+    log->setFamilies({QStringLiteral("llm")});
+    QVERIFY(log->rowCount() > 0);
+    for (int row = 0; row < log->rowCount(); ++row)
+        QCOMPARE(log->index(row, 0).data(EventLogModel::FamilyRole).toString(), QStringLiteral("llm"));
+}
+
+void TestStudio::theProviderIsKeptWithoutItsKey()
+{
+    const QByteArray secret = "sk-studio-test-secret-123";
+    qputenv("OPENAI_API_KEY", secret);
+    RunPage *run = m_window->runPage();
+    const int openai = run->providerChoice()->findData(QStringLiteral("openai"));
+    QVERIFY2(openai > 0, "the openai plugin is listed by its key");
+    run->providerChoice()->setCurrentIndex(openai);
+    QVERIFY(run->modelEdit()->isEnabled());
+    run->modelEdit()->setFocus();
+    QTest::keyClicks(run->modelEdit(), QStringLiteral("gpt-4o-mini"));
+    QTest::keyClick(run->modelEdit(), Qt::Key_Return);
+    m_settings->sync();
+    QFile ini(m_settings->fileName());
+    QVERIFY(ini.open(QIODevice::ReadOnly));
+    const QByteArray stored = ini.readAll();
+    QVERIFY(stored.contains("openai"));
+    QVERIFY(stored.contains("gpt-4o-mini"));
+    QVERIFY(!stored.contains(secret));
+    qunsetenv("OPENAI_API_KEY");
+
+    // A new window starts with the provider chosen before.
+    m_window = std::make_unique<MainWindow>(*m_settings);
+    QCOMPARE(m_window->runPage()->providerChoice()->currentData().toString(), QStringLiteral("openai"));
+    QCOMPARE(m_window->runPage()->modelEdit()->text(), QStringLiteral("gpt-4o-mini"));
 }
 
 QTEST_MAIN(TestStudio)

@@ -1,0 +1,83 @@
+#pragma once
+
+#include <QFuture>
+#include <QWidget>
+#include <memory>
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSettings;
+class QTemporaryDir;
+class QTreeView;
+
+namespace mneme {
+class Crew;
+class EventBus;
+class EventLogModel;
+class LlmRef;
+struct CrewOutput;
+} // namespace mneme
+
+namespace mneme::studio {
+
+// Runs the research crew of examples/research_crew in the window: offline on the example's replay
+// cassette (built into the app), or on a provider chosen by its plugin key (PluginRegistry) and a
+// model, its API key read by the provider from the environment. The crew runs on the GUI thread's
+// event loop (Crew::kickoff) with a memory of its own in a temporary folder; its events fill a live
+// timeline (EventLogModel, nested, filtered by family) and its answers the output pane, streamed
+// chunks as they come. The provider key and model are kept in `settings`; no key ever is.
+class RunPage : public QWidget
+{
+    Q_OBJECT
+public:
+    explicit RunPage(QSettings &settings, QWidget *parent = nullptr);
+    ~RunPage() override;
+
+    void run();
+    void cancel();
+    bool isRunning() const;
+
+    EventLogModel *eventModel() const;
+    QTreeView *eventView() const;
+    QPlainTextEdit *outputView() const;
+    QComboBox *providerChoice() const;
+    QLineEdit *modelEdit() const;
+    QComboBox *topicChoice() const;
+    QString lastError() const;
+
+    // The value the replay choice has in providerChoice().
+    static QString replayChoice();
+
+Q_SIGNALS:
+    void runningChanged(bool running);
+    void finished(bool ok);
+
+private:
+    LlmRef chosenLlm() const;
+    void saveProvider();
+    void onFinished(QFuture<CrewOutput> future);
+    void setRunning(bool running);
+
+    QSettings &m_settings;
+    EventBus *m_bus;
+    EventLogModel *m_log;
+    std::unique_ptr<QTemporaryDir> m_scratch;
+    std::unique_ptr<Crew> m_crew;
+    bool m_running = false;
+    QString m_lastError;
+    QComboBox *m_provider;
+    QLineEdit *m_model;
+    QLabel *m_keyNote;
+    QComboBox *m_topic;
+    QPushButton *m_run;
+    QPushButton *m_cancel;
+    QComboBox *m_family;
+    QTreeView *m_events;
+    QPlainTextEdit *m_output;
+    QLabel *m_status;
+};
+
+} // namespace mneme::studio
