@@ -1,5 +1,6 @@
 #include "main_window.h"
 
+#include "chat_page.h"
 #include "counted.h"
 #include "recall_panel.h"
 #include "records_page.h"
@@ -43,6 +44,7 @@ MainWindow::MainWindow(QSettings &settings, QWidget *parent)
       m_records(new RecordsPage(this)),
       m_recall(new RecallPanel(this)),
       m_run(new RunPage(settings, this)),
+      m_chat(new ChatPage(settings, this)),
       m_storeLabel(new QLabel(this))
 {
     setWindowTitle(tr("Mneme Studio"));
@@ -50,6 +52,7 @@ MainWindow::MainWindow(QSettings &settings, QWidget *parent)
     m_tabs->addTab(m_records, tr("Re&cords"));
     m_tabs->addTab(m_recall, tr("Rec&all"));
     m_tabs->addTab(m_run, tr("R&un"));
+    m_tabs->addTab(m_chat, tr("C&hat"));
     setCentralWidget(m_tabs);
     m_storeLabel->setAccessibleName(tr("Open store"));
     statusBar()->addPermanentWidget(m_storeLabel);
@@ -328,6 +331,11 @@ RecallPanel *MainWindow::recallPanel() const
 RunPage *MainWindow::runPage() const
 {
     return m_run;
+}
+
+ChatPage *MainWindow::chatPage() const
+{
+    return m_chat;
 }
 
 QTabWidget *MainWindow::tabs() const

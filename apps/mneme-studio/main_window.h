@@ -12,6 +12,7 @@ class QTabWidget;
 
 namespace mneme::studio {
 
+class ChatPage;
 class RecallPanel;
 class RecordsPage;
 class RunPage;
@@ -20,7 +21,8 @@ class TransferJob;
 
 // Mneme Studio's window: one store at a time (File > New Store, Open Store, Open Recent, or the path
 // given on the command line), browsed on the Records tab and recalled from on the Recall tab; the
-// Run tab runs an example crew. The recent stores and the Run tab's provider choice are kept in
+// Run tab runs an example crew, the Chat tab chats with an example agent. The recent stores and the
+// provider choice of those two are kept in
 // `settings` (paths, plugin keys and model names: no API key, no secret is ever written there).
 class MainWindow : public QMainWindow
 {
@@ -45,6 +47,7 @@ public:
     RecordsPage *recordsPage() const;
     RecallPanel *recallPanel() const;
     RunPage *runPage() const;
+    ChatPage *chatPage() const;
     QTabWidget *tabs() const;
     QAction *undoAction() const;
     // The last message shown in the status bar (the last failure, when there was one).
@@ -72,6 +75,7 @@ private:
     RecordsPage *m_records;
     RecallPanel *m_recall;
     RunPage *m_run;
+    ChatPage *m_chat;
     QLabel *m_storeLabel;
     QMenu *m_recentMenu = nullptr;
     QAction *m_undo = nullptr;

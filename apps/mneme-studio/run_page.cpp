@@ -1,6 +1,7 @@
 #include "run_page.h"
 
 #include "future_call.h"
+#include "provider_box.h"
 
 #include "research_crew/research_crew.h"
 
@@ -30,26 +31,17 @@ namespace mneme::studio {
 
 namespace {
 
-const QString kProviderKey = QStringLiteral("run/provider");
-const QString kModelKey = QStringLiteral("run/model");
 // The example's cassette, built into the app (qt_add_resources), so the offline run needs no file.
 const QString kCassette = QStringLiteral(":/examples/research_crew/research_crew.jsonl");
 
 } // namespace
-
-QString RunPage::replayChoice()
-{
-    return QStringLiteral("replay");
-}
 
 RunPage::RunPage(QSettings &settings, QWidget *parent)
     : QWidget(parent),
       m_settings(settings),
       m_bus(new EventBus(this)),
       m_log(new EventLogModel(this)),
-      m_provider(new QComboBox(this)),
-      m_model(new QLineEdit(this)),
-      m_keyNote(new QLabel(this)),
+      m_provider(new ProviderBox(settings, this)),
       m_topic(new QComboBox(this)),
       m_run(new QPushButton(tr("&Run"), this)),
       m_cancel(new QPushButton(tr("Ca&ncel"), this)),
@@ -60,19 +52,6 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
 {
     m_log->setEventBus(m_bus);
 
-    m_provider->setAccessibleName(tr("LLM provider"));
-    m_provider->addItem(tr("Replay the example's cassette (offline)"), replayChoice());
-    for (const QString &key : PluginRegistry::instance().keys(PluginRegistry::Kind::Llm))
-        if (key != replayChoice())
-            m_provider->addItem(key, key);
-    m_provider->setCurrentIndex(qMax(0, m_provider->findData(m_settings.value(kProviderKey, replayChoice()).toString())));
-    m_model->setAccessibleName(tr("Model"));
-    m_model->setPlaceholderText(tr("the provider's model, e.g. gpt-4o-mini"));
-    m_model->setText(m_settings.value(kModelKey).toString());
-    m_keyNote->setWordWrap(true);
-    m_keyNote->setAccessibleName(tr("About API keys"));
-    m_keyNote->setText(tr("API keys are read by the provider from its environment variable (OPENAI_API_KEY, "
-                          "ANTHROPIC_API_KEY, GEMINI_API_KEY, ...) and never stored by the studio."));
     m_topic->setAccessibleName(tr("Topic"));
     m_topic->setEditable(true);
     m_topic->addItems(example::researchTopics());
@@ -96,11 +75,6 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
     m_status->setAccessibleName(tr("Run status"));
     m_status->setWordWrap(true);
 
-    auto *provider = new QGroupBox(tr("Provider"), this);
-    auto *providerForm = new QFormLayout(provider);
-    providerForm->addRow(tr("&LLM:"), m_provider);
-    providerForm->addRow(tr("Mo&del:"), m_model);
-    providerForm->addRow(m_keyNote);
     auto *crew = new QGroupBox(tr("Research crew (examples/research_crew): a researcher with a calculator, then a writer"), this);
     auto *crewRow = new QHBoxLayout(crew);
     auto *topicLabel = new QLabel(tr("&Topic:"), crew);
@@ -126,25 +100,18 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
     auto *top = new QHBoxLayout;
-    top->addWidget(provider, 1);
+    top->addWidget(m_provider, 1);
     top->addWidget(crew, 1);
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(top);
     layout->addWidget(splitter, 1);
-    setTabOrder(m_provider, m_model);
-    setTabOrder(m_model, m_topic);
+    setTabOrder(m_provider->modelEdit(), m_topic);
     setTabOrder(m_topic, m_run);
     setTabOrder(m_run, m_cancel);
     setTabOrder(m_cancel, m_family);
     setTabOrder(m_family, m_events);
     setTabOrder(m_events, m_output);
 
-    const auto providerChanged = [this] {
-        m_model->setEnabled(m_provider->currentData().toString() != replayChoice());
-        saveProvider();
-    };
-    connect(m_provider, &QComboBox::currentIndexChanged, this, providerChanged);
-    connect(m_model, &QLineEdit::editingFinished, this, &RunPage::saveProvider);
     connect(m_run, &QPushButton::clicked, this, &RunPage::run);
     connect(m_cancel, &QPushButton::clicked, this, &RunPage::cancel);
     connect(m_family, &QComboBox::currentIndexChanged, this, [this] {
@@ -161,7 +128,6 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
         m_output->moveCursor(QTextCursor::End);
         m_output->insertPlainText(text);
     });
-    m_model->setEnabled(m_provider->currentData().toString() != replayChoice());
     setRunning(false);
     m_status->setText(tr("Choose a topic and press Run."));
 }
@@ -169,21 +135,6 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
 RunPage::~RunPage()
 {
     m_log->setEventBus(nullptr);
-}
-
-LlmRef RunPage::chosenLlm() const
-{
-    const QString provider = m_provider->currentData().toString();
-    if (provider == replayChoice())
-        return LlmRef(Json{{"provider", "replay"}, {"config", {{"cassette", kCassette.toStdString()}}}});
-    const QString model = m_model->text().trimmed();
-    return LlmRef(model.isEmpty() ? provider : provider + QLatin1Char('/') + model);
-}
-
-void RunPage::saveProvider()
-{
-    m_settings.setValue(kProviderKey, m_provider->currentData().toString());
-    m_settings.setValue(kModelKey, m_model->text().trimmed());
 }
 
 void RunPage::run()
@@ -195,7 +146,6 @@ void RunPage::run()
         m_status->setText(tr("Type a topic first."));
         return;
     }
-    saveProvider();
     m_lastError.clear();
     m_log->clear();
     m_output->clear();
@@ -203,7 +153,7 @@ void RunPage::run()
     m_scratch = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("mneme-studio-run-XXXXXX")));
     QFuture<CrewOutput> future;
     try {
-        m_crew = example::makeResearchCrew(chosenLlm(), m_scratch->filePath(QStringLiteral("memory.db")), m_bus);
+        m_crew = example::makeResearchCrew(m_provider->llm(kCassette), m_scratch->filePath(QStringLiteral("memory.db")), m_bus);
         future = m_crew->kickoff(Json{{"topic", topic.toStdString()}});
     } catch (const Error &e) {
         m_lastError = e.message();
@@ -271,14 +221,9 @@ QPlainTextEdit *RunPage::outputView() const
     return m_output;
 }
 
-QComboBox *RunPage::providerChoice() const
+ProviderBox *RunPage::provider() const
 {
     return m_provider;
-}
-
-QLineEdit *RunPage::modelEdit() const
-{
-    return m_model;
 }
 
 QComboBox *RunPage::topicChoice() const

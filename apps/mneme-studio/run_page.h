@@ -6,7 +6,6 @@
 
 class QComboBox;
 class QLabel;
-class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QSettings;
@@ -23,12 +22,13 @@ struct CrewOutput;
 
 namespace mneme::studio {
 
+class ProviderBox;
+
 // Runs the research crew of examples/research_crew in the window: offline on the example's replay
-// cassette (built into the app), or on a provider chosen by its plugin key (PluginRegistry) and a
-// model, its API key read by the provider from the environment. The crew runs on the GUI thread's
-// event loop (Crew::kickoff) with a memory of its own in a temporary folder; its events fill a live
-// timeline (EventLogModel, nested, filtered by family) and its answers the output pane, streamed
-// chunks as they come. The provider key and model are kept in `settings`; no key ever is.
+// cassette (built into the app), or on the provider of the ProviderBox. The crew runs on the GUI
+// thread's event loop (Crew::kickoff) with a memory of its own in a temporary folder; its events fill
+// a live timeline (EventLogModel, nested, filtered by family) and its answers the output pane,
+// streamed chunks as they come.
 class RunPage : public QWidget
 {
     Q_OBJECT
@@ -43,21 +43,15 @@ public:
     EventLogModel *eventModel() const;
     QTreeView *eventView() const;
     QPlainTextEdit *outputView() const;
-    QComboBox *providerChoice() const;
-    QLineEdit *modelEdit() const;
+    ProviderBox *provider() const;
     QComboBox *topicChoice() const;
     QString lastError() const;
-
-    // The value the replay choice has in providerChoice().
-    static QString replayChoice();
 
 Q_SIGNALS:
     void runningChanged(bool running);
     void finished(bool ok);
 
 private:
-    LlmRef chosenLlm() const;
-    void saveProvider();
     void onFinished(QFuture<CrewOutput> future);
     void setRunning(bool running);
 
@@ -68,9 +62,7 @@ private:
     std::unique_ptr<Crew> m_crew;
     bool m_running = false;
     QString m_lastError;
-    QComboBox *m_provider;
-    QLineEdit *m_model;
-    QLabel *m_keyNote;
+    ProviderBox *m_provider;
     QComboBox *m_topic;
     QPushButton *m_run;
     QPushButton *m_cancel;

@@ -1,7 +1,9 @@
 // mneme-studio-screenshots DIR: renders Mneme Studio's main views into DIR/*.png (`make
 // screenshots` runs it under Xvfb, so the platform's real style and fonts draw them). The store is
 // made for the occasion in a temporary folder; nothing else is read or written.
+#include "chat_page.h"
 #include "main_window.h"
+#include "provider_box.h"
 #include "recall_panel.h"
 #include "record_details.h"
 #include "records_page.h"
@@ -164,11 +166,24 @@ int main(int argc, char **argv)
     // Run: the example research crew on its cassette, its events as a timeline.
     RunPage *run = window.runPage();
     window.tabs()->setCurrentWidget(run);
-    run->providerChoice()->setCurrentIndex(run->providerChoice()->findData(RunPage::replayChoice()));
+    run->provider()->providerChoice()->setCurrentIndex(run->provider()->providerChoice()->findData(ProviderBox::replayChoice()));
     bool ran = false;
     QObject::connect(run, &RunPage::finished, &app, [&] { ran = true; });
     run->run();
     waitUntil([&] { return ran; });
     ok = save(&window, out, QStringLiteral("studio-run.png")) && ok;
+
+    // Chat: the example's first three turns with the trip assistant, on its cassette.
+    ChatPage *chat = window.chatPage();
+    window.tabs()->setCurrentWidget(chat);
+    chat->provider()->providerChoice()->setCurrentIndex(chat->provider()->providerChoice()->findData(ProviderBox::replayChoice()));
+    int answered = 0;
+    QObject::connect(chat, &ChatPage::turnFinished, &app, [&] { ++answered; });
+    for (int turn = 1; turn <= 3; ++turn) {
+        chat->messageEdit()->setText(chat->exampleTurns()->itemData(turn).toString());
+        chat->send();
+        waitUntil([&] { return answered == turn; });
+    }
+    ok = save(&window, out, QStringLiteral("studio-chat.png")) && ok;
     return ok ? 0 : 1;
 }

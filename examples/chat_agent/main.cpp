@@ -11,15 +11,10 @@
 // empty and the shipped cassette matches); --verbose prints the event trace.
 
 #include "../common/example_llm.h"
+#include "chat_agent.h"
 
-#include <mneme/core/plugin_registry.h>
 #include <mneme/memory/chat_memory.h>
-#include <mneme/memory/fact_extraction_memory_block.h>
-#include <mneme/memory/long_term_memory_block.h>
 #include <mneme/memory/memory.h>
-#include <mneme/memory/sqlite_chat_store.h>
-#include <mneme/memory/static_memory_block.h>
-#include <mneme/memory/vector_memory_block.h>
 #include <mneme/runtime/agent_chat.h>
 #include <mneme/runtime/console_listener.h>
 
@@ -29,31 +24,6 @@
 #include <cstdio>
 
 using namespace mneme;
-
-// A memory block of our own (the seed's MentionCounter): counts how often the flushed messages mention
-// a name. Its count is its state, so it survives restarts and is applied exactly once per flush.
-class MentionCounter : public MemoryBlock
-{
-public:
-    MentionCounter(const QString &name, const QString &mention, int priority) : MemoryBlock(name, priority), m_mention(mention) {}
-
-    QString get(const std::vector<ChatMessage> &) override
-    {
-        return QStringLiteral("%1 was mentioned %2 times.").arg(m_mention).arg(m_count);
-    }
-    void put(const QList<SessionMessage> &messages, const FlushContext &) override
-    {
-        for (const SessionMessage &m : messages)
-            m_count += int(m.message.content.count(m_mention));
-    }
-    // Shortening is all or nothing: the default truncate() leaves the block out.
-    Json state() const override { return Json{{"count", m_count}}; }
-    void restoreState(const Json &state) override { m_count = state.is_object() ? state.value("count", 0) : 0; }
-
-private:
-    QString m_mention;
-    int m_count = 0;
-};
 
 int main(int argc, char **argv)
 {
@@ -71,64 +41,24 @@ int main(int argc, char **argv)
     const QString db = cli.isSet(QStringLiteral("db")) ? cli.value(QStringLiteral("db")) : scratch.filePath(QStringLiteral("memory.db"));
     try {
         const std::shared_ptr<LlmProvider> llm = choice.llm.resolve();
-        MemoryConfig memoryConfig;
-        memoryConfig.storage = db.toStdString();
-        Memory memory(memoryConfig);
-        memory.setLlm(llm); // the long-term block's fact extraction
-
-        // The seed's blocks, and two more.
-        VectorMemoryBlock::Options vector;
-        vector.similarityTopK = 2;
-        vector.retrievalContextWindow = 5;
-        vector.priority = 2;
-        LongTermMemoryBlock::Options longTerm;
-        longTerm.scope = QStringLiteral("/trips");
-        longTerm.similarityTopK = 3;
-        longTerm.priority = 3;
-        std::vector<std::shared_ptr<MemoryBlock>> blocks = {
-            std::make_shared<StaticMemoryBlock>(QStringLiteral("core_info"),
-                                                QStringLiteral("The user is Logan. He lives in Saskatoon and works at a bakery."), 0),
-            std::make_shared<FactExtractionMemoryBlock>(QStringLiteral("extracted_info"), llm, 50, 1),
-            std::make_shared<VectorMemoryBlock>(QStringLiteral("vector_memory"), &memory, vector),
-            std::make_shared<LongTermMemoryBlock>(QStringLiteral("long_term"), &memory, longTerm),
-            std::make_shared<MentionCounter>(QStringLiteral("mentions"), QStringLiteral("Logan"), 4),
-        };
-        // A small budget, so that the first turns are flushed into the blocks within six turns.
-        ChatMemoryConfig config;
-        config.tokenLimit = 900;
-        config.chatHistoryTokenRatio = 0.4;
-        config.tokenFlushSize = 150;
-        config.insertMethod = InsertMethod::System;
-        auto chatMemory = std::make_shared<ChatMemory>(QStringLiteral("lisbon-trip"), config, std::make_shared<SqliteChatStore>(db), blocks);
-
-        auto assistant = std::make_shared<Agent>(AgentConfig{
-            .role = QStringLiteral("Trip Assistant"),
-            .goal = QStringLiteral("Help the user plan a trip, remembering what they told you."),
-            .backstory = QStringLiteral("You plan city trips. You use the calculator for any arithmetic and answer in two or three "
-                                        "sentences."),
-            .llm = llm,
-            .tools = {PluginRegistry::instance().createTool(QStringLiteral("calculator"))},
-        });
+        example::TripChat trip = example::makeTripChat(llm, db);
+        Memory &memory = *trip.memory;
+        const std::shared_ptr<ChatMemory> chatMemory = trip.chatMemory;
+        const std::shared_ptr<Agent> assistant = trip.assistant;
         EventBus bus;
         std::unique_ptr<ConsoleListener> trace;
         if (cli.isSet(QStringLiteral("verbose")))
             trace = std::make_unique<ConsoleListener>(&bus, stderr);
         AgentChat chat(assistant, chatMemory, AgentChatOptions{&bus});
-        QObject::connect(chatMemory.get(), &ChatMemory::flushCompleted, &app,
-                         [](const QString &, qint64 flush, int messages, int tokens, const QStringList &blocks) {
-                             std::printf("  (flush %lld: %d messages, %d tokens, to %s)\n", flush, messages, tokens,
-                                         qPrintable(blocks.join(QStringLiteral(", "))));
-                         },
-                         Qt::QueuedConnection);
+        QObject::connect(
+            chatMemory.get(), &ChatMemory::flushCompleted, &app,
+            [](const QString &, qint64 flush, int messages, int tokens, const QStringList &blocks) {
+                std::printf("  (flush %lld: %d messages, %d tokens, to %s)\n", flush, messages, tokens,
+                            qPrintable(blocks.join(QStringLiteral(", "))));
+            },
+            Qt::QueuedConnection);
 
-        const QStringList turns = {
-            QStringLiteral("Hi! I'm Logan. I'm planning a trip to Lisbon in May with my sister Ana."),
-            QStringLiteral("We have a budget of 1800 EUR for the two of us. Flights are 320 EUR each. What is left for the rest?"),
-            QStringLiteral("Ana is vegetarian, and I don't eat fish. Where should we eat?"),
-            QStringLiteral("Logan again: we prefer walking over taxis. What should we see on day one?"),
-            QStringLiteral("What did we say is left of our budget after the flights?"),
-            QStringLiteral("Thanks! Summarise what you know about us."),
-        };
+        const QStringList turns = example::tripTurns();
         for (const QString &message : turns) {
             std::printf("\nuser: %s\n", qPrintable(message));
             const ChatReply reply = chat.sendAndWait(message);

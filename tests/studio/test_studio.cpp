@@ -1,6 +1,8 @@
 // Mneme Studio's main paths driven as a user drives them (keys, clicks) against a SQLite store on
 // disk, under QT_QPA_PLATFORM=offscreen.
+#include "chat_page.h"
 #include "main_window.h"
+#include "provider_box.h"
 #include "recall_panel.h"
 #include "record_details.h"
 #include "records_page.h"
@@ -13,6 +15,7 @@
 
 #include <mneme/memory/memory.h>
 #include <mneme/memory/record_file.h>
+#include <mneme/models/chat_message_model.h>
 #include <mneme/models/event_log_model.h>
 #include <mneme/models/history_model.h>
 #include <mneme/models/recall_result_model.h>
@@ -103,6 +106,7 @@ private Q_SLOTS:
     void importOfABadFileStoresNothing();
     void runsTheExampleCrewOfflineWithItsEvents();
     void theProviderIsKeptWithoutItsKey();
+    void chatsWithTheExampleAgentStreaming();
 
 private:
     void openSeeded();
@@ -554,7 +558,7 @@ void TestStudio::runsTheExampleCrewOfflineWithItsEvents()
     RunPage *run = m_window->runPage();
     QTest::keyClick(m_window.get(), Qt::Key_3, Qt::ControlModifier); // View > Run
     QCOMPARE(m_window->tabs()->currentWidget(), run);
-    run->providerChoice()->setCurrentIndex(run->providerChoice()->findData(RunPage::replayChoice()));
+    run->provider()->providerChoice()->setCurrentIndex(run->provider()->providerChoice()->findData(ProviderBox::replayChoice()));
     QCOMPARE(run->topicChoice()->currentText(), QStringLiteral("residential heat pumps"));
     QSignalSpy finished(run, &RunPage::finished);
     QPushButton *start = buttonNamed(run, QStringLiteral("Run the crew"));
@@ -602,13 +606,13 @@ void TestStudio::theProviderIsKeptWithoutItsKey()
     const QByteArray secret = "sk-studio-test-secret-123";
     qputenv("OPENAI_API_KEY", secret);
     RunPage *run = m_window->runPage();
-    const int openai = run->providerChoice()->findData(QStringLiteral("openai"));
+    const int openai = run->provider()->providerChoice()->findData(QStringLiteral("openai"));
     QVERIFY2(openai > 0, "the openai plugin is listed by its key");
-    run->providerChoice()->setCurrentIndex(openai);
-    QVERIFY(run->modelEdit()->isEnabled());
-    run->modelEdit()->setFocus();
-    QTest::keyClicks(run->modelEdit(), QStringLiteral("gpt-4o-mini"));
-    QTest::keyClick(run->modelEdit(), Qt::Key_Return);
+    run->provider()->providerChoice()->setCurrentIndex(openai);
+    QVERIFY(run->provider()->modelEdit()->isEnabled());
+    run->provider()->modelEdit()->setFocus();
+    QTest::keyClicks(run->provider()->modelEdit(), QStringLiteral("gpt-4o-mini"));
+    QTest::keyClick(run->provider()->modelEdit(), Qt::Key_Return);
     m_settings->sync();
     QFile ini(m_settings->fileName());
     QVERIFY(ini.open(QIODevice::ReadOnly));
@@ -620,8 +624,53 @@ void TestStudio::theProviderIsKeptWithoutItsKey()
 
     // A new window starts with the provider chosen before.
     m_window = std::make_unique<MainWindow>(*m_settings);
-    QCOMPARE(m_window->runPage()->providerChoice()->currentData().toString(), QStringLiteral("openai"));
-    QCOMPARE(m_window->runPage()->modelEdit()->text(), QStringLiteral("gpt-4o-mini"));
+    QCOMPARE(m_window->runPage()->provider()->providerChoice()->currentData().toString(), QStringLiteral("openai"));
+    QCOMPARE(m_window->runPage()->provider()->modelEdit()->text(), QStringLiteral("gpt-4o-mini"));
+}
+
+void TestStudio::chatsWithTheExampleAgentStreaming()
+{
+    ChatPage *chat = m_window->chatPage();
+    QTest::keyClick(m_window.get(), Qt::Key_4, Qt::ControlModifier); // View > Chat
+    QCOMPARE(m_window->tabs()->currentWidget(), chat);
+    QComboBox *provider = chat->provider()->providerChoice();
+    provider->setCurrentIndex(provider->findData(ProviderBox::replayChoice()));
+    ChatMessageModel *messages = chat->messageModel();
+    QSignalSpy finished(chat, &ChatPage::turnFinished);
+    QSignalSpy changed(messages, &QAbstractItemModel::dataChanged);
+
+    // The first example turn, chosen with the keyboard, then sent with Enter.
+    m_window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
+    chat->exampleTurns()->setFocus();
+    QTest::keyClick(chat->exampleTurns(), Qt::Key_Down);
+    const QString turn = QStringLiteral("Hi! I'm Logan. I'm planning a trip to Lisbon in May with my sister Ana.");
+    QCOMPARE(chat->messageEdit()->text(), turn);
+    QTest::keyClick(chat->messageEdit(), Qt::Key_Return);
+    QVERIFY(chat->hasSession());
+    QVERIFY(!chat->provider()->isEnabled()); // the session keeps its provider
+    QTRY_VERIFY(messages->rowCount() >= 1); // the user's message shows when its turn starts
+    QCOMPARE(messages->index(0).data(ChatMessageModel::ContentRole).toString(), turn);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
+    QVERIFY2(finished.first().first().toBool(), qPrintable(chat->lastError()));
+
+    // The answer streamed into its row (it changed before the turn ended), then the turn as stored.
+    QVERIFY(!changed.isEmpty());
+    QTRY_COMPARE(messages->rowCount(), 2);
+    QCOMPARE(messages->index(0).data(ChatMessageModel::RoleNameRole).toString(), QStringLiteral("user"));
+    QCOMPARE(messages->index(1).data(ChatMessageModel::RoleNameRole).toString(), QStringLiteral("assistant"));
+    QCOMPARE(messages->index(1).data(ChatMessageModel::ContentRole).toString(),
+             QStringLiteral("Welcome, Logan! Lisbon in May is warm and not yet crowded. Tell me what you and Ana enjoy."));
+    QVERIFY(!messages->index(1).data(ChatMessageModel::StreamingRole).toBool());
+    QVERIFY(messages->index(1).data(ChatMessageModel::SeqRole).toInt() > 0); // stored in the session
+
+    // A new session starts empty.
+    QPushButton *fresh = buttonNamed(chat, QStringLiteral("Start a new session"));
+    QVERIFY(fresh && fresh->isEnabled());
+    QTest::mouseClick(fresh, Qt::LeftButton);
+    QVERIFY(!chat->hasSession());
+    QCOMPARE(messages->rowCount(), 0);
+    QVERIFY(chat->provider()->isEnabled());
 }
 
 QTEST_MAIN(TestStudio)
