@@ -21,6 +21,7 @@
 #include <QDeadlineTimer>
 #include <QDir>
 #include <QLineEdit>
+#include <QPalette>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
@@ -185,5 +186,23 @@ int main(int argc, char **argv)
         waitUntil([&] { return answered == turn; });
     }
     ok = save(&window, out, QStringLiteral("studio-chat.png")) && ok;
+
+    // The recall again under a dark palette: every colour, the bars' too, comes from the palette.
+    QApplication::setStyle(QStringLiteral("Fusion"));
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(0x2b, 0x2b, 0x2b));
+    dark.setColor(QPalette::WindowText, QColor(0xe6, 0xe6, 0xe6));
+    dark.setColor(QPalette::Base, QColor(0x1e, 0x1e, 0x1e));
+    dark.setColor(QPalette::AlternateBase, QColor(0x26, 0x26, 0x26));
+    dark.setColor(QPalette::Text, QColor(0xe6, 0xe6, 0xe6));
+    dark.setColor(QPalette::Button, QColor(0x35, 0x35, 0x35));
+    dark.setColor(QPalette::ButtonText, QColor(0xe6, 0xe6, 0xe6));
+    dark.setColor(QPalette::Midlight, QColor(0x4a, 0x4a, 0x4a));
+    dark.setColor(QPalette::Highlight, QColor(0x3d, 0x8e, 0xd0));
+    dark.setColor(QPalette::HighlightedText, QColor(0xff, 0xff, 0xff));
+    dark.setColor(QPalette::PlaceholderText, QColor(0x90, 0x90, 0x90));
+    QApplication::setPalette(dark);
+    window.tabs()->setCurrentWidget(recall);
+    ok = save(&window, out, QStringLiteral("studio-recall-dark.png")) && ok;
     return ok ? 0 : 1;
 }
