@@ -3,9 +3,12 @@
 #include "future_call.h"
 #include "provider_box.h"
 
+#include "crew_flow/crew_flow.h"
 #include "research_crew/research_crew.h"
 
+#include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
+#include <mneme/flows/flow.h>
 #include <mneme/models/event_log_model.h>
 #include <mneme/runtime/crew.h>
 #include <mneme/runtime/event_bus.h>
@@ -17,8 +20,11 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
@@ -31,8 +37,9 @@ namespace mneme::studio {
 
 namespace {
 
-// The example's cassette, built into the app (qt_add_resources), so the offline run needs no file.
-const QString kCassette = QStringLiteral(":/examples/research_crew/research_crew.jsonl");
+// The examples' cassettes, built into the app (qt_add_resources), so the offline run needs no file.
+const QString kCrewCassette = QStringLiteral(":/examples/research_crew/research_crew.jsonl");
+const QString kFlowCassette = QStringLiteral(":/examples/crew_flow/crew_flow.jsonl");
 
 } // namespace
 
@@ -42,7 +49,8 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
       m_bus(new EventBus(this)),
       m_log(new EventLogModel(this)),
       m_provider(new ProviderBox(settings, this)),
-      m_topic(new QComboBox(this)),
+      m_example(new QComboBox(this)),
+      m_inputs(new QComboBox(this)),
       m_run(new QPushButton(tr("&Run"), this)),
       m_cancel(new QPushButton(tr("Ca&ncel"), this)),
       m_family(new QComboBox(this)),
@@ -52,10 +60,13 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
 {
     m_log->setEventBus(m_bus);
 
-    m_topic->setAccessibleName(tr("Topic"));
-    m_topic->setEditable(true);
-    m_topic->addItems(example::researchTopics());
-    m_run->setAccessibleName(tr("Run the crew"));
+    m_example->setAccessibleName(tr("Example"));
+    m_example->addItem(tr("Research crew (examples/research_crew): a researcher with a calculator, then a writer"));
+    m_example->addItem(tr("Launch flow (examples/crew_flow): plan, a crew's research, publish to the flow's memory"));
+    m_inputs->setAccessibleName(tr("Kickoff inputs"));
+    m_inputs->setEditable(true);
+    m_inputs->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    m_run->setAccessibleName(tr("Run the example"));
     m_cancel->setAccessibleName(tr("Cancel the run"));
     m_family->setAccessibleName(tr("Show events of"));
     m_family->addItem(tr("All events"), QString());
@@ -71,18 +82,19 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
     m_output->setReadOnly(true);
     m_output->setAccessibleName(tr("Crew output"));
     m_output->setTabChangesFocus(true);
-    m_output->setPlaceholderText(tr("The crew's answers appear here as they come."));
+    m_output->setPlaceholderText(tr("The answers appear here as they come."));
     m_status->setAccessibleName(tr("Run status"));
     m_status->setWordWrap(true);
 
-    auto *crew = new QGroupBox(tr("Research crew (examples/research_crew): a researcher with a calculator, then a writer"), this);
-    auto *crewRow = new QHBoxLayout(crew);
-    auto *topicLabel = new QLabel(tr("&Topic:"), crew);
-    topicLabel->setBuddy(m_topic);
-    crewRow->addWidget(topicLabel);
-    crewRow->addWidget(m_topic, 1);
-    crewRow->addWidget(m_run);
-    crewRow->addWidget(m_cancel);
+    auto *example = new QGroupBox(tr("Example"), this);
+    auto *exampleForm = new QFormLayout(example);
+    exampleForm->addRow(tr("E&xample:"), m_example);
+    exampleForm->addRow(tr("&Inputs:"), m_inputs);
+    auto *buttons = new QHBoxLayout;
+    buttons->addStretch();
+    buttons->addWidget(m_run);
+    buttons->addWidget(m_cancel);
+    exampleForm->addRow(buttons);
     auto *filterRow = new QHBoxLayout;
     auto *familyLabel = new QLabel(tr("&Events:"), this);
     familyLabel->setBuddy(m_family);
@@ -101,17 +113,19 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
     splitter->setStretchFactor(1, 2);
     auto *top = new QHBoxLayout;
     top->addWidget(m_provider, 1);
-    top->addWidget(crew, 1);
+    top->addWidget(example, 1);
     auto *layout = new QVBoxLayout(this);
     layout->addLayout(top);
     layout->addWidget(splitter, 1);
-    setTabOrder(m_provider->modelEdit(), m_topic);
-    setTabOrder(m_topic, m_run);
+    setTabOrder(m_provider->modelEdit(), m_example);
+    setTabOrder(m_example, m_inputs);
+    setTabOrder(m_inputs, m_run);
     setTabOrder(m_run, m_cancel);
     setTabOrder(m_cancel, m_family);
     setTabOrder(m_family, m_events);
     setTabOrder(m_events, m_output);
 
+    connect(m_example, &QComboBox::currentIndexChanged, this, &RunPage::chooseExample);
     connect(m_run, &QPushButton::clicked, this, &RunPage::run);
     connect(m_cancel, &QPushButton::clicked, this, &RunPage::cancel);
     connect(m_family, &QComboBox::currentIndexChanged, this, [this] {
@@ -128,8 +142,9 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
         m_output->moveCursor(QTextCursor::End);
         m_output->insertPlainText(text);
     });
+    chooseExample(ResearchCrew);
     setRunning(false);
-    m_status->setText(tr("Choose a topic and press Run."));
+    m_status->setText(tr("Choose an example and its inputs, then press Run."));
 }
 
 RunPage::~RunPage()
@@ -137,24 +152,41 @@ RunPage::~RunPage()
     m_log->setEventBus(nullptr);
 }
 
+void RunPage::chooseExample(int example)
+{
+    m_inputs->clear();
+    if (example == LaunchFlow) {
+        m_inputs->addItem(QString::fromStdString(example::launchInputs().dump()));
+    } else {
+        for (const QString &topic : example::researchTopics())
+            m_inputs->addItem(QString::fromStdString(Json{{"topic", topic.toStdString()}}.dump()));
+    }
+}
+
 void RunPage::run()
 {
     if (m_running)
         return;
-    const QString topic = m_topic->currentText().trimmed();
-    if (topic.isEmpty()) {
-        m_status->setText(tr("Type a topic first."));
+    Json inputs;
+    const QString problem = readJson(m_inputs->currentText().trimmed().toStdString(), &inputs);
+    if (!problem.isEmpty() || !inputs.is_object()) {
+        m_lastError = tr("The inputs must be a JSON object, like {\"topic\": \"heat pumps\"}%1.")
+                          .arg(problem.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(problem));
+        m_status->setText(m_lastError);
+        Q_EMIT finished(false);
         return;
     }
     m_lastError.clear();
     m_log->clear();
     m_output->clear();
+    m_flow.reset();
     m_crew.reset();
     m_scratch = std::make_unique<QTemporaryDir>(QDir::temp().filePath(QStringLiteral("mneme-studio-run-XXXXXX")));
-    QFuture<CrewOutput> future;
     try {
-        m_crew = example::makeResearchCrew(m_provider->llm(kCassette), m_scratch->filePath(QStringLiteral("memory.db")), m_bus);
-        future = m_crew->kickoff(Json{{"topic", topic.toStdString()}});
+        if (m_example->currentIndex() == LaunchFlow)
+            whenDone(this, startFlow(inputs), [this](QFuture<Json> f) { flowFinished(f); });
+        else
+            whenDone(this, startCrew(inputs), [this](QFuture<CrewOutput> f) { crewFinished(f); });
     } catch (const Error &e) {
         m_lastError = e.message();
         m_status->setText(e.message());
@@ -162,20 +194,45 @@ void RunPage::run()
         return;
     }
     setRunning(true);
-    m_status->setText(tr("Running the crew on “%1”…").arg(topic));
-    whenDone(this, future, [this](QFuture<CrewOutput> f) { onFinished(f); });
+    m_status->setText(tr("Running…"));
 }
 
-void RunPage::onFinished(QFuture<CrewOutput> future)
+QFuture<CrewOutput> RunPage::startCrew(const Json &inputs)
+{
+    m_crew = example::makeResearchCrew(m_provider->llm(kCrewCassette), m_scratch->filePath(QStringLiteral("memory.db")), m_bus);
+    return m_crew->kickoff(inputs);
+}
+
+QFuture<Json> RunPage::startFlow(const Json &inputs)
+{
+    FlowOptions options;
+    options.eventBus = m_bus;
+    options.memoryConfig.storage = m_scratch->filePath(QStringLiteral("flow.db")).toStdString();
+    m_flow = std::make_unique<FlowInstance<example::LaunchFlow>>(m_provider->llm(kFlowCassette), options);
+    connect(m_flow.get(), &Flow::stepFinished, m_output, [this](const QString &step, const QJsonValue &, const QJsonValue &output, double ms) {
+        const QString text = output.isString() ? output.toString() : QString::fromUtf8(QJsonDocument(output.toObject()).toJson(QJsonDocument::Compact));
+        m_output->appendPlainText(tr("step %1 (%2 ms): %3\n").arg(step, QLocale().toString(ms, 'f', 0), text));
+    });
+    return m_flow->kickoff(inputs);
+}
+
+template<typename T>
+bool RunPage::succeeded(QFuture<T> future)
 {
     setRunning(false);
-    const QString error = future.isCanceled() && future.resultCount() == 0 ? QString() : failureOf(future);
-    if (future.resultCount() == 0) {
-        m_lastError = error.isEmpty() ? tr("The run was cancelled.") : error;
-        m_status->setText(m_lastError);
-        Q_EMIT finished(false);
+    if (future.resultCount() > 0)
+        return true;
+    const QString error = future.isCanceled() ? QString() : failureOf(future);
+    m_lastError = error.isEmpty() ? tr("The run was cancelled.") : error;
+    m_status->setText(m_lastError);
+    Q_EMIT finished(false);
+    return false;
+}
+
+void RunPage::crewFinished(QFuture<CrewOutput> future)
+{
+    if (!succeeded(future))
         return;
-    }
     const CrewOutput out = future.result();
     QString text;
     for (const TaskOutput &t : out.tasksOutput)
@@ -185,9 +242,23 @@ void RunPage::onFinished(QFuture<CrewOutput> future)
     Q_EMIT finished(true);
 }
 
+void RunPage::flowFinished(QFuture<Json> future)
+{
+    if (!succeeded(future))
+        return;
+    const Json result = future.result();
+    m_output->appendPlainText(tr("Result: %1").arg(QString::fromStdString(result.is_string() ? result.get<std::string>() : result.dump())));
+    m_status->setText(tr("Done: the flow completed."));
+    Q_EMIT finished(true);
+}
+
 void RunPage::cancel()
 {
-    if (m_crew && m_running)
+    if (!m_running)
+        return;
+    if (m_flow)
+        m_flow->cancel();
+    if (m_crew)
         m_crew->cancel();
 }
 
@@ -197,7 +268,8 @@ void RunPage::setRunning(bool running)
     m_run->setEnabled(!running);
     m_cancel->setEnabled(running);
     m_provider->setEnabled(!running);
-    m_topic->setEnabled(!running);
+    m_example->setEnabled(!running);
+    m_inputs->setEnabled(!running);
     Q_EMIT runningChanged(running);
 }
 
@@ -226,9 +298,14 @@ ProviderBox *RunPage::provider() const
     return m_provider;
 }
 
-QComboBox *RunPage::topicChoice() const
+QComboBox *RunPage::exampleChoice() const
 {
-    return m_topic;
+    return m_example;
+}
+
+QComboBox *RunPage::inputsChoice() const
+{
+    return m_inputs;
 }
 
 QString RunPage::lastError() const

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <mneme/core/json.h>
+
 #include <QFuture>
 #include <QWidget>
 #include <memory>
@@ -15,6 +17,7 @@ class QTreeView;
 namespace mneme {
 class Crew;
 class EventBus;
+class Flow;
 class EventLogModel;
 class LlmRef;
 struct CrewOutput;
@@ -24,11 +27,12 @@ namespace mneme::studio {
 
 class ProviderBox;
 
-// Runs the research crew of examples/research_crew in the window: offline on the example's replay
-// cassette (built into the app), or on the provider of the ProviderBox. The crew runs on the GUI
-// thread's event loop (Crew::kickoff) with a memory of its own in a temporary folder; its events fill
-// a live timeline (EventLogModel, nested, filtered by family) and its answers the output pane,
-// streamed chunks as they come.
+// Runs an example in the window: the research crew of examples/research_crew, or the flow of
+// examples/crew_flow (a flow whose step kicks off a crew), offline on the example's replay cassette
+// (built into the app) or on the provider of the ProviderBox, with the example's recorded inputs or
+// others (JSON). It runs on the GUI thread's event loop (Crew::kickoff, Flow::kickoff) with a memory
+// of its own in a temporary folder; its events fill a live timeline (EventLogModel, nested, filtered
+// by family) and its answers the output pane, streamed chunks as they come.
 class RunPage : public QWidget
 {
     Q_OBJECT
@@ -43,8 +47,14 @@ public:
     EventLogModel *eventModel() const;
     QTreeView *eventView() const;
     QPlainTextEdit *outputView() const;
+    enum Example {
+        ResearchCrew,
+        LaunchFlow
+    };
     ProviderBox *provider() const;
-    QComboBox *topicChoice() const;
+    QComboBox *exampleChoice() const;
+    // The kickoff inputs, as JSON: the example's recorded ones offered, any other typed.
+    QComboBox *inputsChoice() const;
     QString lastError() const;
 
 Q_SIGNALS:
@@ -52,7 +62,14 @@ Q_SIGNALS:
     void finished(bool ok);
 
 private:
-    void onFinished(QFuture<CrewOutput> future);
+    void chooseExample(int example);
+    QFuture<CrewOutput> startCrew(const Json &inputs);
+    QFuture<Json> startFlow(const Json &inputs);
+    void crewFinished(QFuture<CrewOutput> future);
+    void flowFinished(QFuture<Json> future);
+    // Whether a finished future holds a result; otherwise the run failed or was cancelled, as said.
+    template<typename T>
+    bool succeeded(QFuture<T> future);
     void setRunning(bool running);
 
     QSettings &m_settings;
@@ -60,10 +77,12 @@ private:
     EventLogModel *m_log;
     std::unique_ptr<QTemporaryDir> m_scratch;
     std::unique_ptr<Crew> m_crew;
+    std::unique_ptr<Flow> m_flow;
     bool m_running = false;
     QString m_lastError;
     ProviderBox *m_provider;
-    QComboBox *m_topic;
+    QComboBox *m_example;
+    QComboBox *m_inputs;
     QPushButton *m_run;
     QPushButton *m_cancel;
     QComboBox *m_family;

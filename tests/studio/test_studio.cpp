@@ -105,6 +105,8 @@ private Q_SLOTS:
     void importCancelledKeepsTheBatchesBefore();
     void importOfABadFileStoresNothing();
     void runsTheExampleCrewOfflineWithItsEvents();
+    void runsTheExampleFlowOffline();
+    void badInputsAreRefusedSayingWhy();
     void theProviderIsKeptWithoutItsKey();
     void chatsWithTheExampleAgentStreaming();
 
@@ -559,9 +561,10 @@ void TestStudio::runsTheExampleCrewOfflineWithItsEvents()
     QTest::keyClick(m_window.get(), Qt::Key_3, Qt::ControlModifier); // View > Run
     QCOMPARE(m_window->tabs()->currentWidget(), run);
     run->provider()->providerChoice()->setCurrentIndex(run->provider()->providerChoice()->findData(ProviderBox::replayChoice()));
-    QCOMPARE(run->topicChoice()->currentText(), QStringLiteral("residential heat pumps"));
+    QCOMPARE(run->exampleChoice()->currentIndex(), int(RunPage::ResearchCrew));
+    QCOMPARE(run->inputsChoice()->currentText(), QStringLiteral("{\"topic\":\"residential heat pumps\"}"));
     QSignalSpy finished(run, &RunPage::finished);
-    QPushButton *start = buttonNamed(run, QStringLiteral("Run the crew"));
+    QPushButton *start = buttonNamed(run, QStringLiteral("Run the example"));
     QVERIFY(start && start->isEnabled());
     QTest::mouseClick(start, Qt::LeftButton);
     QVERIFY2(run->isRunning(), qPrintable(run->lastError()));
@@ -599,6 +602,60 @@ void TestStudio::runsTheExampleCrewOfflineWithItsEvents()
     QVERIFY(log->rowCount() > 0);
     for (int row = 0; row < log->rowCount(); ++row)
         QCOMPARE(log->index(row, 0).data(EventLogModel::FamilyRole).toString(), QStringLiteral("llm"));
+}
+
+void TestStudio::runsTheExampleFlowOffline()
+{
+    RunPage *run = m_window->runPage();
+    m_window->tabs()->setCurrentWidget(run);
+    run->provider()->providerChoice()->setCurrentIndex(run->provider()->providerChoice()->findData(ProviderBox::replayChoice()));
+    // The example chosen with the keyboard; its recorded inputs come with it.
+    m_window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(m_window.get()));
+    run->exampleChoice()->setFocus();
+    QTest::keyClick(run->exampleChoice(), Qt::Key_Down);
+    QCOMPARE(run->exampleChoice()->currentIndex(), int(RunPage::LaunchFlow));
+    QVERIFY(run->inputsChoice()->currentText().contains(QStringLiteral("solar-powered e-bike charger")));
+    QSignalSpy finished(run, &RunPage::finished);
+    QTest::mouseClick(buttonNamed(run, QStringLiteral("Run the example")), Qt::LeftButton);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
+    QVERIFY2(finished.first().first().toBool(), qPrintable(run->lastError()));
+
+    // Each step's output, and the result: the tagline kept in the flow's memory.
+    const QString output = run->outputView()->toPlainText();
+    QVERIFY2(output.contains(QStringLiteral("step plan")) && output.contains(QStringLiteral("step research"))
+                 && output.contains(QStringLiteral("step publish")),
+             qPrintable(output));
+    QVERIFY2(output.contains(QStringLiteral("Result: Stored \"Charge on the ride, not at the wall.\" at /flow/launchflow/taglines")),
+             qPrintable(output));
+    // The timeline: the flow's kickoff holds its steps, the crew's kickoff nested inside "research".
+    EventLogModel *log = run->eventModel();
+    QStringList types;
+    std::function<void(const QModelIndex &, int)> walk = [&](const QModelIndex &parent, int depth) {
+        for (int row = 0; row < log->rowCount(parent); ++row) {
+            const QModelIndex child = log->index(row, 0, parent);
+            types << QStringLiteral("%1:%2").arg(depth).arg(child.data(EventLogModel::TypeRole).toString());
+            walk(child, depth + 1);
+        }
+    };
+    walk({}, 0);
+    QVERIFY2(types.contains(QStringLiteral("0:flow_started")), qPrintable(types.join(QLatin1Char(' '))));
+    bool crewNested = false;
+    for (const QString &t : types)
+        crewNested = crewNested || (t.endsWith(QStringLiteral(":crew_kickoff_started")) && !t.startsWith(QStringLiteral("0:")));
+    QVERIFY2(crewNested, qPrintable(types.join(QLatin1Char(' '))));
+}
+
+void TestStudio::badInputsAreRefusedSayingWhy()
+{
+    RunPage *run = m_window->runPage();
+    QSignalSpy finished(run, &RunPage::finished);
+    run->inputsChoice()->setCurrentText(QStringLiteral("topic: heat pumps"));
+    run->run();
+    QCOMPARE(finished.size(), 1);
+    QVERIFY(!finished.first().first().toBool());
+    QVERIFY2(run->lastError().startsWith(QStringLiteral("The inputs must be a JSON object")), qPrintable(run->lastError()));
+    QVERIFY(!run->isRunning());
 }
 
 void TestStudio::theProviderIsKeptWithoutItsKey()
@@ -649,7 +706,7 @@ void TestStudio::chatsWithTheExampleAgentStreaming()
     QTest::keyClick(chat->messageEdit(), Qt::Key_Return);
     QVERIFY(chat->hasSession());
     QVERIFY(!chat->provider()->isEnabled()); // the session keeps its provider
-    QTRY_VERIFY(messages->rowCount() >= 1); // the user's message shows when its turn starts
+    QTRY_VERIFY(messages->rowCount() >= 1);  // the user's message shows when its turn starts
     QCOMPARE(messages->index(0).data(ChatMessageModel::ContentRole).toString(), turn);
     QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
     QVERIFY2(finished.first().first().toBool(), qPrintable(chat->lastError()));
