@@ -57,7 +57,7 @@ ChatPage::ChatPage(QSettings &settings, QWidget *parent)
       m_message(new QLineEdit(this)),
       m_send(new QPushButton(tr("&Send"), this)),
       m_stop(new QPushButton(tr("S&top"), this)),
-      m_new(new QPushButton(tr("New &Session"), this)),
+      m_new(new QPushButton(tr("&New Session"), this)),
       m_messages(new QListView(this)),
       m_status(new QLabel(this))
 {
@@ -156,11 +156,7 @@ bool ChatPage::startSession()
         m_status->setText(tr("Answered."));
         Q_EMIT turnFinished(true);
     });
-    connect(m_chat.get(), &AgentChat::turnFailed, this, [this](const QString &error) {
-        m_lastError = error;
-        m_status->setText(error);
-        Q_EMIT turnFinished(false);
-    });
+    // A failed turn is reported by the model (errorOccurred, connected to fail()).
     m_model->setChat(m_chat.get());
     m_provider->setEnabled(false);
     return true;

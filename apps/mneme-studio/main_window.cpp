@@ -49,10 +49,12 @@ MainWindow::MainWindow(QSettings &settings, QWidget *parent)
 {
     setWindowTitle(tr("Mneme Studio"));
     m_tabs->setAccessibleName(tr("Views"));
-    m_tabs->addTab(m_records, tr("Re&cords"));
-    m_tabs->addTab(m_recall, tr("Rec&all"));
-    m_tabs->addTab(m_run, tr("R&un"));
-    m_tabs->addTab(m_chat, tr("C&hat"));
+    // No mnemonics on the tabs (they would clash with the labels' inside): View's Ctrl+1..4 and
+    // Ctrl+Tab switch them.
+    m_tabs->addTab(m_records, tr("Records"));
+    m_tabs->addTab(m_recall, tr("Recall"));
+    m_tabs->addTab(m_run, tr("Run"));
+    m_tabs->addTab(m_chat, tr("Chat"));
     setCentralWidget(m_tabs);
     m_storeLabel->setAccessibleName(tr("Open store"));
     statusBar()->addPermanentWidget(m_storeLabel);
@@ -123,7 +125,7 @@ void MainWindow::createMenus()
 
     QMenu *view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_tabs->count(); ++i) {
-        QAction *show = view->addAction(m_tabs->tabText(i).remove(QLatin1Char('&')), this, [this, i] { m_tabs->setCurrentIndex(i); });
+        QAction *show = view->addAction(m_tabs->tabText(i), this, [this, i] { m_tabs->setCurrentIndex(i); });
         show->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
     }
 }

@@ -49,8 +49,8 @@ RecordDetails::RecordDetails(QWidget *parent)
       m_categories(new QLineEdit(this)),
       m_importance(new QDoubleSpinBox(this)),
       m_save(new QPushButton(tr("&Save"), this)),
-      m_revert(new QPushButton(tr("Re&vert"), this)),
-      m_forget(new QPushButton(tr("&Forget"), this)),
+      m_revert(new QPushButton(tr("Rever&t"), this)),
+      m_forget(new QPushButton(tr("F&orget"), this)),
       m_undo(new QPushButton(tr("Undo &Last Change"), this)),
       m_history(new HistoryModel(this)),
       m_historyView(new QTableView(this))
@@ -85,10 +85,10 @@ RecordDetails::RecordDetails(QWidget *parent)
     m_historyView->horizontalHeader()->setSectionResizeMode(HistoryModel::AtColumn, QHeaderView::ResizeToContents);
 
     auto *form = new QFormLayout;
-    form->addRow(tr("&Content:"), m_content);
+    form->addRow(tr("Co&ntent:"), m_content);
     form->addRow(tr("S&cope:"), m_scope);
     form->addRow(tr("Cate&gories:"), m_categories);
-    form->addRow(tr("&Importance:"), m_importance);
+    form->addRow(tr("I&mportance:"), m_importance);
     auto *buttons = new QHBoxLayout;
     buttons->addWidget(m_save);
     buttons->addWidget(m_revert);

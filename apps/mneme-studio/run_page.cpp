@@ -96,7 +96,7 @@ RunPage::RunPage(QSettings &settings, QWidget *parent)
     buttons->addWidget(m_cancel);
     exampleForm->addRow(buttons);
     auto *filterRow = new QHBoxLayout;
-    auto *familyLabel = new QLabel(tr("&Events:"), this);
+    auto *familyLabel = new QLabel(tr("Even&ts:"), this);
     familyLabel->setBuddy(m_family);
     filterRow->addWidget(familyLabel);
     filterRow->addWidget(m_family);

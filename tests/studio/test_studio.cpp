@@ -728,6 +728,19 @@ void TestStudio::chatsWithTheExampleAgentStreaming()
     QVERIFY(!chat->hasSession());
     QCOMPARE(messages->rowCount(), 0);
     QVERIFY(chat->provider()->isEnabled());
+
+    // A message the cassette has no answer for: the turn fails once, saying why, the message kept.
+    finished.clear();
+    QTest::keyClicks(chat->messageEdit(), QStringLiteral("What is the weather on Mars?"));
+    QTest::keyClick(chat->messageEdit(), Qt::Key_Return);
+    QTRY_COMPARE_WITH_TIMEOUT(finished.size(), 1, 60000);
+    QVERIFY(!finished.first().first().toBool());
+    QVERIFY2(chat->lastError().contains(QStringLiteral("no exchange")), qPrintable(chat->lastError()));
+    QTRY_COMPARE(messages->rowCount(), 2);
+    QCOMPARE(messages->index(0).data(ChatMessageModel::ContentRole).toString(), QStringLiteral("What is the weather on Mars?"));
+    QVERIFY(messages->index(1).data(ChatMessageModel::FailedRole).toBool());
+    QTest::qWait(50);
+    QCOMPARE(finished.size(), 1);
 }
 
 QTEST_MAIN(TestStudio)
