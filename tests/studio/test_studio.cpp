@@ -25,6 +25,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QDoubleSpinBox>
 #include <QHeaderView>
 #include <QImage>
 #include <QLineEdit>
@@ -97,6 +98,7 @@ private Q_SLOTS:
     void filtersByTextCategoryAndSource();
     void sortsByAClickOnAColumn();
     void editSaveForgetAndUndo();
+    void undoLastChangeRevertsTheRecordsLastChange();
     void recallShowsEachSignalAsABar();
     void signalBarIsAsLongAsItsValue_data();
     void signalBarIsAsLongAsItsValue();
@@ -344,6 +346,43 @@ void TestStudio::editSaveForgetAndUndo()
     QTRY_COMPARE(content->toPlainText(), before);
     QVERIFY(!m_window->undoAction()->isEnabled());
     QCOMPARE(m_window->session()->memory()->get(id, ReadContext::asCurator())->content, before);
+}
+
+void TestStudio::undoLastChangeRevertsTheRecordsLastChange()
+{
+    openSeeded();
+    RecordsPage *page = m_window->recordsPage();
+    RecordDetails *details = page->details();
+    const QString before = QStringLiteral("Our staging environment uses port 8080.");
+    clickRow(page->recordView(), rowOfContent(before));
+    auto *history = details->findChild<HistoryModel *>();
+    QTRY_COMPARE(history->rowCount(), 1);
+    QPushButton *undo = buttonNamed(details, QStringLiteral("Undo the record's last change"));
+    QVERIFY(undo && undo->isEnabled());
+
+    // Its only change is its creation: nothing to undo, and the window says so.
+    QTest::mouseClick(undo, Qt::LeftButton);
+    QTRY_VERIFY(!m_window->lastMessage().isEmpty() && !m_window->lastMessage().startsWith(QStringLiteral("Opened")));
+    QCOMPARE(history->rowCount(), 1);
+    if (auto *box = m_window->findChild<QMessageBox *>())
+        box->close();
+
+    // The importance changed with the keyboard and saved, then undone with the button.
+    auto *importance = details->findChild<QDoubleSpinBox *>();
+    const double stored = importance->value();
+    QVERIFY(stored != 0.95);
+    importance->setFocus();
+    importance->selectAll();
+    QTest::keyClicks(importance, QStringLiteral("0.95"));
+    QTest::mouseClick(buttonNamed(details, QStringLiteral("Save the edits")), Qt::LeftButton);
+    QTRY_COMPARE(history->rowCount(), 2);
+    const QString id = details->recordId();
+    QCOMPARE(m_window->session()->memory()->get(id, ReadContext::asCurator())->importance, 0.95);
+    QTRY_VERIFY(undo->isEnabled());
+    QTest::mouseClick(undo, Qt::LeftButton);
+    QTRY_COMPARE(history->rowCount(), 3);
+    QTRY_COMPARE(importance->value(), stored);
+    QCOMPARE(m_window->session()->memory()->get(id, ReadContext::asCurator())->importance, stored);
 }
 
 void TestStudio::recallShowsEachSignalAsABar()
