@@ -83,7 +83,7 @@ test-asan: deps
 
 test-tsan: deps
 	$(call sanitized_configure,$(TSAN_DIR),-fsanitize=thread,-fsanitize=thread,-fsanitize=thread,-DMNEME_BUILD_EXAMPLES=ON)
-	cmake --build $(TSAN_DIR) -j $(JOBS)
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target mneme_concurrency_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(SANITIZER_SUPPRESSIONS)/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
 	  ctest --output-on-failure -j $(JOBS) -L concurrency
 
