@@ -63,13 +63,12 @@ SANITIZER_SUPPRESSIONS := $(CURDIR)/tests/sanitizers
 deps-sanitizers: deps
 	@bash scripts/install-deps.sh sanitizers
 
+# Configured on every run, not only the first: a build folder made before an option was added gets it.
 define sanitized_configure
-	@if [ ! -f $(1)/CMakeCache.txt ]; then \
-	  cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-	    -DCMAKE_CXX_FLAGS="$(2) -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$(3)" \
-	    -DCMAKE_SHARED_LINKER_FLAGS="$(4)" -DCMAKE_MODULE_LINKER_FLAGS="$(4)" \
-	    -DMNEME_PRECOMPILE_HEADERS=OFF -DMNEME_INSTALL=OFF -DMNEME_TEST_TIMEOUT_SCALE=4 -DMNEME_HNSWLIB_NO_SIMD=ON $(5) $(CCACHE); \
-	fi
+	cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+	  -DCMAKE_CXX_FLAGS="$(2) -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$(3)" \
+	  -DCMAKE_SHARED_LINKER_FLAGS="$(4)" -DCMAKE_MODULE_LINKER_FLAGS="$(4)" \
+	  -DMNEME_PRECOMPILE_HEADERS=OFF -DMNEME_INSTALL=OFF -DMNEME_TEST_TIMEOUT_SCALE=4 -DMNEME_HNSWLIB_NO_SIMD=ON $(5) $(CCACHE) >/dev/null
 endef
 
 test-asan: deps
