@@ -80,10 +80,12 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) --label-exclude "slow|package"
 
+# die_after_fork=0: the tests start helper processes with QProcess while threads run (the child only
+# execs); ThreadSanitizer would otherwise refuse every thread started after such a fork.
 test-tsan: deps
 	$(call sanitized_configure,$(TSAN_DIR),-fsanitize=thread,-fsanitize=thread,-fsanitize=thread,-DMNEME_BUILD_EXAMPLES=ON)
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target mneme_concurrency_tests
-	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(SANITIZER_SUPPRESSIONS)/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(SANITIZER_SUPPRESSIONS)/tsan.supp halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" \
 	  ctest --output-on-failure -j $(JOBS) -L concurrency
 
 fuzz-build: deps-sanitizers
