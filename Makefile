@@ -69,13 +69,12 @@ SANITIZER_SUPPRESSIONS := $(CURDIR)/tests/sanitizers
 deps-sanitizers: deps
 	@bash scripts/install-deps.sh sanitizers
 
+# Configured on every run, not only the first: a build folder made before an option was added gets it.
 define sanitized_configure
-	@if [ ! -f $(1)/CMakeCache.txt ]; then \
-	  cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
-	    -DCMAKE_CXX_FLAGS="$(2) -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$(3)" \
-	    -DCMAKE_SHARED_LINKER_FLAGS="$(4)" -DCMAKE_MODULE_LINKER_FLAGS="$(4)" \
-	    -DMNEME_PRECOMPILE_HEADERS=OFF -DMNEME_INSTALL=OFF -DMNEME_TEST_TIMEOUT_SCALE=4 -DMNEME_HNSWLIB_NO_SIMD=ON $(5) $(CCACHE); \
-	fi
+	cmake -S . -B $(1) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+	  -DCMAKE_CXX_FLAGS="$(2) -fno-omit-frame-pointer" -DCMAKE_EXE_LINKER_FLAGS="$(3)" \
+	  -DCMAKE_SHARED_LINKER_FLAGS="$(4)" -DCMAKE_MODULE_LINKER_FLAGS="$(4)" \
+	  -DMNEME_PRECOMPILE_HEADERS=OFF -DMNEME_INSTALL=OFF -DMNEME_TEST_TIMEOUT_SCALE=4 -DMNEME_HNSWLIB_NO_SIMD=ON $(5) $(CCACHE) >/dev/null
 endef
 
 test-asan: deps
@@ -87,10 +86,12 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --output-on-failure -j $(JOBS) --label-exclude "slow|package"
 
+# die_after_fork=0: the tests start helper processes with QProcess while threads run (the child only
+# execs); ThreadSanitizer would otherwise refuse every thread started after such a fork.
 test-tsan: deps
 	$(call sanitized_configure,$(TSAN_DIR),-fsanitize=thread,-fsanitize=thread,-fsanitize=thread,-DMNEME_BUILD_EXAMPLES=ON)
-	cmake --build $(TSAN_DIR) -j $(JOBS)
-	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(SANITIZER_SUPPRESSIONS)/tsan.supp halt_on_error=1 second_deadlock_stack=1" \
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target mneme_concurrency_tests
+	cd $(TSAN_DIR) && TSAN_OPTIONS="suppressions=$(SANITIZER_SUPPRESSIONS)/tsan.supp halt_on_error=1 second_deadlock_stack=1 die_after_fork=0" \
 	  ctest --output-on-failure -j $(JOBS) -L concurrency
 
 fuzz-build: deps-sanitizers

@@ -108,10 +108,9 @@ void TestCliFlowGraph::badInput_data()
                                      "by its own name (r); it would run again every time it finishes. Trigger it by the step before it";
     // A trigger nested deeper than anyone writes is refused, not followed until the stack overflows:
     // the description is JSON read from outside, refused past 64 levels of nesting before it is parsed.
+    // Built in linear time (wrapping a string 200,000 times copies it as often: minutes under ASan).
     const auto nested = [](int depth) {
-        QByteArray trigger = "\"a\"";
-        for (int i = 0; i < depth; ++i)
-            trigger = "{\"or\": [" + trigger + "]}";
+        const QByteArray trigger = QByteArray("{\"or\": [").repeated(depth) + "\"a\"" + QByteArray("]}").repeated(depth);
         return R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
                    {"name": "b", "kind": "listen", "trigger": )"
              + trigger + "}]}";
@@ -121,9 +120,7 @@ void TestCliFlowGraph::badInput_data()
                             "(./my_flow --flow-graph=json | mneme flow-graph -)";
     QTest::newRow("trigger 65 deep") << nested(65) << tooDeep;
     QTest::newRow("trigger 200000 deep") << nested(200000) << tooDeep;
-    QByteArray deepValue = "1";
-    for (int i = 0; i < 200000; ++i)
-        deepValue = "[" + deepValue + "]";
+    const QByteArray deepValue = QByteArray("[").repeated(200000) + "1" + QByteArray("]").repeated(200000);
     QTest::newRow("deep value that is not a trigger")
         << QByteArray(R"({"format": "mneme-flow/1", "name": "f", "steps": [{"name": "a", "kind": "start"},
                          {"name": "b", "kind": "listen", "trigger": {"x": )"
