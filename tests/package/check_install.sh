@@ -22,7 +22,10 @@ else
   prefix=$work/prefix
   cmake --install "$build" --prefix "$prefix" > "$work/install.log"
 fi
-mkdir -p "$work/consumer"
+mkdir -p "$work/consumer" "$work/home"
+# The installed programs' default store and settings go to a home of their own, never the user's.
+export HOME="$work/home" XDG_DATA_HOME="$work/home/.local/share" XDG_CONFIG_HOME="$work/home/.config"
+unset MNEME_STORAGE_DIR
 cp "$src/tests/package/consumer/CMakeLists.txt" "$src/examples/quick_start/main.cpp" "$work/consumer/"
 cp "$src/tests/package/use_installed.sh" "$work/"
 
