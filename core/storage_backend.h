@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace mneme {
@@ -62,210 +63,401 @@ struct MNEME_CORE_EXPORT EmbedderBinding
     int dimension = 0;
 };
 
-// A storage backend keeps records, their embeddings, a lexical index and the history of every change.
-// Implementations are thread-safe: Memory calls them from its writer thread and from recall threads
-// at once. Every method throws mneme::Error on failure and leaves the store as it was.
+// What a backend is and can do (StorageBackend::info()).
+struct MNEME_CORE_EXPORT StorageInfo
+{
+    enum Capability : unsigned {
+        // find() answers SearchRequest::Output::Hits (the two-phase search) and read() reads hit keys.
+        SearchHits = 1u << 0,
+        // write(InsertUnlessIdentical) looks up and inserts in one transaction, so writers (other
+        // processes, other hosts) saving the same content at once store it once.
+        AtomicDedup = 1u << 1,
+        // inspect() checks the store (else its StoreCheck says there is no check).
+        Check = 1u << 2,
+        // Several processes may open the store at once (on one host: a SQLite file; on several: a server).
+        SharedWriters = 1u << 3,
+        // The backend keeps graph memory (issue 19's interface, reached through its own accessor).
+        Graph = 1u << 4,
+    };
+    QString location; // where the data lives, for messages ("/home/me/.mneme/memory.db"); never a password
+    int schemaVersion = 0;
+    std::optional<EmbedderBinding> binding; // the embedder recorded in the store, if any
+    unsigned capabilities = 0;
+    bool has(Capability c) const { return (capabilities & c) != 0; }
+};
+
+// A change of the store: one kind of operation, on a batch of records where it takes records.
+struct MNEME_CORE_EXPORT WriteRequest
+{
+    enum class Kind {
+        // Inserts `records` (ids must be new); an ADD history entry each.
+        Insert,
+        // Insert, except a record identical to a stored one (same content, scope, source, privacy and
+        // identities, as lookup() matches) or to an earlier one of the batch: WriteResult::ids has, for
+        // each record, the id it is stored under, its own or the identical record's.
+        InsertUnlessIdentical,
+        // Replaces the stored record with the same id (UPDATE history entry); an empty embedding keeps
+        // the stored one. One record; Error(NotFound) for an unknown id.
+        Update,
+        // Re-inserts one record exactly as given (same id and times): the undo of a delete.
+        Restore,
+        // Deletes what `filter` selects (DELETE history entries); an empty filter deletes everything.
+        // WriteResult::count: how many.
+        Remove,
+        // Deletes what is at or below `scopePrefix` ("/": everything). A reset of everything also clears
+        // the history, the state and the embedder binding (a store rebuilt with another embedder); a
+        // reset of a sub-tree writes DELETE history entries like Remove. WriteResult::count: how many.
+        Reset,
+        // Records `binding` when the store has none; Error(EmbedderMismatch) naming both embedders,
+        // `mneme reset` and `mneme import --reembed` when the store holds another.
+        BindEmbedder,
+    };
+    Kind kind = Kind::Insert;
+    std::span<const MemoryRecord> records; // owned by the caller for the call
+    RecordFilter filter;
+    QString scopePrefix;
+    EmbedderBinding binding;
+};
+
+struct MNEME_CORE_EXPORT WriteResult
+{
+    std::vector<QString> ids; // InsertUnlessIdentical
+    int count = 0;            // Remove, Reset: records deleted
+};
+
+// A search: nearest by cosine similarity to `vector`, or the records matching the words of `text`
+// (full-text, BM25, evidence normalised to 0..1 as the SQLite keyword signal).
+struct MNEME_CORE_EXPORT SearchRequest
+{
+    enum class Kind {
+        Vector,
+        Keyword
+    };
+    enum class Output {
+        Records, // ScoredRecords without embeddings
+        Hits,    // SearchHits: the ranking fields only; read() reads the kept ones (SearchHits capability)
+    };
+    Kind kind = Kind::Vector;
+    Output output = Output::Records;
+    Embedding vector; // Vector: the query (required); Keyword hits: each hit's cosine to it (may be empty)
+    QString text;     // Keyword
+    RecordFilter filter;
+    int limit = 10; // <= 0: nothing
+    // Keyword: a word found in a record's context (MemoryRecord::context) counts this many times as much
+    // as one found in its content (0: the content alone).
+    double contextWeight = 0;
+};
+
+struct MNEME_CORE_EXPORT SearchResult
+{
+    std::vector<ScoredRecord> records; // Output::Records, best first
+    std::vector<SearchHit> hits;       // Output::Hits, best first
+    // Output::Hits from a backend without the SearchHits capability, or for a filter with metadata
+    // conditions the backend judges on the records only: ask for records instead. A backend with the
+    // capability never sets it for a filter without metadata conditions.
+    bool hitsDeclined = false;
+};
+
+// Reads of records by id or by hit key, in the order asked; nothing for one that is not stored.
+struct MNEME_CORE_EXPORT ReadRequest
+{
+    QStringList ids;
+    std::vector<qint64> keys; // SearchHit::key (without embeddings)
+    bool withEmbedding = false;
+};
+
+// A page of the records the filter selects, in `order` (ties by id), without embeddings.
+struct MNEME_CORE_EXPORT ListRequest
+{
+    RecordFilter filter;
+    RecordOrder order; // default: newest first
+    int limit = -1;    // < 0: all
+    int offset = 0;
+};
+
+// Figures over the records a filter selects.
+struct MNEME_CORE_EXPORT AggregateRequest
+{
+    enum class Kind {
+        Count,        // Aggregate::count of `filter`
+        ScopeInfo,    // statistics of `scope` and below, counting what `filter` selects (its scopes ignored)
+        ChildScopes,  // immediate child scopes of `scope` holding records `filter` selects (its scopes ignored), sorted
+        Categories,   // category -> records of `filter`
+        ScopeSamples, // up to `perScope` of the last stored records with an embedding of each scope of `filter` (with it), scopes sorted
+    };
+    Kind kind = Kind::Count;
+    RecordFilter filter;
+    QString scope;
+    int perScope = 0;
+};
+
+struct MNEME_CORE_EXPORT Aggregate
+{
+    int count = 0;
+    ScopeInfo scopeInfo;
+    QStringList scopes;
+    QMap<QString, int> categories;
+    std::vector<MemoryRecord> samples;
+};
+
+// Stored records identical to given ones: same content, source and privacy, and either the same scope
+// or (with `anyScopeBelow`) any scope at or below it; with `identities`, the same metadata identities
+// (RecordFilter::identityKeys(), a missing one missing) too.
+struct MNEME_CORE_EXPORT LookupRequest
+{
+    std::span<const MemoryRecord> records; // owned by the caller for the call
+    std::optional<QString> anyScopeBelow;
+    bool identities = true;
+};
+
+// Small named JSON documents kept beside the records (a conversation's rolling summary). Keys are
+// non-empty, at most 200 characters, without control characters (else Error(InvalidArgument)). State
+// has no history: a reset of everything clears it, a reset of a sub-tree leaves it.
+struct MNEME_CORE_EXPORT StateRequest
+{
+    enum class Kind {
+        Read,  // StateResult::value: the document under `key`, if any
+        Write, // stores `value` under `key` in a transaction of its own; a null value deletes it
+        Keys,  // StateResult::keys: the keys starting with `key` (empty: all), sorted
+    };
+    Kind kind = Kind::Read;
+    QString key;
+    Json value;
+
+    static constexpr int kMaxKeyLength = 200;
+    // Throws Error(InvalidArgument) saying what is wrong with a key a backend is asked to read or write.
+    static void checkKey(const QString &key);
+};
+
+struct MNEME_CORE_EXPORT StateResult
+{
+    std::optional<Json> value;
+    QStringList keys;
+};
+
+// A storage backend keeps records, their embeddings, a lexical index, the history of every change,
+// the embedder binding and state documents. Its contract is the twelve operations below; the inline
+// functions after them are conveniences built on them, for callers.
+//
+// Threads: implementations are thread-safe. Memory calls them from its writer thread and from recall
+// threads at once; a backend serialises or snapshots as it needs (each read sees one committed state
+// of the store). Errors: every operation throws mneme::Error on failure and leaves the store as it
+// was (each write is one transaction); none puts a password or other secret into an error or a log.
+// After close() every operation throws Error(Storage).
 class MNEME_CORE_EXPORT StorageBackend
 {
 public:
     virtual ~StorageBackend() = default;
 
-    // Where the data lives, for messages ("/home/me/.mneme/memory.db").
-    virtual QString location() const = 0;
-    // The schema version this store is at.
-    virtual int schemaVersion() const = 0;
+    // --- The operations a backend implements ---
 
-    // The embedder recorded in the store, if any record was ever embedded into it.
-    virtual std::optional<EmbedderBinding> embedderBinding() const = 0;
-    // Records `binding` when the store has none; throws Error(EmbedderMismatch) naming both
-    // embedders, `mneme reset` and `mneme import --reembed` when the store holds another.
-    virtual void bindEmbedder(const EmbedderBinding &binding) = 0;
+    virtual StorageInfo info() const = 0;
+    virtual WriteResult write(const WriteRequest &request) = 0;
+    virtual SearchResult find(const SearchRequest &request) = 0;
+    virtual std::vector<std::optional<MemoryRecord>> read(const ReadRequest &request) = 0;
+    virtual std::vector<MemoryRecord> browse(const ListRequest &request) = 0;
+    virtual Aggregate aggregate(const AggregateRequest &request) = 0;
+    // One answer per record of the request, in its order.
+    virtual std::vector<std::optional<MemoryRecord>> lookup(const LookupRequest &request) = 0;
+    // Sets last_accessed = at and increments access_count (no history entry).
+    virtual void touch(const QStringList &ids, const QDateTime &at) = 0;
+    // Every change of one record, oldest first.
+    virtual std::vector<HistoryEntry> history(const QString &recordId) = 0;
+    virtual StateResult state(const StateRequest &request) = 0;
+    enum class InspectMode {
+        Damaged, // StoreCheck::damaged only: records reads leave out because a column cannot be read
+        Check,   // the store, its derived data (keyword index, lookup tables, vector index) and every record
+        Repair,  // Check, rebuilding the derived data from the records (records are never changed)
+    };
+    virtual StoreCheck inspect(InspectMode mode) = 0;
+    // Flushes and releases the store.
+    virtual void close() = 0;
 
-    // Inserts records (ids must be new) in one transaction; writes an ADD history entry for each.
-    virtual void save(const std::vector<MemoryRecord> &records) = 0;
-    // save() for records that must not be stored twice: a record identical to a stored one (same
-    // content, scope, source, privacy and identities, as findExact() matches), or to an earlier one of the batch,
-    // is not inserted. Returns, for each record, the id it is stored under: its own, or that of the
-    // identical record. A backend that can look up and insert in one transaction does, so that
-    // writers saving the same content at once (other processes) store it once; this default looks up
-    // first, then saves, and may not.
-    virtual std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records)
+    // --- Conveniences over the operations ---
+
+    QString location() const { return info().location; }
+    int schemaVersion() const { return info().schemaVersion; }
+    std::optional<EmbedderBinding> embedderBinding() const { return info().binding; }
+    void bindEmbedder(const EmbedderBinding &binding) { write(writeOf(WriteRequest::Kind::BindEmbedder, {}, binding)); }
+
+    void save(const std::vector<MemoryRecord> &records) { write(writeOf(WriteRequest::Kind::Insert, records)); }
+    std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records)
     {
-        std::vector<QString> ids(records.size());
-        std::vector<MemoryRecord> fresh;
-        const std::vector<std::optional<MemoryRecord>> found = findExact(records);
+        return write(writeOf(WriteRequest::Kind::InsertUnlessIdentical, records)).ids;
+    }
+    void update(const MemoryRecord &record) { write(writeOf(WriteRequest::Kind::Update, {&record, 1})); }
+    void restore(const MemoryRecord &record) { write(writeOf(WriteRequest::Kind::Restore, {&record, 1})); }
+    int remove(const RecordFilter &filter)
+    {
+        WriteRequest w = writeOf(WriteRequest::Kind::Remove);
+        w.filter = filter;
+        return write(w).count;
+    }
+    int reset(const QString &scopePrefix)
+    {
+        WriteRequest w = writeOf(WriteRequest::Kind::Reset);
+        w.scopePrefix = scopePrefix;
+        return write(w).count;
+    }
+
+    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit)
+    {
+        return find(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Records, query, {}, filter, limit, 0)).records;
+    }
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight = 0)
+    {
+        return find(searchOf(SearchRequest::Kind::Keyword, SearchRequest::Output::Records, {}, text, filter, limit, contextWeight))
+            .records;
+    }
+    // The two-phase search: hits, then hitRecords() of the kept ones. Nothing when the backend declines
+    // (SearchResult::hitsDeclined).
+    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit)
+    {
+        return hitsOf(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Hits, query, {}, filter, limit, 0));
+    }
+    std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
+                                                      int limit, double contextWeight = 0)
+    {
+        return hitsOf(searchOf(SearchRequest::Kind::Keyword, SearchRequest::Output::Hits, query, text, filter, limit, contextWeight));
+    }
+    std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false)
+    {
+        ReadRequest r;
+        r.ids = QStringList{id};
+        r.withEmbedding = withEmbedding;
+        std::vector<std::optional<MemoryRecord>> out = read(r);
+        return out.empty() ? std::nullopt : std::move(out.front());
+    }
+    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys)
+    {
+        ReadRequest r;
+        r.keys = keys;
+        return read(r);
+    }
+    // Newest first (created_at descending, then id).
+    std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset)
+    {
+        return browse(ListRequest{filter, RecordOrder(), limit, offset});
+    }
+    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset)
+    {
+        return browse(ListRequest{filter, order, limit, offset});
+    }
+    // A record with exactly this content, scope, source and privacy (identities not compared).
+    std::optional<MemoryRecord> findExact(const QString &content, const QString &scope, const QString &source, bool isPrivate)
+    {
+        MemoryRecord r;
+        r.content = content;
+        r.scope = scope;
+        r.source = source;
+        r.isPrivate = isPrivate;
+        LookupRequest l;
+        l.records = {&r, 1};
+        l.identities = false;
+        return std::move(lookup(l).front());
+    }
+    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records)
+    {
+        LookupRequest l;
+        l.records = records;
+        return lookup(l);
+    }
+    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records, const QString &scopePrefix)
+    {
+        LookupRequest l;
+        l.records = records;
+        l.anyScopeBelow = scopePrefix;
+        return lookup(l);
+    }
+    int count(const RecordFilter &filter) { return aggregate(aggregateOf(AggregateRequest::Kind::Count, filter)).count; }
+    ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible)
+    {
+        return aggregate(aggregateOf(AggregateRequest::Kind::ScopeInfo, visible, scope)).scopeInfo;
+    }
+    QStringList childScopes(const QString &parent, const RecordFilter &visible)
+    {
+        return aggregate(aggregateOf(AggregateRequest::Kind::ChildScopes, visible, parent)).scopes;
+    }
+    QMap<QString, int> categories(const RecordFilter &filter)
+    {
+        return aggregate(aggregateOf(AggregateRequest::Kind::Categories, filter)).categories;
+    }
+    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope)
+    {
+        return aggregate(aggregateOf(AggregateRequest::Kind::ScopeSamples, filter, {}, perScope)).samples;
+    }
+    std::optional<Json> readState(const QString &key) { return state(StateRequest{StateRequest::Kind::Read, key, Json()}).value; }
+    void writeState(const QString &key, const Json &value) { state(StateRequest{StateRequest::Kind::Write, key, value}); }
+    QStringList stateKeys(const QString &prefix) { return state(StateRequest{StateRequest::Kind::Keys, prefix, Json()}).keys; }
+    std::vector<DamagedRecord> damagedRecords() { return inspect(InspectMode::Damaged).damaged; }
+    StoreCheck check(bool repair) { return inspect(repair ? InspectMode::Repair : InspectMode::Check); }
+
+    // --- For implementations ---
+
+    // Whether two records are identical for InsertUnlessIdentical: content, scope, source, privacy and
+    // identities.
+    static bool identical(const MemoryRecord &a, const MemoryRecord &b)
+    {
+        if (a.content != b.content || a.scope != b.scope || a.source != b.source || a.isPrivate != b.isPrivate)
+            return false;
         const auto identityAt = [](const MemoryRecord &r, const QString &key) {
             const std::string k = key.toStdString();
             return r.metadata.is_object() && r.metadata.contains(k) ? r.metadata[k] : Json();
         };
-        const auto sameIdentity = [&](const MemoryRecord &a, const MemoryRecord &b) {
-            for (const QString &key : RecordFilter::identityKeys())
-                if (identityAt(a, key) != identityAt(b, key))
-                    return false;
-            return true;
-        };
-        for (std::size_t i = 0; i < records.size(); ++i) {
-            const MemoryRecord &r = records[i];
-            for (std::size_t k = 0; k < i && !found[i] && ids[i].isEmpty(); ++k) {
-                const MemoryRecord &e = records[k];
-                if (e.content == r.content && e.scope == r.scope && e.source == r.source && e.isPrivate == r.isPrivate
-                    && sameIdentity(e, r))
-                    ids[i] = ids[k];
-            }
-            if (found[i])
-                ids[i] = found[i]->id;
-            else if (ids[i].isEmpty()) {
-                ids[i] = r.id;
-                fresh.push_back(r);
-            }
-        }
-        save(fresh);
-        return ids;
+        for (const QString &key : RecordFilter::identityKeys())
+            if (identityAt(a, key) != identityAt(b, key))
+                return false;
+        return true;
     }
-    // Replaces the record with the same id in one transaction (UPDATE history entry). An empty
-    // embedding keeps the stored one. Throws Error(NotFound) for an unknown id.
-    virtual void update(const MemoryRecord &record) = 0;
-    // Deletes what the filter selects (DELETE history entries); returns how many. An empty filter
-    // deletes everything.
-    virtual int remove(const RecordFilter &filter) = 0;
-    // Deletes what is at or below scopePrefix ("/" = everything) and returns how many. A reset of
-    // everything also clears the history and the embedder binding, so a store can be rebuilt with
-    // another embedder; a reset of a sub-tree writes DELETE history entries like remove().
-    virtual int reset(const QString &scopePrefix) = 0;
-    // Re-inserts a record exactly as given (same id and times): used to undo a delete.
-    virtual void restore(const MemoryRecord &record) = 0;
-
-    // Nearest records to `query` by cosine similarity among those the filter selects, best first,
-    // without their embeddings (get(id, true) reads one).
-    virtual std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) = 0;
-    // Records matching the words of `text` (full-text, BM25), best first. Returns nothing for a
-    // text with no searchable word. A word found in a record's context (MemoryRecord::context)
-    // counts `contextWeight` times as much as one found in its content (0: the content alone).
-    virtual std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
-                                                    double contextWeight = 0) = 0;
-
-    // The two-phase search, for a caller that ranks many hits and keeps a few: the hits of search()
-    // and keywordSearch() with their importance and creation time instead of their records, then
-    // the records of the hits it keeps. Hits do not carry access counts. A backend that cannot
-    // answer without reading every record returns nothing (the default), and so may a backend for
-    // some filters (one on metadata); the caller then uses search() and keywordSearch().
-    // keywordHits() gives each hit its cosine similarity to `query` as well.
-    virtual std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit)
+    // The page `limit` from `offset` (a negative limit: all) of `all` sorted in `order`: browse() for a
+    // backend that sorts in memory.
+    static std::vector<MemoryRecord> sortedPage(std::vector<MemoryRecord> all, const RecordOrder &order, int limit, int offset)
     {
-        Q_UNUSED(query)
-        Q_UNUSED(filter)
-        Q_UNUSED(limit)
-        return std::nullopt;
-    }
-    virtual std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query,
-                                                              const RecordFilter &filter, int limit, double contextWeight = 0)
-    {
-        Q_UNUSED(text)
-        Q_UNUSED(query)
-        Q_UNUSED(filter)
-        Q_UNUSED(limit)
-        Q_UNUSED(contextWeight)
-        return std::nullopt;
-    }
-    // The records of hits (without embeddings), in the order of `keys`; nothing for one deleted since.
-    virtual std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys)
-    {
-        return std::vector<std::optional<MemoryRecord>>(keys.size());
-    }
-
-    virtual std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) = 0;
-    // The records the filter selects, newest first (created_at descending, then id).
-    virtual std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) = 0;
-    // The records the filter selects in `order`, `limit` of them from `offset` (a negative limit: all),
-    // without their embeddings: for browsing a store page by page. The default sorts what list()
-    // gives, reading every selected record; a backend that can sort where it stores overrides it.
-    virtual std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset)
-    {
-        if (order.isNewestFirst())
-            return list(filter, limit, offset);
-        std::vector<MemoryRecord> all = list(filter, -1, 0);
         std::stable_sort(all.begin(), all.end(), [&](const MemoryRecord &a, const MemoryRecord &b) { return order.before(a, b); });
         const std::size_t from = std::min(all.size(), std::size_t(std::max(offset, 0)));
         const std::size_t to = limit < 0 ? all.size() : std::min(all.size(), from + std::size_t(limit));
         return std::vector<MemoryRecord>(std::make_move_iterator(all.begin() + from), std::make_move_iterator(all.begin() + to));
     }
-    // A record with exactly this content, scope, source and privacy, if one exists.
-    virtual std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
-                                                  const QString &source, bool isPrivate) = 0;
-    // For each of `records`, one stored with exactly its content, scope, source and privacy, and the
-    // same identities (the metadata keys RecordFilter::identityKeys(), a missing one missing), if one
-    // exists: findExact() for a whole batch, in one read of the store.
-    virtual std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) = 0;
-    // For each of `records`, one stored with exactly its content, source, privacy and identities in
-    // any scope at or below `scopePrefix` (the record's own scope is not looked at), if one exists: the
-    // lookup of a batch whose scopes are still to be chosen. The default looks in each record's own
-    // scope only (findExact()).
-    virtual std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records,
-                                                                     const QString &scopePrefix)
-    {
-        Q_UNUSED(scopePrefix)
-        return findExact(records);
-    }
-    // Up to `perScope` of the newest records (with their embeddings) of each scope among those the
-    // filter selects, grouped by scope (scopes sorted, newest first within each): the exemplars a
-    // batch's offline analysis compares new records with. The default lists and reads them one by one.
-    virtual std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope)
-    {
-        std::map<QString, std::vector<MemoryRecord>> byScope;
-        for (const MemoryRecord &r : list(filter, -1, 0)) {
-            std::vector<MemoryRecord> &taken = byScope[r.scope];
-            if (int(taken.size()) < perScope)
-                if (std::optional<MemoryRecord> full = get(r.id, true))
-                    taken.push_back(std::move(*full));
-        }
-        std::vector<MemoryRecord> out;
-        for (auto &[scope, records] : byScope)
-            for (MemoryRecord &r : records)
-                out.push_back(std::move(r));
-        return out;
-    }
-    virtual int count(const RecordFilter &filter) = 0;
-    // Statistics of `scope` and below, counting only the records `visible` selects (its scopes are
-    // ignored; an empty filter: every record).
-    virtual ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) = 0;
-    // Immediate child scopes of `parent` that hold records `visible` selects (directly or below),
-    // sorted (its scopes are ignored).
-    virtual QStringList childScopes(const QString &parent, const RecordFilter &visible) = 0;
-    // Category -> number of records among those the filter selects.
-    virtual QMap<QString, int> categories(const RecordFilter &filter) = 0;
-    // Sets last_accessed = at and increments access_count (no history entry).
-    virtual void touch(const QStringList &ids, const QDateTime &at) = 0;
-    // Every change of one record, oldest first.
-    virtual std::vector<HistoryEntry> history(const QString &recordId) = 0;
 
-    // Small named JSON documents kept beside the records (Memory keeps a conversation's rolling
-    // summary and last messages here). Keys are non-empty, at most 200 characters, without control
-    // characters; another key throws Error(InvalidArgument). State has no history: a reset of
-    // everything clears it, a reset of a sub-tree leaves it.
-    // The document stored under `key`, or nothing when there is none.
-    virtual std::optional<Json> readState(const QString &key) = 0;
-    // Stores `value` (any JSON) under `key`, replacing what was there, in a transaction of its own;
-    // a null value deletes the key (deleting a missing key is no error).
-    virtual void writeState(const QString &key, const Json &value) = 0;
-    // The keys that start with `prefix` (empty: every key), sorted.
-    virtual QStringList stateKeys(const QString &prefix) = 0;
-
-    // Records that reads leave out because a column of theirs cannot be read, oldest first: to
-    // export what is left of them, and to report them.
-    virtual std::vector<DamagedRecord> damagedRecords() { return {}; }
-    // Checks the store: its file, the derived data (keyword index, lookup tables, vector index) and
-    // every record. With `repair`, rebuilds the derived data from the records; records themselves are
-    // never changed (a damaged one is reported). A backend without a check says so in `problems`.
-    virtual StoreCheck check(bool repair)
+private:
+    std::optional<std::vector<SearchHit>> hitsOf(const SearchRequest &request)
     {
-        Q_UNUSED(repair)
-        StoreCheck c;
-        c.problems << QStringLiteral("the storage backend at %1 has no integrity check").arg(location());
-        return c;
+        SearchResult r = find(request);
+        if (r.hitsDeclined)
+            return std::nullopt;
+        return std::move(r.hits);
     }
-
-    // Flushes and releases the store; later calls throw Error(Storage).
-    virtual void close() = 0;
+    static WriteRequest writeOf(WriteRequest::Kind kind, std::span<const MemoryRecord> records = {}, EmbedderBinding binding = {})
+    {
+        WriteRequest w;
+        w.kind = kind;
+        w.records = records;
+        w.binding = std::move(binding);
+        return w;
+    }
+    static SearchRequest searchOf(SearchRequest::Kind kind, SearchRequest::Output output, const Embedding &vector,
+                                  const QString &text, const RecordFilter &filter, int limit, double contextWeight)
+    {
+        SearchRequest s;
+        s.kind = kind;
+        s.output = output;
+        s.vector = vector;
+        s.text = text;
+        s.filter = filter;
+        s.limit = limit;
+        s.contextWeight = contextWeight;
+        return s;
+    }
+    static AggregateRequest aggregateOf(AggregateRequest::Kind kind, const RecordFilter &filter, const QString &scope = {},
+                                        int perScope = 0)
+    {
+        AggregateRequest a;
+        a.kind = kind;
+        a.filter = filter;
+        a.scope = scope;
+        a.perScope = perScope;
+        return a;
+    }
 };
 
 // Builds storage backends from configuration. A plugin answers to the keys its metadata names.
@@ -280,5 +472,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/1.5"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/2.0"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

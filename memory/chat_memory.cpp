@@ -603,9 +603,14 @@ std::shared_ptr<ChatStore> ChatMemory::defaultStore(const ChatMemoryConfig &conf
     QString path;
     if (config.storage.is_string())
         path = QString::fromStdString(config.storage.get<std::string>());
-    else if (memory)
+    else if (memory) {
         path = memory->storage().location();
-    else
+        if (path.contains(QLatin1String("://")))
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the memory's store %1 is not a SQLite file, where chat sessions are kept; give the chat "
+                                       "memory a file of its own (its \"storage\" key)")
+                            .arg(path));
+    } else
         path = MemoryConfig::defaultStoragePath();
     return std::make_shared<SqliteChatStore>(path);
 }

@@ -314,8 +314,10 @@ MemoryPrivate::MemoryPrivate(Memory *qq, const MemoryConfig &cfg)
 void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr<Embedder> e)
 {
     storage = s ? std::move(s) : buildStorage(config.storage);
+    const StorageInfo info = storage->info();
+    searchHits = info.has(StorageInfo::SearchHits);
     Json embedderSpec = config.embedder;
-    const std::optional<EmbedderBinding> binding = storage->embedderBinding();
+    const std::optional<EmbedderBinding> &binding = info.binding;
     if (embedderSpec.is_null() && binding && binding->embedderId.startsWith(QLatin1String("builtin/"))) {
         // No embedder asked for: a store written by an earlier builtin model keeps being read with it.
         embedderSpec = Json{{"provider", "builtin"},
@@ -686,7 +688,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
 
     // Most candidates are not kept: when the backend can rank them without their records (and the
     // ranking does not weigh access counts, which its hits do not carry), only the kept ones are read.
-    if (config.accessBoost <= 0) {
+    if (config.accessBoost <= 0 && searchHits) {
         std::optional<std::vector<SearchHit>> hits =
             vectors ? storage->searchHits(queryVector, filter, candidates) : std::optional(std::vector<SearchHit>());
         if (hits) {

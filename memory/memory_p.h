@@ -147,6 +147,7 @@ public:
     Memory *q;
     MemoryConfig config;
     std::shared_ptr<StorageBackend> storage;
+    bool searchHits = false; // the storage's SearchHits capability, read at open
     std::shared_ptr<Embedder> embedder;
     // Every lock below, its order and what it guards: memory/memory_locks_p.h.
     mutable MemoryLocks locks;

@@ -237,15 +237,14 @@ void applySqliteMigrations(SqliteFile &file, std::span<const SqliteMigration> st
 {
     const QByteArray record = QByteArray("INSERT INTO ") + metaTable
                             + "(key, value) VALUES ('schema_version', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value";
-    for (const SqliteMigration &m : steps) {
-        if (m.version <= current)
-            continue;
-        file.exec(m.sql, QStringLiteral("upgrading %1 to version %2").arg(what).arg(m.version));
-        SqliteStatement st(file, record.constData());
-        st.bind(1, QString::number(m.version)).step(QStringLiteral("recording the version of %1").arg(what));
-        if (m.version == 1 && created)
-            created();
-    }
+    applySchemaMigrations(
+        steps, current, [&](const SchemaMigration &m) { file.exec(m.sql, QStringLiteral("upgrading %1 to version %2").arg(what).arg(m.version)); },
+        [&](int version) {
+            SqliteStatement st(file, record.constData());
+            st.bind(1, QString::number(version)).step(QStringLiteral("recording the version of %1").arg(what));
+            if (version == 1 && created)
+                created();
+        });
 }
 
 } // namespace mneme

@@ -5,6 +5,8 @@
 // transactions and ordered schema migrations. Private; not installed. The memory store itself lives
 // in the SQLite storage plugin, which keeps its own plumbing (plugins depend on core only).
 
+#include "core/schema_migration_p.h"
+
 #include <QByteArray>
 #include <QString>
 
@@ -110,13 +112,8 @@ private:
     bool m_committed = false;
 };
 
-// One step of a schema: applying `sql` to a store at version `version - 1` brings it to `version`.
-// Later versions append steps; a step is never edited once released.
-struct SqliteMigration
-{
-    int version;
-    const char *sql;
-};
+// One step of a schema (core/schema_migration_p.h).
+using SqliteMigration = SchemaMigration;
 
 // Applies the steps after version `current` in the caller's transaction, recording each version as
 // key 'schema_version' of the key/value table `metaTable`; `created` runs after step 1 (to record

@@ -106,7 +106,7 @@ void ChatCommands::chat()
     Memory &memory = m_ctx.memory();
     agentConfig.llm = memory.llm(); // one provider for the agent and the memory's analysis
     agentConfig.memory = &memory;
-    auto chatMemory = std::make_shared<ChatMemory>(session, chatConfig, std::make_shared<SqliteChatStore>(memory.storage().location()),
+    auto chatMemory = std::make_shared<ChatMemory>(session, chatConfig, ChatMemory::defaultStore(ChatMemoryConfig(), &memory),
                                                    ChatMemory::buildBlocks(chatConfig.memoryBlocks, &memory, chatConfig.llm));
     auto agent = std::make_shared<Agent>(agentConfig);
     EventBus bus;
@@ -265,7 +265,7 @@ void ChatCommands::clear(const QString &session, bool andDelete)
     // Through a ChatMemory with the configured blocks, so that a vector block forgets its batches.
     const ChatMemoryConfig chatConfig = chatConfigOf(m_ctx.configSection("chat_memory"));
     Memory &memory = m_ctx.memory();
-    auto store = std::make_shared<SqliteChatStore>(memory.storage().location());
+    auto store = ChatMemory::defaultStore(ChatMemoryConfig(), &memory);
     int deleted = 0;
     {
         ChatMemory chat(session, chatConfig, store, ChatMemory::buildBlocks(chatConfig.memoryBlocks, &memory, chatConfig.llm));

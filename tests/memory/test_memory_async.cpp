@@ -24,14 +24,18 @@ using mneme::test::TempStore;
 
 namespace {
 
-// A backend without a sorted listing of its own: StorageBackend::listOrdered's default sorts in memory.
+// A backend that sorts its listing in memory (StorageBackend::sortedPage) rather than where it stores.
 class UnsortedStorage : public mneme::test::CountingStorage
 {
 public:
     using CountingStorage::CountingStorage;
-    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset) override
+    std::vector<MemoryRecord> browse(const ListRequest &request) override
     {
-        return StorageBackend::listOrdered(filter, order, limit, offset);
+        ListRequest all = request;
+        all.order = RecordOrder();
+        all.limit = -1;
+        all.offset = 0;
+        return sortedPage(inner().browse(all), request.order, request.limit, request.offset);
     }
 };
 
@@ -404,7 +408,7 @@ private Q_SLOTS:
     }
 
     // The order is RecordOrder::before's, page after page, whether the store sorts (SQLite) or
-    // StorageBackend::listOrdered's default does.
+    // StorageBackend::sortedPage does.
     void searchRecordsSorts()
     {
         QFETCH(int, field);

@@ -83,10 +83,11 @@ class ChangingStorage : public CountingStorage
 public:
     using CountingStorage::CountingStorage;
     QStringList changed;
-    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys) override
+protected:
+    std::vector<std::optional<MemoryRecord>> readHits(const std::vector<qint64> &keys) override
     {
         if (changed.isEmpty() && keys.size() >= 2) {
-            std::vector<std::optional<MemoryRecord>> first = CountingStorage::hitRecords({keys[0], keys[1]});
+            std::vector<std::optional<MemoryRecord>> first = CountingStorage::readHits({keys[0], keys[1]});
             MemoryRecord moved = *first[0];
             moved.scope = QStringLiteral("/elsewhere");
             update(moved);
@@ -95,7 +96,7 @@ public:
             remove(gone);
             changed << first[0]->id << first[1]->id;
         }
-        return CountingStorage::hitRecords(keys);
+        return CountingStorage::readHits(keys);
     }
 };
 

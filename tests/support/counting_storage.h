@@ -39,8 +39,8 @@ public:
         m_searches.clear();
         m_samplings.clear();
     }
-    // Off (the default): the two-phase search is declined, as by a backend without one, so callers
-    // use search() and keywordSearch(). On: it is passed through, and the records read are counted.
+    // Off (the default): the two-phase search is declined (SearchResult::hitsDeclined), so callers
+    // ask for records. On: it is passed through, and the records read are counted.
     void setTwoPhase(bool on) { m_twoPhase = on; }
     int hitRecordsRead() const
     {
@@ -48,97 +48,56 @@ public:
         return m_hitRecordsRead;
     }
 
-    QString location() const override { return m_inner->location(); }
-    int schemaVersion() const override { return m_inner->schemaVersion(); }
-    std::optional<EmbedderBinding> embedderBinding() const override { return m_inner->embedderBinding(); }
-    void bindEmbedder(const EmbedderBinding &b) override { m_inner->bindEmbedder(b); }
-    void save(const std::vector<MemoryRecord> &records) override { m_inner->save(records); }
-    std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records) override
+    StorageInfo info() const override { return m_inner->info(); }
+    WriteResult write(const WriteRequest &request) override { return m_inner->write(request); }
+    SearchResult find(const SearchRequest &request) override
     {
-        return m_inner->saveUnlessIdentical(records);
-    }
-    void update(const MemoryRecord &record) override { m_inner->update(record); }
-    int remove(const RecordFilter &filter) override { return m_inner->remove(filter); }
-    int reset(const QString &scopePrefix) override { return m_inner->reset(scopePrefix); }
-    void restore(const MemoryRecord &record) override { m_inner->restore(record); }
-    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override
-    {
-        {
-            QMutexLocker lock(&m_mutex);
-            m_searches << filter;
+        if (request.output == SearchRequest::Output::Hits && !m_twoPhase) {
+            SearchResult declined;
+            declined.hitsDeclined = true;
+            return declined;
         }
-        return m_inner->search(query, filter, limit);
-    }
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
-                                            double contextWeight = 0) override
-    {
-        return m_inner->keywordSearch(text, filter, limit, contextWeight);
-    }
-    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit) override
-    {
-        if (!m_twoPhase)
-            return std::nullopt;
-        {
+        if (request.kind == SearchRequest::Kind::Vector) {
             QMutexLocker lock(&m_mutex);
-            m_searches << filter;
+            m_searches << request.filter;
         }
-        return m_inner->searchHits(query, filter, limit);
+        return m_inner->find(request);
     }
-    std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
-                                                      int limit, double contextWeight = 0) override
+    std::vector<std::optional<MemoryRecord>> read(const ReadRequest &request) override
     {
-        if (!m_twoPhase)
-            return std::nullopt;
-        return m_inner->keywordHits(text, query, filter, limit, contextWeight);
+        if (!request.keys.empty())
+            return readHits(request.keys);
+        return m_inner->read(request);
     }
-    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys) override
+    std::vector<MemoryRecord> browse(const ListRequest &request) override { return m_inner->browse(request); }
+    Aggregate aggregate(const AggregateRequest &request) override
+    {
+        if (request.kind == AggregateRequest::Kind::ScopeSamples) {
+            QMutexLocker lock(&m_mutex);
+            m_samplings << request.filter;
+        }
+        return m_inner->aggregate(request);
+    }
+    std::vector<std::optional<MemoryRecord>> lookup(const LookupRequest &request) override { return m_inner->lookup(request); }
+    void touch(const QStringList &ids, const QDateTime &at) override { m_inner->touch(ids, at); }
+    std::vector<HistoryEntry> history(const QString &recordId) override { return m_inner->history(recordId); }
+    StateResult state(const StateRequest &request) override { return m_inner->state(request); }
+    StoreCheck inspect(InspectMode mode) override { return m_inner->inspect(mode); }
+    void close() override { m_inner->close(); }
+
+protected:
+    // The records of hits (read() with keys), counted.
+    virtual std::vector<std::optional<MemoryRecord>> readHits(const std::vector<qint64> &keys)
     {
         {
             QMutexLocker lock(&m_mutex);
             m_hitRecordsRead += int(keys.size());
         }
-        return m_inner->hitRecords(keys);
+        ReadRequest r;
+        r.keys = keys;
+        return m_inner->read(r);
     }
-    std::optional<MemoryRecord> get(const QString &id, bool withEmbedding) override { return m_inner->get(id, withEmbedding); }
-    std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override
-    {
-        return m_inner->list(filter, limit, offset);
-    }
-    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset) override
-    {
-        return m_inner->listOrdered(filter, order, limit, offset);
-    }
-    std::optional<MemoryRecord> findExact(const QString &content, const QString &scope, const QString &source,
-                                          bool isPrivate) override
-    {
-        return m_inner->findExact(content, scope, source, isPrivate);
-    }
-    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override
-    {
-        return m_inner->findExact(records);
-    }
-    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records, const QString &scopePrefix) override
-    {
-        return m_inner->findSameContent(records, scopePrefix);
-    }
-    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope) override
-    {
-        {
-            QMutexLocker lock(&m_mutex);
-            m_samplings << filter;
-        }
-        return m_inner->scopeSamples(filter, perScope);
-    }
-    int count(const RecordFilter &filter) override { return m_inner->count(filter); }
-    ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override { return m_inner->scopeInfo(scope, visible); }
-    QStringList childScopes(const QString &parent, const RecordFilter &visible) override { return m_inner->childScopes(parent, visible); }
-    QMap<QString, int> categories(const RecordFilter &filter) override { return m_inner->categories(filter); }
-    void touch(const QStringList &ids, const QDateTime &at) override { m_inner->touch(ids, at); }
-    std::vector<HistoryEntry> history(const QString &recordId) override { return m_inner->history(recordId); }
-    std::optional<Json> readState(const QString &key) override { return m_inner->readState(key); }
-    void writeState(const QString &key, const Json &value) override { m_inner->writeState(key, value); }
-    QStringList stateKeys(const QString &prefix) override { return m_inner->stateKeys(prefix); }
-    void close() override { m_inner->close(); }
+    StorageBackend &inner() { return *m_inner; }
 
 private:
     std::unique_ptr<StorageBackend> m_inner;

@@ -146,7 +146,6 @@ const RequiredTable kRequiredTables[] = {
     {"content_hashes_recent", 4},
 };
 
-constexpr int kMaxStateKeyLength = 200;
 
 // The columns readRow() expects, in order; the embedding is appended when asked for.
 constexpr const char *kRecordColumns =
@@ -2102,13 +2101,13 @@ void SqliteStorage::bindEmbedder(const EmbedderBinding &binding)
     m_binding = binding;
 }
 
-void SqliteStorage::save(const std::vector<MemoryRecord> &records)
+void SqliteStorage::save(std::span<const MemoryRecord> records)
 {
     QMutexLocker lock(&m_mutex);
     saveLocked(records);
 }
 
-std::vector<QString> SqliteStorage::saveUnlessIdentical(const std::vector<MemoryRecord> &records)
+std::vector<QString> SqliteStorage::saveUnlessIdentical(std::span<const MemoryRecord> records)
 {
     QMutexLocker lock(&m_mutex);
     std::vector<QString> ids;
@@ -2116,7 +2115,7 @@ std::vector<QString> SqliteStorage::saveUnlessIdentical(const std::vector<Memory
     return ids;
 }
 
-bool SqliteStorage::batchLookupCurrent(const std::vector<MemoryRecord> &records) const
+bool SqliteStorage::batchLookupCurrent(std::span<const MemoryRecord> records) const
 {
     if (m_batchDataVersion != m_dataVersion || m_batchCommits != m_commits)
         return false;
@@ -2126,7 +2125,7 @@ bool SqliteStorage::batchLookupCurrent(const std::vector<MemoryRecord> &records)
     return true;
 }
 
-void SqliteStorage::saveLocked(const std::vector<MemoryRecord> &records, std::vector<QString> *storedIds)
+void SqliteStorage::saveLocked(std::span<const MemoryRecord> records, std::vector<QString> *storedIds)
 {
     ensureOpen();
     ensureWritable();
@@ -2357,7 +2356,7 @@ int SqliteStorage::reset(const QString &scopePrefix)
 void SqliteStorage::restore(const MemoryRecord &record)
 {
     QMutexLocker lock(&m_mutex);
-    saveLocked({record});
+    saveLocked(std::span<const MemoryRecord>(&record, 1));
 }
 
 std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const RecordFilter &requested, int limit)
@@ -2812,7 +2811,7 @@ std::optional<MemoryRecord> SqliteStorage::findExact(const QString &content, con
     return findExactLocked(content, &scope, source, isPrivate, contentHash(content));
 }
 
-std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vector<MemoryRecord> &records)
+std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(std::span<const MemoryRecord> records)
 {
     QMutexLocker lock(&m_mutex);
     ensureOpen();
@@ -2832,7 +2831,7 @@ std::vector<std::optional<MemoryRecord>> SqliteStorage::findExact(const std::vec
     return out;
 }
 
-std::vector<std::optional<MemoryRecord>> SqliteStorage::findSameContent(const std::vector<MemoryRecord> &records,
+std::vector<std::optional<MemoryRecord>> SqliteStorage::findSameContent(std::span<const MemoryRecord> records,
                                                                         const QString &scopePrefix)
 {
     const QString prefix = ScopePath::normalize(scopePrefix);
@@ -3176,34 +3175,6 @@ std::vector<HistoryEntry> SqliteStorage::history(const QString &recordId)
 // ---------------------------------------------------------------------------------------------
 // State
 
-void SqliteStorage::checkStateKey(const QString &key)
-{
-    if (key.isEmpty())
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a state key is empty; name the document, such as \"conversation/42\""));
-    qsizetype characters = 0;
-    for (qsizetype i = 0; i < key.size(); ++i, ++characters) {
-        const QChar c = key.at(i);
-        if (c.category() == QChar::Other_Control)
-            throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("the state key holds the control character U+%1 at position %2; use printable characters only")
-                            .arg(QString::number(c.unicode(), 16).toUpper().rightJustified(4, QLatin1Char('0')))
-                            .arg(i));
-        // A lone surrogate has no UTF-8 form: stored, it would turn into U+FFFD and name another key.
-        if (c.isSurrogate()) {
-            if (!c.isHighSurrogate() || i + 1 >= key.size() || !key.at(i + 1).isLowSurrogate())
-                throw Error(ErrorKind::InvalidArgument,
-                            QStringLiteral("the state key holds an unpaired UTF-16 surrogate at position %1; pass valid Unicode text").arg(i));
-            ++i;
-        }
-    }
-    if (characters > kMaxStateKeyLength)
-        throw Error(ErrorKind::InvalidArgument,
-                    QStringLiteral("the state key \"%1...\" is %2 characters long; use at most %3")
-                        .arg(key.left(40))
-                        .arg(characters)
-                        .arg(kMaxStateKeyLength));
-}
-
 bool SqliteStorage::hasStateTable()
 {
     if (m_tables.contains(QLatin1String("state")))
@@ -3218,7 +3189,7 @@ bool SqliteStorage::hasStateTable()
 
 std::optional<Json> SqliteStorage::readState(const QString &key)
 {
-    checkStateKey(key);
+    StateRequest::checkKey(key);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     if (!hasStateTable())
@@ -3237,7 +3208,7 @@ std::optional<Json> SqliteStorage::readState(const QString &key)
 
 void SqliteStorage::writeState(const QString &key, const Json &value)
 {
-    checkStateKey(key);
+    StateRequest::checkKey(key);
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     ensureWritable();
@@ -3518,6 +3489,151 @@ void SqliteStorage::close()
     m_closed = true;
     dropIndex();
     m_readCache.clear();
+}
+
+// The operations of StorageBackend
+
+StorageInfo SqliteStorage::info() const
+{
+    StorageInfo i;
+    i.location = location();
+    i.schemaVersion = schemaVersion();
+    i.binding = embedderBinding();
+    i.capabilities = StorageInfo::SearchHits | StorageInfo::AtomicDedup | StorageInfo::Check | StorageInfo::SharedWriters;
+    return i;
+}
+
+WriteResult SqliteStorage::write(const WriteRequest &request)
+{
+    WriteResult out;
+    const auto one = [&]() -> const MemoryRecord & {
+        if (request.records.size() != 1)
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("an update or restore writes one record, not %1")
+                                                        .arg(request.records.size()));
+        return request.records.front();
+    };
+    switch (request.kind) {
+    case WriteRequest::Kind::Insert:
+        save(request.records);
+        break;
+    case WriteRequest::Kind::InsertUnlessIdentical:
+        out.ids = saveUnlessIdentical(request.records);
+        break;
+    case WriteRequest::Kind::Update:
+        update(one());
+        break;
+    case WriteRequest::Kind::Restore:
+        restore(one());
+        break;
+    case WriteRequest::Kind::Remove:
+        out.count = remove(request.filter);
+        break;
+    case WriteRequest::Kind::Reset:
+        out.count = reset(request.scopePrefix);
+        break;
+    case WriteRequest::Kind::BindEmbedder:
+        bindEmbedder(request.binding);
+        break;
+    }
+    return out;
+}
+
+SearchResult SqliteStorage::find(const SearchRequest &request)
+{
+    SearchResult out;
+    const bool vector = request.kind == SearchRequest::Kind::Vector;
+    if (request.output == SearchRequest::Output::Records) {
+        out.records = vector ? search(request.vector, request.filter, request.limit)
+                             : keywordSearch(request.text, request.filter, request.limit, request.contextWeight);
+        return out;
+    }
+    std::optional<std::vector<SearchHit>> hits =
+        vector ? searchHits(request.vector, request.filter, request.limit)
+               : keywordHits(request.text, request.vector, request.filter, request.limit, request.contextWeight);
+    if (hits)
+        out.hits = std::move(*hits);
+    else
+        out.hitsDeclined = true;
+    return out;
+}
+
+std::vector<std::optional<MemoryRecord>> SqliteStorage::read(const ReadRequest &request)
+{
+    if (!request.keys.empty())
+        return hitRecords(request.keys);
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(request.ids.size());
+    for (const QString &id : request.ids)
+        out.push_back(get(id, request.withEmbedding));
+    return out;
+}
+
+std::vector<MemoryRecord> SqliteStorage::browse(const ListRequest &request)
+{
+    return listOrdered(request.filter, request.order, request.limit, request.offset);
+}
+
+Aggregate SqliteStorage::aggregate(const AggregateRequest &request)
+{
+    Aggregate out;
+    switch (request.kind) {
+    case AggregateRequest::Kind::Count:
+        out.count = count(request.filter);
+        break;
+    case AggregateRequest::Kind::ScopeInfo:
+        out.scopeInfo = scopeInfo(request.scope, request.filter);
+        break;
+    case AggregateRequest::Kind::ChildScopes:
+        out.scopes = childScopes(request.scope, request.filter);
+        break;
+    case AggregateRequest::Kind::Categories:
+        out.categories = categories(request.filter);
+        break;
+    case AggregateRequest::Kind::ScopeSamples:
+        out.samples = scopeSamples(request.filter, request.perScope);
+        break;
+    }
+    return out;
+}
+
+std::vector<std::optional<MemoryRecord>> SqliteStorage::lookup(const LookupRequest &request)
+{
+    if (request.anyScopeBelow)
+        return findSameContent(request.records, *request.anyScopeBelow);
+    if (request.identities)
+        return findExact(request.records);
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(request.records.size());
+    for (const MemoryRecord &r : request.records)
+        out.push_back(findExact(r.content, r.scope, r.source, r.isPrivate));
+    return out;
+}
+
+StateResult SqliteStorage::state(const StateRequest &request)
+{
+    StateResult out;
+    switch (request.kind) {
+    case StateRequest::Kind::Read:
+        out.value = readState(request.key);
+        break;
+    case StateRequest::Kind::Write:
+        writeState(request.key, request.value);
+        break;
+    case StateRequest::Kind::Keys:
+        out.keys = stateKeys(request.key);
+        break;
+    }
+    return out;
+}
+
+StoreCheck SqliteStorage::inspect(InspectMode mode)
+{
+    if (mode == InspectMode::Damaged) {
+        StoreCheck c;
+        c.damaged = damagedRecords();
+        return c;
+    }
+    return check(mode == InspectMode::Repair);
 }
 
 } // namespace mneme

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -98,61 +99,88 @@ public:
     // True when the store was opened read-only (asked for, or because the file cannot be written).
     bool isReadOnly() const;
 
-    QString location() const override;
-    int schemaVersion() const override;
-    std::optional<EmbedderBinding> embedderBinding() const override;
-    void bindEmbedder(const EmbedderBinding &binding) override;
-
-    void save(const std::vector<MemoryRecord> &records) override;
-    // The lookup of identical records runs inside the write transaction (skipped when nothing was
-    // written to the store since the last findExact() of these contents).
-    std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records) override;
-    void update(const MemoryRecord &record) override;
-    int remove(const RecordFilter &filter) override;
-    int reset(const QString &scopePrefix) override;
-    void restore(const MemoryRecord &record) override;
-
-    // limit <= 0 returns nothing.
-    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit) override;
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
-                                            double contextWeight = 0) override;
-    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit) override;
-    std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
-                                                      int limit, double contextWeight = 0) override;
-    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys) override;
-
-    std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false) override;
-    // limit < 0 means no limit.
-    std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset) override;
-    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset) override;
-    std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
-                                          const QString &source, bool isPrivate) override;
-    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records) override;
-    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records,
-                                                             const QString &scopePrefix) override;
-    // Kept between calls (see ReadCache) and read again only after a write other than a save.
-    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope) override;
-    int count(const RecordFilter &filter) override;
-    ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible) override;
-    // Kept between calls (see ReadCache), as categories().
-    QStringList childScopes(const QString &parent, const RecordFilter &visible) override;
-    // Kept between calls (see ReadCache): a bulk load asks once a batch.
-    QMap<QString, int> categories(const RecordFilter &filter) override;
+    // The operations of StorageBackend: each dispatches to the functions below.
+    StorageInfo info() const override;
+    WriteResult write(const WriteRequest &request) override;
+    SearchResult find(const SearchRequest &request) override;
+    std::vector<std::optional<MemoryRecord>> read(const ReadRequest &request) override;
+    std::vector<MemoryRecord> browse(const ListRequest &request) override;
+    Aggregate aggregate(const AggregateRequest &request) override;
+    std::vector<std::optional<MemoryRecord>> lookup(const LookupRequest &request) override;
     void touch(const QStringList &ids, const QDateTime &at) override;
     std::vector<HistoryEntry> history(const QString &recordId) override;
-    // On a read-only store of schema 1 (no state table yet) readState() finds nothing.
-    std::optional<Json> readState(const QString &key) override;
-    void writeState(const QString &key, const Json &value) override;
-    QStringList stateKeys(const QString &prefix) override;
+    StateResult state(const StateRequest &request) override;
+    StoreCheck inspect(InspectMode mode) override;
+    void close() override;
 
-    std::vector<DamagedRecord> damagedRecords() override;
+    // What the operations do, one function each, with StorageBackend's conveniences' names and
+    // contracts (they hide those conveniences and do the same): for tests, benchmarks and tools that
+    // use this class directly.
+    QString location() const;
+    int schemaVersion() const;
+    std::optional<EmbedderBinding> embedderBinding() const;
+    void bindEmbedder(const EmbedderBinding &binding);
+
+    void save(std::span<const MemoryRecord> records);
+    void save(const std::vector<MemoryRecord> &records) { save(std::span<const MemoryRecord>(records)); }
+    // The lookup of identical records runs inside the write transaction (skipped when nothing was
+    // written to the store since the last findExact() of these contents).
+    std::vector<QString> saveUnlessIdentical(std::span<const MemoryRecord> records);
+    std::vector<QString> saveUnlessIdentical(const std::vector<MemoryRecord> &records)
+    {
+        return saveUnlessIdentical(std::span<const MemoryRecord>(records));
+    }
+    void update(const MemoryRecord &record);
+    int remove(const RecordFilter &filter);
+    int reset(const QString &scopePrefix);
+    void restore(const MemoryRecord &record);
+
+    // limit <= 0 returns nothing.
+    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit);
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
+                                            double contextWeight = 0);
+    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit);
+    std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
+                                                      int limit, double contextWeight = 0);
+    std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys);
+
+    std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false);
+    // limit < 0 means no limit.
+    std::vector<MemoryRecord> list(const RecordFilter &filter, int limit, int offset);
+    std::vector<MemoryRecord> listOrdered(const RecordFilter &filter, const RecordOrder &order, int limit, int offset);
+    std::optional<MemoryRecord> findExact(const QString &content, const QString &scope,
+                                          const QString &source, bool isPrivate);
+    std::vector<std::optional<MemoryRecord>> findExact(std::span<const MemoryRecord> records);
+    std::vector<std::optional<MemoryRecord>> findExact(const std::vector<MemoryRecord> &records)
+    {
+        return findExact(std::span<const MemoryRecord>(records));
+    }
+    std::vector<std::optional<MemoryRecord>> findSameContent(std::span<const MemoryRecord> records,
+                                                             const QString &scopePrefix);
+    std::vector<std::optional<MemoryRecord>> findSameContent(const std::vector<MemoryRecord> &records, const QString &scopePrefix)
+    {
+        return findSameContent(std::span<const MemoryRecord>(records), scopePrefix);
+    }
+    // Kept between calls (see ReadCache) and read again only after a write other than a save.
+    std::vector<MemoryRecord> scopeSamples(const RecordFilter &filter, int perScope);
+    int count(const RecordFilter &filter);
+    ScopeInfo scopeInfo(const QString &scope, const RecordFilter &visible);
+    // Kept between calls (see ReadCache), as categories().
+    QStringList childScopes(const QString &parent, const RecordFilter &visible);
+    // Kept between calls (see ReadCache): a bulk load asks once a batch.
+    QMap<QString, int> categories(const RecordFilter &filter);
+    // On a read-only store of schema 1 (no state table yet) readState() finds nothing.
+    std::optional<Json> readState(const QString &key);
+    void writeState(const QString &key, const Json &value);
+    QStringList stateKeys(const QString &prefix);
+
+    std::vector<DamagedRecord> damagedRecords();
     // PRAGMA integrity_check of the file, every record read, the keyword index against the records
     // (FTS5's integrity-check, rows and contents), the content-hash lookup tables against the
     // contents, the vector index file against its checksum and store. The repair rebuilds the keyword
     // index (keeping the keyword contexts it can still read), the lookup tables and the index file.
-    StoreCheck check(bool repair) override;
+    StoreCheck check(bool repair);
 
-    void close() override;
 
     // Extensions beyond StorageBackend, for tests, benchmarks and tools that load this class directly.
     IndexStats indexStats();
@@ -276,10 +304,10 @@ private:
     QStringList childScopesLocked(const QString &parent, const RecordFilter &visible);
     // Inserts `records`; with `storedIds`, not those identical to a stored record or to an earlier
     // one of the batch, and *storedIds gets the id each record is stored under.
-    void saveLocked(const std::vector<MemoryRecord> &records, std::vector<QString> *storedIds = nullptr);
+    void saveLocked(std::span<const MemoryRecord> records, std::vector<QString> *storedIds = nullptr);
     // True when every record's content was looked up by the last findExact() batch and nothing was
     // written to the store since, by this connection or another: its answers still hold.
-    bool batchLookupCurrent(const std::vector<MemoryRecord> &records) const;
+    bool batchLookupCurrent(std::span<const MemoryRecord> records) const;
 
     // The vector index.
     static VectorIndex::Item indexItem(qint64 rowid, const MemoryRecord &r);
@@ -349,7 +377,6 @@ private:
     QString indexFileProblem();
 
     // State.
-    static void checkStateKey(const QString &key);
     bool hasStateTable();
 
     Options m_options;
