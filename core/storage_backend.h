@@ -1,6 +1,7 @@
 #pragma once
 
 #include <mneme/core/export.h>
+#include <mneme/core/graph_store.h>
 #include <mneme/core/history_entry.h>
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
@@ -263,6 +264,10 @@ public:
         c.problems << QStringLiteral("the storage backend at %1 has no integrity check").arg(location());
         return c;
     }
+
+    // The graph half of the store (graph memory: core/graph_store.h), owned by the backend and valid
+    // until it is destroyed; null for a backend that keeps no graph.
+    virtual GraphStore *graph() { return nullptr; }
 
     // Flushes and releases the store; later calls throw Error(Storage).
     virtual void close() = 0;
