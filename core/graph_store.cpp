@@ -75,7 +75,8 @@ void to_json(Json &j, const GraphRelation &r)
              {"why", r.why.isEmpty() ? Json(nullptr) : Json(r.why)},
              {"scope", r.scope},
              {"private", r.isPrivate},
-             {"record_ids", records}};
+             {"record_ids", records},
+             {"extractor", r.extractor}};
     if (!r.source.isEmpty())
         j["source_name"] = r.source;
 }

@@ -60,6 +60,7 @@ struct MNEME_CORE_EXPORT GraphRelation
     QString source;
     bool isPrivate = false;
     QStringList recordIds; // the records it came from
+    QString extractor;     // what found it: "llm", "offline" (the weaker pattern extractor), or another name
 
     // "alice -- lives_in -> lisbon": the text its embedding is made of, and how it is shown.
     QString text() const;
@@ -121,6 +122,7 @@ struct MNEME_CORE_EXPORT GraphTripletInput
     bool exclusive = false;
     // Valid relations (by id) the extractor found this one contradicts (an LLM update resolver).
     std::vector<qint64> contradicts;
+    QString extractor; // GraphRelation::extractor
 };
 
 // What one record contributes to the graph.

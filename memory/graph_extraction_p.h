@@ -29,6 +29,7 @@ struct ExtractedGraph
 {
     QList<ExtractedEntity> entities;
     QList<ExtractedTriplet> triplets;
+    QString extractor = QStringLiteral("offline"); // "offline" or "llm": labels the relations it gives
     bool isEmpty() const { return entities.isEmpty() && triplets.isEmpty(); }
 };
 

@@ -324,6 +324,15 @@ void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr
     embedder = e ? std::move(e) : buildEmbedder(embedderSpec);
     if (binding)
         ensureBound(); // refuses a store written with another embedder (decision 10)
+    if (config.graphMemory) {
+        GraphStore *g = storage->graph();
+        if (!g)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("graph_memory is on, but the storage backend of %1 keeps no graph; use the sqlite "
+                                       "storage or set graph_memory to false")
+                            .arg(storage->location()));
+        graph = std::make_unique<GraphMemory>(*this, *g);
+    }
 }
 
 void MemoryPrivate::ensureBound()
@@ -550,6 +559,14 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
                 out.records[i].id = ids[k];
             }
         }
+    }
+
+    if (d.graph && stored > 0) {
+        std::vector<MemoryRecord> added;
+        for (const MemoryRecord &r : toSave)
+            if (items[savedItem[&r - toSave.data()]].existingId.isEmpty())
+                added.push_back(r);
+        d.graph->add(added);
     }
 
     for (size_t i = 0; i < items.size(); ++i) {
@@ -932,7 +949,39 @@ RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStrin
     filter.categories = categories;
     filter.onlySource = o.onlySource;
     filter.metadata = MetadataFilter::both(o.metadata, identityConditions(identityOf(o)));
+    if (o.asOf.isValid())
+        filter.createdBefore = o.asOf.toUTC();
     return filter;
+}
+
+void MemoryPrivate::addGraphEvidence(QList<MemoryMatch> &matches, const QString &text, const Embedding &queryVector,
+                                     const RecordFilter &filter, int limit, const QDateTime &now, const QDateTime &asOf)
+{
+    if (!graph)
+        return;
+    QHash<QString, double> evidence; // record id -> its best relation's score
+    for (const RelationMatch &m : graph->recall(text, queryVector, GraphMemory::filterOf(filter, asOf), limit))
+        for (const QString &id : m.relation.recordIds)
+            evidence[id] = std::max(evidence.value(id), m.score);
+    if (evidence.isEmpty())
+        return;
+    QSet<QString> present;
+    for (const MemoryMatch &m : std::as_const(matches))
+        present.insert(m.record.id);
+    RecordFilter records = filter;
+    for (auto it = evidence.cbegin(); it != evidence.cend(); ++it)
+        if (!present.contains(it.key()))
+            records.ids << it.key();
+    if (!records.ids.isEmpty())
+        matches += rank(text, queryVector, records, int(records.ids.size()), now, 0);
+    for (MemoryMatch &m : matches) {
+        const auto it = evidence.constFind(m.record.id);
+        if (it == evidence.constEnd())
+            continue;
+        m.score = std::min(1.0, m.score + config.graphWeight * it.value());
+        m.matchReasons << QStringLiteral("graph");
+    }
+    sortMatches(matches);
 }
 
 double MemoryPrivate::relevanceFloor(const RecallOptions &o) const
@@ -1151,6 +1200,46 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
                           MemoryPrivate::TurnContext{window, weight, true});
 }
 
+QList<RelationMatch> Memory::recallRelations(const QString &query, const RecallOptions &o)
+{
+    d->checkOpen();
+    if (!d->graph)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("graph memory is off; set graph_memory to true in the memory configuration to keep and "
+                                   "recall relations"));
+    if (o.limit < 1 || o.limit > kMaxRecallLimit)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("limit must be between 1 and %1 (got %2)").arg(kMaxRecallLimit).arg(o.limit));
+    QStringList scopes;
+    for (const QString &s : o.scopes)
+        scopes << resolveScope(s);
+    if (scopes.isEmpty())
+        scopes << resolveScope(std::nullopt);
+    drainWrites();
+    const QString text = query.trimmed();
+    if (text.isEmpty())
+        return {};
+    const RecordFilter records = d->readFilter(scopes, o.effectiveReader());
+    return d->graph->recall(text, d->embedQuery(text), GraphMemory::filterOf(records, o.asOf.toUTC()), o.limit);
+}
+
+GraphFilter Memory::graphFilter(const QStringList &scopes, const ReadContext &reader, const QDateTime &asOf, bool includeInvalid) const
+{
+    QStringList resolved;
+    for (const QString &s : scopes)
+        resolved << resolveScope(s);
+    if (resolved.isEmpty())
+        resolved << resolveScope(std::nullopt);
+    return GraphMemory::filterOf(d->readFilter(resolved, reader), asOf.isValid() ? asOf.toUTC() : QDateTime(), includeInvalid);
+}
+
+GraphStore *Memory::graph()
+{
+    d->checkOpen();
+    drainWrites();
+    return d->storage->graph();
+}
+
 QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &options)
 {
     return d->recallNow(query, options);
@@ -1199,7 +1288,17 @@ QFuture<int> Memory::forgetAsync(const ForgetOptions &o, const ReadContext &call
     f.createdBefore = o.olderThan.isValid() ? o.olderThan.toUTC() : QDateTime();
     f.metadata = conditions;
     d->checkNotOnWriter("forget()");
-    return d->submit<int>([this, f] { return d->storage->remove(f); });
+    return d->submit<int>([this, f] {
+        if (!d->graph)
+            return d->storage->remove(f);
+        // Graph memory: the deleted records' graph changes are reverted (the undo of their save).
+        QStringList ids;
+        for (const MemoryRecord &r : d->storage->list(f, -1, 0))
+            ids << r.id;
+        const int n = d->storage->remove(f);
+        d->graph->remove(ids);
+        return n;
+    });
 }
 
 std::optional<MemoryRecord> Memory::get(const QString &id, const ReadContext &reader)
@@ -1274,7 +1373,10 @@ MemoryRecord MemoryPrivate::updateNow(const QString &id, const UpdateOptions &o,
     if (!r.embedding.empty())
         ensureBound();
     storage->update(r);
-    return storage->get(r.id, false).value_or(r);
+    MemoryRecord stored = storage->get(r.id, false).value_or(r);
+    if (graph && !r.embedding.empty()) // the content changed: its graph follows
+        graph->replace({stored});
+    return stored;
 }
 
 QList<HistoryEntry> Memory::history(const QString &id, const ReadContext &reader)
@@ -1371,6 +1473,8 @@ MemoryRecord MemoryPrivate::undoNow(const QString &id, const ReadContext &caller
     }
     MemoryRecord restored = storage->get(previous.id, false).value_or(previous);
     restored.embedding.clear();
+    if (graph && (last.event == HistoryEntry::Event::Delete || needVector))
+        graph->replace({restored}); // a record brought back, or its earlier content: the graph follows
     return restored;
 }
 
@@ -1577,6 +1681,8 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
         if (!fresh.empty()) {
             d->ensureBound();
             d->storage->save(fresh);
+            if (d->graph)
+                d->graph->add(fresh);
         }
         for (const MemoryRecord &r : fresh)
             res.ids << r.id;
@@ -1598,6 +1704,8 @@ QFuture<int> Memory::resetAsync(const QString &scope)
     d->checkNotOnWriter("reset()");
     return d->submit<int>([this, target] {
         const int n = d->storage->reset(target);
+        if (GraphStore *g = d->storage->graph())
+            g->reset(target);
         if (target != QLatin1String("/")) // a reset of everything cleared the state with the records
             ConversationIngest::removeStates(*d->storage, target);
         return n;
@@ -1609,6 +1717,8 @@ int Memory::resetAll()
     d->checkWritable("reset");
     return d->exclusively("reset()", [&] {
         const int n = d->storage->reset(QStringLiteral("/"));
+        if (GraphStore *g = d->storage->graph())
+            g->reset(QStringLiteral("/"));
         Q_EMIT recordsChanged();
         return n;
     });

@@ -235,10 +235,11 @@ void SqliteGraphStore::writeLocked(const GraphExtraction &x, const GraphWriteOpt
                 continue;
             }
         }
-        Query insert(m_storage, "INSERT INTO graph_relations(src, label, dst, created_at, scope, source, private, embedding) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        Query insert(m_storage, "INSERT INTO graph_relations(src, label, dst, created_at, scope, source, private, embedding, "
+                                "extractor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
         insert.bind(1, src).bindText(2, label).bind(3, dst).bind(4, at).bindText(5, x.origin.scope);
         insert.bindText(6, x.origin.source).bind(7, x.origin.isPrivate).bindEmbedding(8, t.embedding);
+        insert.bindText(9, t.extractor);
         insert.run(QStringLiteral("adding a relation"));
         const qint64 id = sqlite3_last_insert_rowid(m_storage.m_db);
         ++result.relationsAdded;
@@ -510,7 +511,8 @@ std::vector<GraphRelation> SqliteGraphStore::readRelations(const QByteArray &whe
         condition += " AND t.valid = 1";
     Query q(m_storage, "SELECT t.id, t.src, a.name, t.label, t.dst, b.name, t.valid, t.created_at, t.invalidated_at, t.why, "
                        "t.scope, t.source, t.private, "
-                       "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id) "
+                       "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id), "
+                       "t.extractor "
                        "FROM graph_relations t JOIN graph_entities a ON a.id = t.src JOIN graph_entities b ON b.id = t.dst WHERE "
                            + condition + tail);
     q.bindAll(all, 1);
@@ -531,6 +533,7 @@ std::vector<GraphRelation> SqliteGraphStore::readRelations(const QByteArray &whe
         r.source = q.text(11);
         r.isPrivate = q.int64(12) != 0;
         r.recordIds = q.text(13).split(QChar(31), Qt::SkipEmptyParts);
+        r.extractor = q.text(14);
         if (filter.admits(r))
             out.push_back(std::move(r));
     }

@@ -43,6 +43,7 @@ CREATE TABLE graph_relations(
     scope TEXT NOT NULL,
     source TEXT NOT NULL DEFAULT '',
     private INTEGER NOT NULL DEFAULT 0,
+    extractor TEXT NOT NULL DEFAULT '',
     embedding BLOB
 );
 CREATE INDEX graph_relations_src ON graph_relations(src, label);
