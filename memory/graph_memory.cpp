@@ -13,6 +13,11 @@ namespace {
 
 constexpr const char *kGraphStep = AnalysisStep::GraphRelations;
 
+// How sure one recall path alone is at best: a relation both paths find outranks one that only one
+// path finds fully (a relation of the query's entity whose text is also like the query, before the
+// entity's other relations).
+constexpr double kPathCertainty = 0.9;
+
 // The text a relation's embedding is made of: "Alice lives in Lisbon".
 QString relationSentence(const QString &source, const QString &label, const QString &destination)
 {
@@ -354,7 +359,7 @@ QList<RelationMatch> GraphMemory::recall(const QString &query, const Embedding &
         const std::vector<Embedding> vectors = d.embedAll(names);
         for (const Embedding &v : vectors)
             for (const ScoredEntity &s : m_store.similarEntities(v, filter, d.config.graphEntityThreshold, 3))
-                seeds[s.entity.id] = std::max(seeds.value(s.entity.id), s.score);
+                seeds[s.entity.id] = std::max(seeds.value(s.entity.id), std::min(1.0, s.score));
     }
     if (!seeds.isEmpty()) {
         const std::vector<qint64> ids(seeds.keyBegin(), seeds.keyEnd());
@@ -377,12 +382,12 @@ QList<RelationMatch> GraphMemory::recall(const QString &query, const Embedding &
 
     // 2. Triplet-semantic: the query against each relation's text.
     for (const ScoredRelation &s : m_store.similarRelations(queryVector, filter, d.config.graphRelationThreshold, 2 * limit))
-        take(s.relation).tripletScore = s.score;
+        take(s.relation).tripletScore = std::clamp(s.score, 0.0, 1.0);
 
-    // 3. Merged: either path is evidence, both more.
+    // 3. Merged: either path is evidence (at most kPathCertainty alone), both more.
     QList<RelationMatch> out;
     for (RelationMatch &m : found) {
-        m.score = 1 - (1 - m.entityScore) * (1 - std::max(0.0, m.tripletScore));
+        m.score = 1 - (1 - kPathCertainty * m.entityScore) * (1 - kPathCertainty * m.tripletScore);
         if (m.hops == 1)
             m.matchReasons << QStringLiteral("entity");
         else if (m.hops == 2)

@@ -1023,7 +1023,7 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
             if (o.depth == RecallDepth::Deep)
                 matches = RecallFlow(*this).run(text, o, scopes, categories, now);
             else
-                matches = rank(text, embedQuery(text), recallFilter(scopes, categories, o), o.limit, now, relevanceFloor(o));
+                matches = shallowRecall(text, o, scopes, categories, now);
             if (o.threshold) {
                 const double threshold = *o.threshold;
                 matches.erase(std::remove_if(matches.begin(), matches.end(),
@@ -1200,6 +1200,20 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
                           MemoryPrivate::TurnContext{window, weight, true});
 }
 
+QList<MemoryMatch> MemoryPrivate::shallowRecall(const QString &text, const RecallOptions &o, const QStringList &scopes,
+                                                const QStringList &categories, const QDateTime &now)
+{
+    const Embedding queryVector = embedQuery(text);
+    const RecordFilter filter = recallFilter(scopes, categories, o);
+    QList<MemoryMatch> matches = rank(text, queryVector, filter, o.limit, now, relevanceFloor(o));
+    if (graph) {
+        addGraphEvidence(matches, text, queryVector, filter, o.limit, now, o.asOf.isValid() ? o.asOf.toUTC() : QDateTime());
+        if (matches.size() > o.limit)
+            matches.resize(o.limit);
+    }
+    return matches;
+}
+
 QList<RelationMatch> Memory::recallRelations(const QString &query, const RecallOptions &o)
 {
     d->checkOpen();
@@ -1215,7 +1229,7 @@ QList<RelationMatch> Memory::recallRelations(const QString &query, const RecallO
         scopes << resolveScope(s);
     if (scopes.isEmpty())
         scopes << resolveScope(std::nullopt);
-    drainWrites();
+    d->drainSaves(); // read barrier
     const QString text = query.trimmed();
     if (text.isEmpty())
         return {};
@@ -1374,7 +1388,7 @@ MemoryRecord MemoryPrivate::updateNow(const QString &id, const UpdateOptions &o,
         ensureBound();
     storage->update(r);
     MemoryRecord stored = storage->get(r.id, false).value_or(r);
-    if (graph && !r.embedding.empty()) // the content changed: its graph follows
+    if (graph) // the graph follows the record's content and scope
         graph->replace({stored});
     return stored;
 }
@@ -1473,8 +1487,8 @@ MemoryRecord MemoryPrivate::undoNow(const QString &id, const ReadContext &caller
     }
     MemoryRecord restored = storage->get(previous.id, false).value_or(previous);
     restored.embedding.clear();
-    if (graph && (last.event == HistoryEntry::Event::Delete || needVector))
-        graph->replace({restored}); // a record brought back, or its earlier content: the graph follows
+    if (graph)
+        graph->replace({restored}); // a record brought back, or its earlier content and scope: the graph follows
     return restored;
 }
 

@@ -50,7 +50,8 @@ struct MNEME_MEMORY_EXPORT MemoryMatch
 struct MNEME_MEMORY_EXPORT RelationMatch
 {
     GraphRelation relation;
-    // 0..1: the entity path's and the triplet path's evidence combined, 1 - (1 - entity)(1 - triplet).
+    // 0..1: the entity path's and the triplet path's evidence combined,
+    // 1 - (1 - 0.9 entity)(1 - 0.9 triplet): either path alone gives at most 0.9.
     double score = 0;
     double entityScore = 0;  // how well the query named one of its entities (halved at the second hop)
     double tripletScore = 0; // cosine similarity of the query to the relation's text (0: below the threshold)

@@ -119,6 +119,9 @@ public:
     // "graph"; then `matches` is sorted again. Nothing when graph memory is off.
     void addGraphEvidence(QList<MemoryMatch> &matches, const QString &text, const Embedding &queryVector,
                           const RecordFilter &filter, int limit, const QDateTime &now, const QDateTime &asOf);
+    // The shallow recall: rank() over the recall's filter, with graph memory's evidence when it is on.
+    QList<MemoryMatch> shallowRecall(const QString &text, const RecallOptions &o, const QStringList &scopes,
+                                     const QStringList &categories, const QDateTime &now);
     // The relevance floor of a recall: its own, else min_relevance.
     double relevanceFloor(const RecallOptions &options) const;
     // Best first: score, then semantic similarity, then id (a total order).

@@ -65,6 +65,7 @@ private Q_SLOTS:
     void privacyAndScopes();
     void forgetRevertsAndUndoRestores();
     void deepRecallUsesTheGraph();
+    void asOfHidesLaterRecords();
     void llmExtraction();
     void malformedLlmReplyLeavesTheGraph();
 
@@ -314,10 +315,28 @@ void TestGraphMemory::deepRecallUsesTheGraph()
     for (const MemoryMatch &match : found)
         seen << match.record.content + QLatin1Char(' ') + match.matchReasons.join(QLatin1Char(','));
     QVERIFY2(graphFound, qPrintable(seen.join(QLatin1String(" | "))));
+    // The shallow recall too.
     RecallOptions shallow = o;
     shallow.depth = RecallDepth::Shallow;
+    graphFound = false;
     for (const MemoryMatch &match : m.recall(QStringLiteral("Where does Tom's sister live?"), shallow))
-        QVERIFY(!match.matchReasons.contains(QLatin1String("graph")));
+        graphFound = graphFound || (match.record.content == QLatin1String("Maria lives in Oslo.") && match.matchReasons.contains(QLatin1String("graph")));
+    QVERIFY(graphFound);
+}
+
+void TestGraphMemory::asOfHidesLaterRecords()
+{
+    Memory m(config());
+    m.remember(QStringLiteral("Alice lives in Lisbon."), at(kDay0));
+    m.remember(QStringLiteral("Alice lives in Porto."), at(kDay0.addDays(30)));
+    RecallOptions o;
+    o.asOf = kDay0.addDays(10);
+    for (RecallDepth depth : {RecallDepth::Shallow, RecallDepth::Deep}) {
+        o.depth = depth;
+        const QList<MemoryMatch> found = m.recall(QStringLiteral("Where does Alice live?"), o);
+        QCOMPARE(found.size(), 1);
+        QCOMPARE(found[0].record.content, QStringLiteral("Alice lives in Lisbon."));
+    }
 }
 
 void TestGraphMemory::llmExtraction()
