@@ -957,7 +957,9 @@ RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStrin
 void MemoryPrivate::addGraphEvidence(QList<MemoryMatch> &matches, const QString &text, const Embedding &queryVector,
                                      const RecordFilter &filter, int limit, const QDateTime &now, const QDateTime &asOf)
 {
-    if (!graph)
+    // Nothing relevant enough (the relevance floor turned every candidate away): the graph adds nothing
+    // either, so that a query about nothing stored still finds nothing.
+    if (!graph || matches.isEmpty())
         return;
     QHash<QString, double> evidence; // record id -> its best relation's score
     for (const RelationMatch &m : graph->recall(text, queryVector, GraphMemory::filterOf(filter, asOf), limit))
@@ -972,8 +974,16 @@ void MemoryPrivate::addGraphEvidence(QList<MemoryMatch> &matches, const QString 
     for (auto it = evidence.cbegin(); it != evidence.cend(); ++it)
         if (!present.contains(it.key()))
             records.ids << it.key();
-    if (!records.ids.isEmpty())
+    if (!records.ids.isEmpty()) {
+        // The graph's records were ranked among themselves: score every match again against all of
+        // them (the relative keyword signal and the relevance scaling), so that scores compare.
         matches += rank(text, queryVector, records, int(records.ids.size()), now, 0);
+        std::vector<MatchSignals *> signals;
+        for (MemoryMatch &m : matches)
+            signals.push_back(&m.signalValues);
+        Scoring::relativeKeywords(signals);
+        Scoring::weighByRelevance(matches, config);
+    }
     for (MemoryMatch &m : matches) {
         const auto it = evidence.constFind(m.record.id);
         if (it == evidence.constEnd())

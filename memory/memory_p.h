@@ -116,7 +116,8 @@ public:
     // Graph memory's evidence for deep recall: the records the query's relations came from (graph
     // recall over what `filter` sees, relations valid at `asOf`) join `matches` (ranked like rank()),
     // and each of them is raised by graph_weight times its best relation's score and gains the reason
-    // "graph"; then `matches` is sorted again. Nothing when graph memory is off.
+    // "graph"; then `matches` is sorted again. Nothing when graph memory is off or `matches` is empty
+    // (the relevance floor found nothing relevant).
     void addGraphEvidence(QList<MemoryMatch> &matches, const QString &text, const Embedding &queryVector,
                           const RecordFilter &filter, int limit, const QDateTime &now, const QDateTime &asOf);
     // The shallow recall: rank() over the recall's filter, with graph memory's evidence when it is on.
