@@ -19,6 +19,7 @@
 //   mneme-bench --queries 500 --dimension 384 --dir /tmp/bench
 //   mneme-bench --keyword-weight 0   # recall without the keyword (FTS5) search: vectors only
 //   mneme-bench --keyword-row-budget 0   # the keyword search unbounded (the storage's keyword_row_budget)
+//   mneme-bench --graph          # graph_memory on (offline extractor): the cost of graph memory
 //   mneme-bench --records 100000 --dir /tmp/bench --keep   # keeps the store; a later run with the same
 //                               # options measures its recalls again without loading it (no save figures)
 
@@ -158,6 +159,7 @@ double percentile(std::vector<double> v, double p)
 
 double gKeywordWeight = -1; // < 0: the configuration's default
 int gKeywordRowBudget = -1; // < 0: the storage's default
+bool gGraph = false;        // --graph: graph_memory on (the offline extractor): saves extract and recalls use the graph
 bool gKeep = false;         // --keep: the store stays in --dir, and one found there is measured again
 
 MemoryConfig configFor(const QString &path, int dimension)
@@ -165,6 +167,7 @@ MemoryConfig configFor(const QString &path, int dimension)
     MemoryConfig c;
     if (gKeywordWeight >= 0)
         c.keywordWeight = gKeywordWeight;
+    c.graphMemory = gGraph;
     Json storage{{"path", path.toStdString()}};
     if (gKeywordRowBudget >= 0)
         storage["keyword_row_budget"] = gKeywordRowBudget;
@@ -216,7 +219,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     // Every (records / queries)-th sentence is asked about, in its own scope too.
     const int every = std::max(1, records / queries);
     QList<QPair<QString, int>> asked; // the sentence and its index
-    QElapsedTimer sinceLoad; // from the start of the bulk load
+    QElapsedTimer sinceLoad;          // from the start of the bulk load
     sinceLoad.start();
     if (reuse) {
         for (int i = 0; i < records; ++i) {
@@ -419,8 +422,10 @@ int main(int argc, char **argv)
             gKeywordRowBudget = value().toInt(&ok);
         else if (a == QLatin1String("--keep"))
             gKeep = true;
+        else if (a == QLatin1String("--graph"))
+            gGraph = true;
         else {
-            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep\n",
+            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --graph\n",
                          qPrintable(a));
             return 2;
         }

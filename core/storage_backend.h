@@ -1,6 +1,7 @@
 #pragma once
 
 #include <mneme/core/export.h>
+#include <mneme/core/graph_store.h>
 #include <mneme/core/history_entry.h>
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
@@ -76,7 +77,7 @@ struct MNEME_CORE_EXPORT StorageInfo
         Check = 1u << 2,
         // Several processes may open the store at once (on one host: a SQLite file; on several: a server).
         SharedWriters = 1u << 3,
-        // The backend keeps graph memory (issue 19's interface, reached through its own accessor).
+        // The backend keeps graph memory: graph() returns its GraphStore (core/graph_store.h).
         Graph = 1u << 4,
     };
     QString location; // where the data lives, for messages ("/home/me/.mneme/memory.db"); never a password
@@ -272,6 +273,9 @@ public:
     virtual StoreCheck inspect(InspectMode mode) = 0;
     // Flushes and releases the store.
     virtual void close() = 0;
+    // The graph half of the store (graph memory: core/graph_store.h), owned by the backend and valid
+    // until it is destroyed; null for a backend without the Graph capability.
+    virtual GraphStore *graph() { return nullptr; }
 
     // --- Conveniences over the operations ---
 

@@ -27,6 +27,8 @@ inline constexpr const char *Exploration = "exploration";
 inline constexpr const char *Facts = "conversation_facts";
 inline constexpr const char *Update = "conversation_update";
 inline constexpr const char *Summary = "conversation_summary";
+inline constexpr const char *GraphEntities = "graph_entities";
+inline constexpr const char *GraphRelations = "graph_relations";
 } // namespace AnalysisStep
 
 // Which analysis produced a result, as reported by Memory::analysisCompleted.

@@ -628,6 +628,8 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
             RecordFilter f;
             f.ids = deletes;
             d.storage->remove(f);
+            if (d.graph)
+                d.graph->remove(deletes);
         }
         if (!updates.empty() || !adds.empty())
             d.ensureBound();
@@ -635,6 +637,10 @@ ConversationResult ingest(MemoryPrivate &d, const Job &job, Ticket &ticket)
             d.storage->update(r);
         if (!adds.empty())
             d.storage->save(adds);
+        if (d.graph) {
+            d.graph->replace(updates);
+            d.graph->add(adds);
+        }
     } else {
         reportAnalysis(q, AnalysisStep::Update, AnalysisPath::Skipped, QStringLiteral("no facts were found"));
     }

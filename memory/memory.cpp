@@ -326,6 +326,15 @@ void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr
     embedder = e ? std::move(e) : buildEmbedder(embedderSpec);
     if (binding)
         ensureBound(); // refuses a store written with another embedder (decision 10)
+    if (config.graphMemory) {
+        GraphStore *g = storage->graph();
+        if (!g)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("graph_memory is on, but the storage backend of %1 keeps no graph; use the sqlite "
+                                       "storage or set graph_memory to false")
+                            .arg(storage->location()));
+        graph = std::make_unique<GraphMemory>(*this, *g);
+    }
 }
 
 void MemoryPrivate::ensureBound()
@@ -552,6 +561,14 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
                 out.records[i].id = ids[k];
             }
         }
+    }
+
+    if (d.graph && stored > 0) {
+        std::vector<MemoryRecord> added;
+        for (const MemoryRecord &r : toSave)
+            if (items[savedItem[&r - toSave.data()]].existingId.isEmpty())
+                added.push_back(r);
+        d.graph->add(added);
     }
 
     for (size_t i = 0; i < items.size(); ++i) {
@@ -934,7 +951,49 @@ RecordFilter MemoryPrivate::recallFilter(const QStringList &scopes, const QStrin
     filter.categories = categories;
     filter.onlySource = o.onlySource;
     filter.metadata = MetadataFilter::both(o.metadata, identityConditions(identityOf(o)));
+    if (o.asOf.isValid())
+        filter.createdBefore = o.asOf.toUTC();
     return filter;
+}
+
+void MemoryPrivate::addGraphEvidence(QList<MemoryMatch> &matches, const QString &text, const Embedding &queryVector,
+                                     const RecordFilter &filter, int limit, const QDateTime &now, const QDateTime &asOf)
+{
+    // Nothing relevant enough (the relevance floor turned every candidate away): the graph adds nothing
+    // either, so that a query about nothing stored still finds nothing.
+    if (!graph || matches.isEmpty())
+        return;
+    QHash<QString, double> evidence; // record id -> its best relation's score
+    for (const RelationMatch &m : graph->recall(text, queryVector, GraphMemory::filterOf(filter, asOf), limit))
+        for (const QString &id : m.relation.recordIds)
+            evidence[id] = std::max(evidence.value(id), m.score);
+    if (evidence.isEmpty())
+        return;
+    QSet<QString> present;
+    for (const MemoryMatch &m : std::as_const(matches))
+        present.insert(m.record.id);
+    RecordFilter records = filter;
+    for (auto it = evidence.cbegin(); it != evidence.cend(); ++it)
+        if (!present.contains(it.key()))
+            records.ids << it.key();
+    if (!records.ids.isEmpty()) {
+        // The graph's records were ranked among themselves: score every match again against all of
+        // them (the relative keyword signal and the relevance scaling), so that scores compare.
+        matches += rank(text, queryVector, records, int(records.ids.size()), now, 0);
+        std::vector<MatchSignals *> signals;
+        for (MemoryMatch &m : matches)
+            signals.push_back(&m.signalValues);
+        Scoring::relativeKeywords(signals);
+        Scoring::weighByRelevance(matches, config);
+    }
+    for (MemoryMatch &m : matches) {
+        const auto it = evidence.constFind(m.record.id);
+        if (it == evidence.constEnd())
+            continue;
+        m.score = std::min(1.0, m.score + config.graphWeight * it.value());
+        m.matchReasons << QStringLiteral("graph");
+    }
+    sortMatches(matches);
 }
 
 double MemoryPrivate::relevanceFloor(const RecallOptions &o) const
@@ -976,7 +1035,7 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
             if (o.depth == RecallDepth::Deep)
                 matches = RecallFlow(*this).run(text, o, scopes, categories, now);
             else
-                matches = rank(text, embedQuery(text), recallFilter(scopes, categories, o), o.limit, now, relevanceFloor(o));
+                matches = shallowRecall(text, o, scopes, categories, now);
             if (o.threshold) {
                 const double threshold = *o.threshold;
                 matches.erase(std::remove_if(matches.begin(), matches.end(),
@@ -1153,6 +1212,60 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
                           MemoryPrivate::TurnContext{window, weight, true});
 }
 
+QList<MemoryMatch> MemoryPrivate::shallowRecall(const QString &text, const RecallOptions &o, const QStringList &scopes,
+                                                const QStringList &categories, const QDateTime &now)
+{
+    const Embedding queryVector = embedQuery(text);
+    const RecordFilter filter = recallFilter(scopes, categories, o);
+    QList<MemoryMatch> matches = rank(text, queryVector, filter, o.limit, now, relevanceFloor(o));
+    if (graph) {
+        addGraphEvidence(matches, text, queryVector, filter, o.limit, now, o.asOf.isValid() ? o.asOf.toUTC() : QDateTime());
+        if (matches.size() > o.limit)
+            matches.resize(o.limit);
+    }
+    return matches;
+}
+
+QList<RelationMatch> Memory::recallRelations(const QString &query, const RecallOptions &o)
+{
+    d->checkOpen();
+    if (!d->graph)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("graph memory is off; set graph_memory to true in the memory configuration to keep and "
+                                   "recall relations"));
+    if (o.limit < 1 || o.limit > kMaxRecallLimit)
+        throw Error(ErrorKind::InvalidArgument,
+                    QStringLiteral("limit must be between 1 and %1 (got %2)").arg(kMaxRecallLimit).arg(o.limit));
+    QStringList scopes;
+    for (const QString &s : o.scopes)
+        scopes << resolveScope(s);
+    if (scopes.isEmpty())
+        scopes << resolveScope(std::nullopt);
+    d->drainSaves(); // read barrier
+    const QString text = query.trimmed();
+    if (text.isEmpty())
+        return {};
+    const RecordFilter records = d->readFilter(scopes, o.effectiveReader());
+    return d->graph->recall(text, d->embedQuery(text), GraphMemory::filterOf(records, o.asOf.toUTC()), o.limit);
+}
+
+GraphFilter Memory::graphFilter(const QStringList &scopes, const ReadContext &reader, const QDateTime &asOf, bool includeInvalid) const
+{
+    QStringList resolved;
+    for (const QString &s : scopes)
+        resolved << resolveScope(s);
+    if (resolved.isEmpty())
+        resolved << resolveScope(std::nullopt);
+    return GraphMemory::filterOf(d->readFilter(resolved, reader), asOf.isValid() ? asOf.toUTC() : QDateTime(), includeInvalid);
+}
+
+GraphStore *Memory::graph()
+{
+    d->checkOpen();
+    drainWrites();
+    return d->storage->graph();
+}
+
 QList<MemoryMatch> Memory::recall(const QString &query, const RecallOptions &options)
 {
     return d->recallNow(query, options);
@@ -1201,7 +1314,17 @@ QFuture<int> Memory::forgetAsync(const ForgetOptions &o, const ReadContext &call
     f.createdBefore = o.olderThan.isValid() ? o.olderThan.toUTC() : QDateTime();
     f.metadata = conditions;
     d->checkNotOnWriter("forget()");
-    return d->submit<int>([this, f] { return d->storage->remove(f); });
+    return d->submit<int>([this, f] {
+        if (!d->graph)
+            return d->storage->remove(f);
+        // Graph memory: the deleted records' graph changes are reverted (the undo of their save).
+        QStringList ids;
+        for (const MemoryRecord &r : d->storage->list(f, -1, 0))
+            ids << r.id;
+        const int n = d->storage->remove(f);
+        d->graph->remove(ids);
+        return n;
+    });
 }
 
 std::optional<MemoryRecord> Memory::get(const QString &id, const ReadContext &reader)
@@ -1276,7 +1399,10 @@ MemoryRecord MemoryPrivate::updateNow(const QString &id, const UpdateOptions &o,
     if (!r.embedding.empty())
         ensureBound();
     storage->update(r);
-    return storage->get(r.id, false).value_or(r);
+    MemoryRecord stored = storage->get(r.id, false).value_or(r);
+    if (graph) // the graph follows the record's content and scope
+        graph->replace({stored});
+    return stored;
 }
 
 QList<HistoryEntry> Memory::history(const QString &id, const ReadContext &reader)
@@ -1373,6 +1499,8 @@ MemoryRecord MemoryPrivate::undoNow(const QString &id, const ReadContext &caller
     }
     MemoryRecord restored = storage->get(previous.id, false).value_or(previous);
     restored.embedding.clear();
+    if (graph)
+        graph->replace({restored}); // a record brought back, or its earlier content and scope: the graph follows
     return restored;
 }
 
@@ -1579,6 +1707,8 @@ SaveResult Memory::importRecords(const QList<MemoryRecord> &records, bool keepEm
         if (!fresh.empty()) {
             d->ensureBound();
             d->storage->save(fresh);
+            if (d->graph)
+                d->graph->add(fresh);
         }
         for (const MemoryRecord &r : fresh)
             res.ids << r.id;
@@ -1600,6 +1730,8 @@ QFuture<int> Memory::resetAsync(const QString &scope)
     d->checkNotOnWriter("reset()");
     return d->submit<int>([this, target] {
         const int n = d->storage->reset(target);
+        if (GraphStore *g = d->storage->graph())
+            g->reset(target);
         if (target != QLatin1String("/")) // a reset of everything cleared the state with the records
             ConversationIngest::removeStates(*d->storage, target);
         return n;
@@ -1611,6 +1743,8 @@ int Memory::resetAll()
     d->checkWritable("reset");
     return d->exclusively("reset()", [&] {
         const int n = d->storage->reset(QStringLiteral("/"));
+        if (GraphStore *g = d->storage->graph())
+            g->reset(QStringLiteral("/"));
         Q_EMIT recordsChanged();
         return n;
     });

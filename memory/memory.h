@@ -106,6 +106,19 @@ public:
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
     QFuture<QList<MemoryMatch>> recallAsync(const QString &query, const RecallOptions &options = {});
 
+    // Graph recall (graph_memory on; docs/concepts.md, "Graph memory"): the relations the query's
+    // entities take part in (1-2 hops) and those whose text is like the query, merged and ranked, at
+    // most options.limit, with the records each came from. Sees what recall() would (scopes, privacy);
+    // options.asOf: the relations valid then. Throws Error(InvalidArgument) when graph memory is off.
+    QList<RelationMatch> recallRelations(const QString &query, const RecallOptions &options = {});
+    // The graph filter of a read: the resolved scopes (relative to the root scope; empty: the root
+    // scope) and the privacy of `reader`, at `asOf` (invalid: now), optionally with invalid relations.
+    GraphFilter graphFilter(const QStringList &scopes = {}, const ReadContext &reader = {}, const QDateTime &asOf = {},
+                            bool includeInvalid = false) const;
+    // The store's graph (drained of pending saves), or null when the storage backend keeps none.
+    // Writes to it belong to Memory; read it with graphFilter().
+    GraphStore *graph();
+
     // Splits a text into atomic, self-contained memory statements (stores nothing). With an LLM, one
     // extraction call; without one, or when it fails, the offline splitter (sentence ends,
     // semicolons, list items, blank lines: see StatementSplitter), so nothing is lost. A blank text
@@ -223,7 +236,8 @@ Q_SIGNALS:
     void saveCompleted(const QString &value, const QJsonObject &metadata, double saveTimeMs);
     void saveFailed(const QString &value, const QString &error);
     // Around every LLM call memory analysis makes. `step`: save_analysis, consolidation, extraction,
-    // query_analysis, exploration, conversation_facts, conversation_update, conversation_summary.
+    // query_analysis, exploration, conversation_facts, conversation_update, conversation_summary,
+    // graph_entities, graph_relations.
     void llmCallStarted(const QString &step, const QString &model);
     void llmCallCompleted(const QString &step, const QString &model, double durationMs, int promptTokens,
                           int completionTokens);

@@ -166,6 +166,20 @@ MemoryConfig MemoryConfig::fromJson(const Json &json)
         {"complex_query_threshold", [&](const Json &v, const std::string &k) { c.complexQueryThreshold = number(v, k); }},
         {"exploration_budget", [&](const Json &v, const std::string &k) { c.explorationBudget = integer(v, k); }},
         {"query_analysis_threshold", [&](const Json &v, const std::string &k) { c.queryAnalysisThreshold = integer(v, k); }},
+        {"graph_memory", [&](const Json &v, const std::string &k) {
+             if (!v.is_boolean())
+                 bad(k, QStringLiteral("must be true or false"));
+             c.graphMemory = v.get<bool>();
+         }},
+        {"graph_extractor", [&](const Json &v, const std::string &k) {
+             if (!v.is_string())
+                 bad(k, QStringLiteral("must be \"auto\", \"llm\" or \"offline\""));
+             c.graphExtractor = QString::fromStdString(v.get<std::string>());
+         }},
+        {"graph_entity_threshold", [&](const Json &v, const std::string &k) { c.graphEntityThreshold = number(v, k); }},
+        {"graph_relation_threshold", [&](const Json &v, const std::string &k) { c.graphRelationThreshold = number(v, k); }},
+        {"graph_hops", [&](const Json &v, const std::string &k) { c.graphHops = integer(v, k); }},
+        {"graph_weight", [&](const Json &v, const std::string &k) { c.graphWeight = number(v, k); }},
         {"read_only", [&](const Json &v, const std::string &k) {
              if (!v.is_boolean())
                  bad(k, QStringLiteral("must be true or false"));
@@ -231,6 +245,13 @@ void MemoryConfig::validate() const
         bad("exploration_budget", QStringLiteral("must be 0 or more"));
     if (queryAnalysisThreshold < 0)
         bad("query_analysis_threshold", QStringLiteral("must be 0 or more"));
+    if (graphExtractor != QLatin1String("auto") && graphExtractor != QLatin1String("llm") && graphExtractor != QLatin1String("offline"))
+        bad("graph_extractor", QStringLiteral("must be \"auto\", \"llm\" or \"offline\" (got \"%1\")").arg(graphExtractor));
+    checkRange(graphEntityThreshold, 0, 1, "graph_entity_threshold");
+    checkRange(graphRelationThreshold, 0, 1, "graph_relation_threshold");
+    if (graphHops < 1 || graphHops > 2)
+        bad("graph_hops", QStringLiteral("must be 1 or 2"));
+    checkRange(graphWeight, 0, 1, "graph_weight");
     if (!rootScope.isEmpty()) {
         QString why;
         if (!ScopePath::isValid(rootScope, &why))
@@ -264,6 +285,12 @@ Json MemoryConfig::toJson() const
         {"complex_query_threshold", complexQueryThreshold},
         {"exploration_budget", explorationBudget},
         {"query_analysis_threshold", queryAnalysisThreshold},
+        {"graph_memory", graphMemory},
+        {"graph_extractor", graphExtractor},
+        {"graph_entity_threshold", graphEntityThreshold},
+        {"graph_relation_threshold", graphRelationThreshold},
+        {"graph_hops", graphHops},
+        {"graph_weight", graphWeight},
         {"read_only", readOnly},
         {"root_scope", rootScope.isEmpty() ? Json(nullptr) : Json(rootScope)},
     };

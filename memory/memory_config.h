@@ -55,6 +55,21 @@ struct MNEME_MEMORY_EXPORT MemoryConfig
     int explorationBudget = 1;
     int queryAnalysisThreshold = 200;
 
+    // Graph memory (docs/concepts.md, "Graph memory"): entities and relations extracted from every
+    // saved record and kept beside the records. Off: nothing is extracted and recall is unchanged.
+    bool graphMemory = false;
+    // "auto" (the LLM's entity extractor and relationship generator when an LLM is configured, else
+    // the offline extractor), "llm" or "offline".
+    QString graphExtractor = QStringLiteral("auto");
+    // Cosine similarity of two names above which they are taken for the same entity.
+    double graphEntityThreshold = 0.9;
+    // Cosine similarity of a query to a relation's text above which triplet recall finds it.
+    double graphRelationThreshold = 0.5;
+    // Hops from the query's entities that entity recall follows (1 or 2).
+    int graphHops = 2;
+    // How much a record's graph evidence (the best relation it gave) adds to its score in deep recall.
+    double graphWeight = 0.15;
+
     // Views.
     bool readOnly = false;
     QString rootScope; // empty: none

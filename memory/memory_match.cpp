@@ -61,3 +61,28 @@ void to_json(Json &j, const MemoryMatch &m)
 }
 
 } // namespace mneme
+
+namespace mneme {
+
+QString RelationMatch::format() const
+{
+    const QString since = relation.createdAt.isValid() ? relation.createdAt.date().toString(Qt::ISODate) : QString();
+    QString out = QStringLiteral("- %1 -- %2 -> %3").arg(relation.sourceName, relation.label, relation.destinationName);
+    if (!relation.valid && relation.invalidatedAt.isValid())
+        out += QStringLiteral(" (from %1 until %2)").arg(since, relation.invalidatedAt.date().toString(Qt::ISODate));
+    else if (!since.isEmpty())
+        out += QStringLiteral(" (since %1)").arg(since);
+    return out;
+}
+
+void to_json(Json &j, const RelationMatch &m)
+{
+    to_json(j, m.relation);
+    j["score"] = m.score;
+    j["entity_score"] = m.entityScore;
+    j["triplet_score"] = m.tripletScore;
+    j["hops"] = m.hops;
+    j["match_reasons"] = m.matchReasons;
+}
+
+} // namespace mneme

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <mneme/core/graph_store.h>
 #include <mneme/core/json.h>
 #include <mneme/core/memory_record.h>
 #include <mneme/memory/export.h>
@@ -44,6 +45,25 @@ struct MNEME_MEMORY_EXPORT MemoryMatch
     //     key: value          (each metadata entry with a value; lists joined with commas)
     QString format() const;
 };
+
+// One relation graph recall found (Memory::recallRelations).
+struct MNEME_MEMORY_EXPORT RelationMatch
+{
+    GraphRelation relation;
+    // 0..1: the entity path's and the triplet path's evidence combined,
+    // 1 - (1 - 0.9 entity)(1 - 0.9 triplet): either path alone gives at most 0.9.
+    double score = 0;
+    double entityScore = 0;  // how well the query named one of its entities (halved at the second hop)
+    double tripletScore = 0; // cosine similarity of the query to the relation's text (0: below the threshold)
+    int hops = 0;            // 1 or 2 from a query entity; 0 when found by the triplet path alone
+    // "entity", "entity_2hop", "triplet"
+    QStringList matchReasons;
+    // "- Alice -- lives_in -> Lisbon (since 2024-05-01)" as the memory block shows it.
+    QString format() const;
+};
+
+// The relation's JSON plus "score", "entity_score", "triplet_score", "hops" and "match_reasons".
+MNEME_MEMORY_EXPORT void to_json(Json &j, const RelationMatch &m);
 
 // The record's JSON plus "score", "signals" and "match_reasons" (and "evidence_gaps" when any).
 MNEME_MEMORY_EXPORT void to_json(Json &j, const MemoryMatch &m);

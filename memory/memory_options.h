@@ -142,6 +142,9 @@ struct MNEME_MEMORY_EXPORT RecallOptions
     bool includePrivate = false; // the same as reader.curator (the older spelling)
     QString onlySource;          // only records with this source
     QDateTime now;               // invalid: the current time (recency is measured to it)
+    // Time travel: only records created before this, and (graph memory) only the relations valid at
+    // this time. Invalid: now.
+    QDateTime asOf;
     // The relevance floor of this recall (0..1); unset: the configuration's min_relevance.
     std::optional<double> minRelevance;
     // Mem0's `threshold`: only matches whose score is at least this (0..1); unset: no threshold.

@@ -2,6 +2,7 @@
 
 // Private implementation of Memory. Not installed; not part of the API.
 
+#include "memory/graph_memory_p.h"
 #include "memory/llm_analysis_p.h"
 #include "memory/memory_locks_p.h"
 #include "memory/serial_executor_p.h"
@@ -112,6 +113,16 @@ public:
     // records of the `limit` best read.
     QList<MemoryMatch> rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
                                 const RecordFilter &filter, int limit, const QDateTime &now, double floor);
+    // Graph memory's evidence for deep recall: the records the query's relations came from (graph
+    // recall over what `filter` sees, relations valid at `asOf`) join `matches` (ranked like rank()),
+    // and each of them is raised by graph_weight times its best relation's score and gains the reason
+    // "graph"; then `matches` is sorted again. Nothing when graph memory is off or `matches` is empty
+    // (the relevance floor found nothing relevant).
+    void addGraphEvidence(QList<MemoryMatch> &matches, const QString &text, const Embedding &queryVector,
+                          const RecordFilter &filter, int limit, const QDateTime &now, const QDateTime &asOf);
+    // The shallow recall: rank() over the recall's filter, with graph memory's evidence when it is on.
+    QList<MemoryMatch> shallowRecall(const QString &text, const RecallOptions &o, const QStringList &scopes,
+                                     const QStringList &categories, const QDateTime &now);
     // The relevance floor of a recall: its own, else min_relevance.
     double relevanceFloor(const RecallOptions &options) const;
     // Best first: score, then semantic similarity, then id (a total order).
@@ -149,6 +160,8 @@ public:
     std::shared_ptr<StorageBackend> storage;
     bool searchHits = false; // the storage's SearchHits capability, read at open
     std::shared_ptr<Embedder> embedder;
+    // Graph memory, when config.graphMemory is on (made by openParts()); null otherwise.
+    std::unique_ptr<GraphMemory> graph;
     // Every lock below, its order and what it guards: memory/memory_locks_p.h.
     mutable MemoryLocks locks;
     std::shared_ptr<LlmProvider> llm; // locks.llm(): built from config.llm on first use

@@ -50,7 +50,7 @@ QFuture<SaveResult> MemoryScope::rememberMany(const QStringList &contents, const
     return bound().rememberMany(contents, inView(options));
 }
 
-QList<MemoryMatch> MemoryScope::recall(const QString &query, const RecallOptions &options)
+RecallOptions MemoryScope::inView(const RecallOptions &options) const
 {
     RecallOptions o = options;
     o.scopes.clear();
@@ -58,7 +58,17 @@ QList<MemoryMatch> MemoryScope::recall(const QString &query, const RecallOptions
         o.scopes << absolute(s);
     if (o.scopes.isEmpty())
         o.scopes << m_root;
-    return bound().recall(query, o);
+    return o;
+}
+
+QList<MemoryMatch> MemoryScope::recall(const QString &query, const RecallOptions &options)
+{
+    return bound().recall(query, inView(options));
+}
+
+QList<RelationMatch> MemoryScope::recallRelations(const QString &query, const RecallOptions &options)
+{
+    return bound().recallRelations(query, inView(options));
 }
 
 QStringList MemoryScope::extractMemories(const QString &content)

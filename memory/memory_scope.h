@@ -33,6 +33,8 @@ public:
     MemoryRecord remember(const QString &content, const RememberOptions &options = {});
     QFuture<SaveResult> rememberMany(const QStringList &contents, const RememberOptions &options = {});
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
+    // Memory::recallRelations() inside this view.
+    QList<RelationMatch> recallRelations(const QString &query, const RecallOptions &options = {});
     QStringList extractMemories(const QString &content);
     // Reads and forget() take the caller's ReadContext, as Memory's do (default: shared records only).
     int forget(const ForgetOptions &options = {}, const ReadContext &caller = {});
@@ -46,6 +48,8 @@ public:
 
 private:
     Memory &bound() const;
+    // Recall options inside this view: the given scopes joined under it, else the view's root.
+    RecallOptions inView(const RecallOptions &options) const;
     // Save options inside this view: a given scope is joined under it; without one, the view is the
     // root that save analysis stays inside.
     RememberOptions inView(const RememberOptions &options) const;

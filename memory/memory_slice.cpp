@@ -64,6 +64,13 @@ QList<MemoryMatch> MemorySlice::recall(const QString &query, const RecallOptions
     return bound().recall(query, o);
 }
 
+QList<RelationMatch> MemorySlice::recallRelations(const QString &query, const RecallOptions &options)
+{
+    RecallOptions o = options;
+    o.scopes = m_scopes;
+    return bound().recallRelations(query, o);
+}
+
 QStringList MemorySlice::extractMemories(const QString &content)
 {
     return bound().extractMemories(content);

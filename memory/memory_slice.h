@@ -30,6 +30,8 @@ public:
 
     MemoryRecord remember(const QString &content, const RememberOptions &options);
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {});
+    // Memory::recallRelations() over the slice's scopes (its categories do not apply to relations).
+    QList<RelationMatch> recallRelations(const QString &query, const RecallOptions &options = {});
     QStringList extractMemories(const QString &content);
     // Reads take the reader's ReadContext, as Memory's do (default: shared records only).
     QStringList listScopes(const ReadContext &reader = {});

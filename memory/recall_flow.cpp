@@ -148,8 +148,11 @@ QList<MemoryMatch> RecallFlow::run(const QString &query, const RecallOptions &o,
         confidence = confidenceOf(findings, c);
     }
 
-    // Synthesis.
+    // Synthesis, with graph memory's evidence: the records of the query's relations.
     QList<MemoryMatch> out = merged(findings, d.config);
+    if (d.graph && !plan.phrases.isEmpty())
+        d.addGraphEvidence(out, query, plan.phrases.first().vector, d.recallFilter(scopes, m_categories, m_options), o.limit, now,
+                           o.asOf.isValid() ? o.asOf.toUTC() : QDateTime());
     if (out.size() > o.limit)
         out.resize(o.limit);
     for (MemoryMatch &m : out) {
@@ -266,7 +269,8 @@ QList<QList<MemoryMatch>> RecallFlow::search(const QList<Phrase> &phrases, const
             RecordFilter filter = d.recallFilter({scope}, m_categories, m_options);
             if (timed) {
                 filter.createdAfter = plan.after;
-                filter.createdBefore = plan.before;
+                if (plan.before.isValid() && (!filter.createdBefore.isValid() || plan.before < filter.createdBefore))
+                    filter.createdBefore = plan.before; // the period, within the recall's "as of"
             }
             QList<MemoryMatch> found = d.rank(p.text, p.vector, filter, perSearch, m_now, d.relevanceFloor(m_options));
             if (!found.isEmpty())

@@ -495,6 +495,8 @@ std::pair<int, int> MemoryPrivate::applyPlans(std::vector<Item> &items, const st
         RecordFilter f;
         f.ids = QStringList(deleted.begin(), deleted.end());
         storage->remove(f);
+        if (graph)
+            graph->remove(f.ids);
     }
     const QDateTime now = nowUtc();
     for (MemoryRecord &r : updates) {
@@ -504,6 +506,13 @@ std::pair<int, int> MemoryPrivate::applyPlans(std::vector<Item> &items, const st
         r.lastAccessed = now;
         ensureBound();
         storage->update(r);
+    }
+    if (graph) {
+        std::vector<MemoryRecord> changed;
+        for (const MemoryRecord &r : updates)
+            if (!deleted.contains(r.id))
+                changed.push_back(r);
+        graph->replace(changed);
     }
     return {int(updates.size()), int(deleted.size())};
 }

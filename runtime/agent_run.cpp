@@ -174,7 +174,14 @@ void AgentRun::retrieve()
             QStringList lines;
             for (const MemoryMatch &m : matches)
                 lines << m.format();
-            const QString block = lines.isEmpty() ? QString() : QStringLiteral("Relevant memories:\n") + lines.join(QLatin1Char('\n'));
+            QString block = lines.isEmpty() ? QString() : QStringLiteral("Relevant memories:\n") + lines.join(QLatin1Char('\n'));
+            // Graph memory: the relations the task's entities take part in.
+            QStringList relations;
+            for (const RelationMatch &r : memory.recallRelations(query, options))
+                relations << r.format();
+            if (!relations.isEmpty())
+                block += (block.isEmpty() ? QString() : QStringLiteral("\n\n")) + QStringLiteral("Known relations:\n")
+                       + relations.join(QLatin1Char('\n'));
             bus->end(QLatin1String(events::kMemoryRetrievalCompleted),
                      {{"task_id", taskId}, {"memory_content", block}, {"retrieval_time_ms", double(clock.nsecsElapsed()) / 1e6}});
             return block;

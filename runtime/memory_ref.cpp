@@ -95,6 +95,23 @@ QList<MemoryMatch> MemoryRef::recall(const QString &query, const RecallOptions &
     }
 }
 
+QList<RelationMatch> MemoryRef::recallRelations(const QString &query, const RecallOptions &options) const
+{
+    const mneme::Memory *owner = memory();
+    if (!owner || !owner->config().graphMemory)
+        return {};
+    switch (m_kind) {
+    case Kind::Memory:
+        return m_memory->recallRelations(query, options);
+    case Kind::Scope:
+        return MemoryScope(*m_scope).recallRelations(query, options);
+    case Kind::Slice:
+        return MemorySlice(*m_slice).recallRelations(query, options);
+    default:
+        unusable(*this);
+    }
+}
+
 QStringList MemoryRef::extractMemories(const QString &content) const
 {
     switch (m_kind) {

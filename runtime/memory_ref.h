@@ -62,6 +62,8 @@ public:
 
     // Ranked recall inside what the reference can see. Blocking.
     QList<MemoryMatch> recall(const QString &query, const RecallOptions &options = {}) const;
+    // Graph recall inside what the reference can see; nothing when its Memory's graph_memory is off.
+    QList<RelationMatch> recallRelations(const QString &query, const RecallOptions &options = {}) const;
     QStringList extractMemories(const QString &content) const;
 
     // Where an agent's extracted facts go: "<root>/agent/<sanitised role>" when the reference has a

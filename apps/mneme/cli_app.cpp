@@ -6,6 +6,7 @@
 #include "console.h"
 #include "eval_commands.h"
 #include "flow_commands.h"
+#include "graph_commands.h"
 #include "record_commands.h"
 #include "scope_commands.h"
 #include "server_commands.h"
@@ -80,6 +81,7 @@ void CliApp::dispatch(CommandContext &context)
     TransferCommands transfer(context);
     EvalCommands evaluations(context);
     FlowCommands flows(context);
+    GraphCommands graphs(context);
     ChatCommands chats(context);
     ServerCommands servers(context);
     const QMap<QString, std::function<void()>> commands = {
@@ -103,6 +105,7 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("import"), [&] { transfer.importRecords(); }},
         {QStringLiteral("eval"), [&] { evaluations.eval(); }},
         {QStringLiteral("flow-graph"), [&] { flows.flowGraph(); }},
+        {QStringLiteral("graph"), [&] { graphs.graph(); }},
         {QStringLiteral("chat"), [&] { chats.chat(); }},
         {QStringLiteral("sessions"), [&] { chats.sessions(); }},
         {QStringLiteral("mcp"), [&] { servers.mcp(); }},

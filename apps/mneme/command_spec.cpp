@@ -93,7 +93,9 @@ QList<CommandSpec> buildTable()
                  value("now", "ISO8601", "measure recency to this time instead of now"),
                  where, whereJson, onlyUser, onlyAgent, onlyRun,
                  value("min-score", "X", "only matches whose score is at least X (0..1)"),
-                 value("min-relevance", "X", "the relevance floor of this recall (0..1; default min_relevance)")}),
+                 value("min-relevance", "X", "the relevance floor of this recall (0..1; default min_relevance)"),
+                 value("as-of", "ISO8601", "time travel: only records created before this time, and relations valid then"),
+                 flag("relations", "also the relations graph recall finds (graph_memory on), with the records they came from")}),
         command("forget", "", "Delete the records the filters select (kept in their history).", 0, 0,
                 {value("scope", "S", "records in this scope and below"),
                  repeated("id", "ID", "the record with this id; repeat for several"),
@@ -153,6 +155,15 @@ QList<CommandSpec> buildTable()
                  value("off-topic", "FILE",
                        "also recall each query of FILE (one a line, # comments) on every conversation and count "
                        "how many return nothing")}),
+        command("graph", "entities|relations [ENTITY]|neighbours ENTITY|export",
+                "Read the graph memory keeps beside the records (graph_memory): its entities, its relations (of ENTITY), "
+                "the neighbours of ENTITY, or all of it as Graphviz DOT (--dot) or JSON (--json).",
+                1, 2,
+                {repeated("scope", "S", "only this scope and below; repeat for several"),
+                 flag("include-invalid", "relations, neighbours, export: invalidated relations too"),
+                 value("as-of", "ISO8601", "relations, neighbours, export: the relations valid at this time"),
+                 value("hops", "N", "neighbours: 1 or 2 hops from ENTITY (default 1)"),
+                 value("limit", "N", "entities, relations: at most N"), flag("dot", "export: Graphviz DOT"), readerSource, curator}),
         command("flow-graph", "FILE|-",
                 "Print a flow's graph in Graphviz DOT, from the JSON description the flow writes with Flow::toJson() or its "
                 "program prints with --flow-graph=json (FILE \"-\" reads standard input). Render it with: dot -Tsvg.",

@@ -212,14 +212,33 @@ void RecordCommands::recall()
     readIdentity(a, o);
     o.threshold = a.unitInterval(QStringLiteral("min-score"));
     o.minRelevance = a.unitInterval(QStringLiteral("min-relevance"));
+    if (const std::optional<QDateTime> asOf = a.time(QStringLiteral("as-of")))
+        o.asOf = *asOf;
+    const bool withRelations = a.has(QStringLiteral("relations"));
 
     const QList<MemoryMatch> matches = m_ctx.memory().recall(query, o);
+    const QList<RelationMatch> relations = withRelations ? m_ctx.memory().recallRelations(query, o) : QList<RelationMatch>();
     if (m_ctx.json()) {
         Json out = Json::array();
         for (const MemoryMatch &m : matches)
             out.push_back(m);
+        if (withRelations) {
+            Json related = Json::array();
+            for (const RelationMatch &r : relations)
+                related.push_back(r);
+            out = Json{{"matches", out}, {"relations", related}};
+        }
         m_ctx.console().writeJson(out);
         return;
+    }
+    if (withRelations && !relations.isEmpty()) {
+        TablePrinter table;
+        table.addColumn(QStringLiteral("SCORE"), TablePrinter::Align::Right);
+        table.addColumn(QStringLiteral("RELATION"), TablePrinter::Align::Left, kContentWidth);
+        table.addColumn(QStringLiteral("RECORDS"));
+        for (const RelationMatch &r : relations)
+            table.addRow({number(r.score), r.relation.text(), r.relation.recordIds.join(QLatin1Char(' '))});
+        m_ctx.console().write(table.render() + QLatin1Char('\n'));
     }
     if (matches.isEmpty()) {
         m_ctx.console().write(QStringLiteral("No memories match.\n"));

@@ -327,6 +327,24 @@ private Q_SLOTS:
         QVERIFY2(second.contains(QLatin1String("The product launch is on March 3 in Lisbon.")), qPrintable(second));
     }
 
+    // Graph memory: the facts an agent saved feed the graph, and a later run's memory block shows the
+    // relations of its task's entities.
+    void graphMemoryShowsRelations()
+    {
+        script(QStringLiteral("Maria lives in Oslo."), {QStringLiteral("Maria lives in Oslo.")});
+        auto a = agent(QStringLiteral("Planner"));
+        auto t = task(QStringLiteral("Where does Maria live?"), QStringLiteral("The city"), a);
+        CrewConfig c = crewOf(QStringLiteral("Graph"), {a}, {t});
+        c.memoryConfig.graphMemory = true;
+        c.memoryConfig.graphExtractor = QStringLiteral("offline");
+        Crew crew(std::move(c));
+        crew.kickoffAndWait();
+        crew.kickoffAndWait();
+        const QString second = userOf(m_llm->requests(QLatin1String(MemoryTools::kSearchName)).last());
+        QVERIFY2(second.contains(QLatin1String("Known relations:")), qPrintable(second));
+        QVERIFY2(second.contains(QLatin1String("- Maria -- lives_in -> Oslo (since ")), qPrintable(second));
+    }
+
     // The crew's read barrier: a task recalls what the tasks before it stored, even while their fact
     // extraction is still on its way.
     void laterTaskRecallsWhatEarlierTasksStored()

@@ -413,12 +413,12 @@ void TestSqliteStorage::pluginIsRegistered()
     test::TempStore tmp;
     auto store = openStore(tmp.path(QStringLiteral("nested/folder/memory.db")));
     QVERIFY(QFile::exists(tmp.path(QStringLiteral("nested/folder/memory.db"))));
-    QCOMPARE(SqliteStorage::latestSchemaVersion(), 4);
-    QCOMPARE(store->schemaVersion(), 4);
+    QCOMPARE(SqliteStorage::latestSchemaVersion(), 5);
+    QCOMPARE(store->schemaVersion(), 5);
     QCOMPARE(store->location(), tmp.path(QStringLiteral("nested/folder/memory.db")));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("4"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("4"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("5"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("5"));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("1"));
     QVERIFY(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")).startsWith(QLatin1String("mneme ")));
 }
@@ -1466,7 +1466,7 @@ void TestSqliteStorage::schemaTooNewLeavesFileUntouched()
     const Caught c = catchError([&] { openStore(tmp.path()); });
     VERIFY_ERROR(c, ErrorKind::SchemaTooNew);
     QVERIFY2(c.message.contains(QLatin1String("newer Mneme")) && c.message.contains(QLatin1String("schema 99"))
-                 && c.message.contains(QLatin1String("up to 4")) && c.message.contains(QLatin1String("upgrade Mneme")),
+                 && c.message.contains(QLatin1String("up to 5")) && c.message.contains(QLatin1String("upgrade Mneme")),
              qPrintable(c.message));
     QVERIFY(c.message.contains(tmp.path()));
     VERIFY_ERROR(catchError([&] { openStore(tmp.path(), Json{{"read_only", true}}); }), ErrorKind::SchemaTooNew);
@@ -1844,7 +1844,7 @@ void TestSqliteStorage::schemaV1IsMigrated()
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("0"));
     {
         auto store = openStore(tmp.path());
-        QCOMPARE(store->schemaVersion(), 4);
+        QCOMPARE(store->schemaVersion(), 5);
         // The records, their index, history and binding came through.
         QCOMPARE(store->count({}), 2);
         const auto first = store->get(QStringLiteral("v1-first"), true);
@@ -1874,8 +1874,8 @@ void TestSqliteStorage::schemaV1IsMigrated()
         store->save({added});
         QCOMPARE(store->keywordSearch(QStringLiteral("albatross"), {}, 5, 0.3).size(), std::size_t(1));
     }
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("4"));
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("4"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("5"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("5"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts WHERE context = ''")), QStringLiteral("2"));
     // v4: the stored hashes moved to the lookup table (the v1 rows' hashes as they were written), the
     // record added after the upgrade went to the recent table, and the index on the column is gone.
@@ -1888,7 +1888,7 @@ void TestSqliteStorage::schemaV1IsMigrated()
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'store_id'")), QStringLiteral("v1-store"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
     auto reopened = openStore(tmp.path());
-    QCOMPARE(reopened->schemaVersion(), 4);
+    QCOMPARE(reopened->schemaVersion(), 5);
     QCOMPARE(reopened->findExact(QStringLiteral("a new record"), QStringLiteral("/"), QString(), false)->content,
              QStringLiteral("a new record"));
     QCOMPARE(reopened->count({}), 3);

@@ -1,5 +1,6 @@
 #include "sqlite_storage.h"
 
+#include "graph_store_sqlite.h"
 #include "keyword_evidence.h"
 
 #include <mneme/core/error.h>
@@ -113,6 +114,8 @@ CREATE TABLE content_hashes_recent(hash INTEGER NOT NULL, rid INTEGER NOT NULL, 
 INSERT INTO content_hashes(hash, rid) SELECT content_hash, rid FROM records ORDER BY content_hash, rid;
 DROP INDEX records_content_hash;
 )SQL"},
+    // Graph memory: entities, relations, the records each came from and the graph history.
+    {5, kGraphSchemaSql},
 };
 
 constexpr int kLatestSchema = int(sizeof(kMigrations) / sizeof(kMigrations[0]));
@@ -144,6 +147,10 @@ const RequiredTable kRequiredTables[] = {
     {"state", 2},
     {"content_hashes", 4},
     {"content_hashes_recent", 4},
+    {"graph_entities", 5},
+    {"graph_relations", 5},
+    {"graph_sources", 5},
+    {"graph_history", 5},
 };
 
 
@@ -3466,6 +3473,14 @@ StoreCheck SqliteStorage::check(bool repair)
     return report;
 }
 
+GraphStore *SqliteStorage::graph()
+{
+    QMutexLocker lock(&m_mutex);
+    if (!m_graph)
+        m_graph = std::make_unique<SqliteGraphStore>(*this);
+    return m_graph.get();
+}
+
 void SqliteStorage::close()
 {
     QMutexLocker lock(&m_mutex);
@@ -3499,7 +3514,7 @@ StorageInfo SqliteStorage::info() const
     i.location = location();
     i.schemaVersion = schemaVersion();
     i.binding = embedderBinding();
-    i.capabilities = StorageInfo::SearchHits | StorageInfo::AtomicDedup | StorageInfo::Check | StorageInfo::SharedWriters;
+    i.capabilities = StorageInfo::SearchHits | StorageInfo::AtomicDedup | StorageInfo::Check | StorageInfo::SharedWriters | StorageInfo::Graph;
     return i;
 }
 

@@ -24,6 +24,8 @@ struct sqlite3_stmt;
 
 namespace mneme {
 
+class SqliteGraphStore;
+
 // The embedded default storage: one SQLite file (WAL mode, synchronous=FULL) holding the records,
 // an FTS5 index of their content, the history of every change, the embedder binding and named JSON
 // state documents. Vectors are BLOBs of float32 and are searched in a process-local index
@@ -181,6 +183,8 @@ public:
     // index (keeping the keyword contexts it can still read), the lookup tables and the index file.
     StoreCheck check(bool repair);
 
+    // The graph tables (graph_store_sqlite.h), on this connection and under its mutex.
+    GraphStore *graph() override;
 
     // Extensions beyond StorageBackend, for tests, benchmarks and tools that load this class directly.
     IndexStats indexStats();
@@ -197,6 +201,7 @@ public:
     void waitForIndex();
 
 private:
+    friend class SqliteGraphStore;
     class Statement;
     class Transaction;
     struct Row
@@ -413,6 +418,7 @@ private:
     qint64 m_batchDataVersion = -1;
     qint64 m_batchCommits = -1;
     qint64 m_commits = 0; // write transactions this connection committed
+    std::unique_ptr<SqliteGraphStore> m_graph; // made by graph() on first use
 };
 
 } // namespace mneme

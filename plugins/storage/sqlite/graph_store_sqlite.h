@@ -1,0 +1,114 @@
+#pragma once
+
+#include <mneme/core/graph_store.h>
+
+#include <QByteArray>
+#include <functional>
+
+struct sqlite3_stmt;
+
+namespace mneme {
+
+class SqliteStorage;
+
+// The graph tables a store gains at schema 5 (SqliteStorage's migration step 5; a step is never
+// edited once released). Entities and relations carry the scope, source and privacy of the record
+// they came from; graph_sources lists, per row, the records it came from; graph_history holds every
+// change a record's save made, so deleting the record reverts them (GraphStore::revertRecords).
+inline constexpr const char kGraphSchemaSql[] = R"SQL(
+CREATE TABLE graph_entities(
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    type TEXT NOT NULL DEFAULT '',
+    scope TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    private INTEGER NOT NULL DEFAULT 0,
+    created_at INTEGER NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX graph_entities_norm ON graph_entities(norm);
+CREATE INDEX graph_entities_scope ON graph_entities(scope);
+
+CREATE TABLE graph_relations(
+    id INTEGER PRIMARY KEY,
+    src INTEGER NOT NULL,
+    label TEXT NOT NULL,
+    dst INTEGER NOT NULL,
+    valid INTEGER NOT NULL DEFAULT 1,
+    created_at INTEGER NOT NULL,
+    invalidated_at INTEGER,
+    invalidated_by TEXT,
+    why TEXT,
+    scope TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT '',
+    private INTEGER NOT NULL DEFAULT 0,
+    extractor TEXT NOT NULL DEFAULT '',
+    embedding BLOB
+);
+CREATE INDEX graph_relations_src ON graph_relations(src, label);
+CREATE INDEX graph_relations_dst ON graph_relations(dst);
+
+CREATE TABLE graph_sources(
+    kind INTEGER NOT NULL, -- 0: entity, 1: relation
+    row_id INTEGER NOT NULL,
+    record_id TEXT NOT NULL,
+    PRIMARY KEY (kind, row_id, record_id)
+) WITHOUT ROWID;
+CREATE INDEX graph_sources_record ON graph_sources(record_id);
+
+CREATE TABLE graph_history(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    record_id TEXT NOT NULL,
+    change TEXT NOT NULL CHECK (change IN ('ADD_ENTITY', 'LINK_ENTITY', 'ADD_RELATION', 'LINK_RELATION', 'INVALIDATE')),
+    row_id INTEGER NOT NULL,
+    at INTEGER NOT NULL
+);
+CREATE INDEX graph_history_record ON graph_history(record_id, seq);
+)SQL";
+
+// The graph tables read and written on the SqliteStorage's own connection, under its mutex (the one
+// lock: every method takes it, as SqliteStorage's do). Owned by the SqliteStorage.
+class SqliteGraphStore : public GraphStore
+{
+public:
+    explicit SqliteGraphStore(SqliteStorage &storage);
+
+    GraphWriteResult write(const std::vector<GraphExtraction> &extractions, const GraphWriteOptions &options) override;
+    int revertRecords(const QStringList &recordIds) override;
+    void reset(const QString &scopePrefix) override;
+    std::vector<GraphChange> changesOf(const QString &recordId) override;
+    std::vector<GraphEntity> entities(const GraphFilter &filter, int limit, int offset) override;
+    std::vector<GraphEntity> entitiesByName(const QStringList &normalizedNames, const GraphFilter &filter) override;
+    std::vector<ScoredEntity> similarEntities(const Embedding &query, const GraphFilter &filter, double minScore,
+                                              int limit) override;
+    std::vector<GraphRelation> relations(const GraphFilter &filter, int limit) override;
+    std::vector<GraphRelation> relationsOf(const std::vector<qint64> &entityIds, int hops, const GraphFilter &filter) override;
+    std::vector<ScoredRelation> similarRelations(const Embedding &query, const GraphFilter &filter, double minScore,
+                                                 int limit) override;
+
+private:
+    class Query;
+    struct Resolved;
+    // False on a store older than schema 5 opened read-only (no graph tables): reads find nothing.
+    bool hasTables() const;
+    void writeLocked(const GraphExtraction &x, const GraphWriteOptions &options, GraphWriteResult &result);
+    qint64 resolveEntity(const GraphEntityInput &in, const GraphOrigin &origin, const GraphWriteOptions &options,
+                         GraphWriteResult &result);
+    void link(int kind, qint64 rowId, const QString &recordId);
+    void note(const QString &recordId, GraphChange::Kind kind, qint64 rowId, qint64 atMs);
+    void invalidate(qint64 relationId, const QString &why, const GraphOrigin &origin);
+    // SQL conditions for the filter's scopes and privacy over a table (alias t), its arguments appended.
+    QByteArray visible(const GraphFilter &filter, std::vector<QByteArray> &args) const;
+    std::vector<GraphEntity> readEntities(const QByteArray &where, const std::vector<QByteArray> &args, bool withEmbedding,
+                                          const QByteArray &tail = {});
+    std::vector<GraphRelation> readRelations(const QByteArray &where, const std::vector<QByteArray> &args,
+                                             const GraphFilter &filter, const QByteArray &tail = {});
+    QStringList recordsOf(int kind, qint64 rowId);
+    void deleteOrphans();
+    void inTransaction(const QString &doing, const std::function<void()> &work);
+
+    SqliteStorage &m_storage;
+};
+
+} // namespace mneme

@@ -1,0 +1,379 @@
+// The graph tables of the SQLite store (GraphStore through StorageBackend::graph()), on real files
+// opened through the storage plugin.
+
+#include "tests/support/temp_store.h"
+#include <mneme/core/error.h>
+#include <mneme/core/graph_store.h>
+#include <mneme/core/plugin_registry.h>
+#include <mneme/core/storage_backend.h>
+
+#include <QTest>
+#include <sqlite3.h>
+
+using namespace mneme;
+
+namespace {
+
+PluginRegistry &registry()
+{
+    static PluginRegistry r(QStringList{QStringLiteral(MNEME_PLUGIN_BUILD_DIR)});
+    return r;
+}
+
+std::unique_ptr<StorageBackend> openStore(const QString &path, bool readOnly = false)
+{
+    return registry().createStorage(QStringLiteral("sqlite"), Json{{"path", path.toStdString()}, {"read_only", readOnly}});
+}
+
+const QDateTime kBase = QDateTime(QDate(2024, 5, 1), QTime(12, 0), Qt::UTC);
+
+GraphOrigin origin(const QString &recordId, int day = 0, const QString &scope = QStringLiteral("/"),
+                   const QString &source = {}, bool isPrivate = false)
+{
+    return GraphOrigin{recordId, scope, source, isPrivate, kBase.addDays(day)};
+}
+
+GraphTripletInput triplet(const QString &from, const QString &label, const QString &to, bool exclusive = false,
+                          Embedding embedding = {})
+{
+    GraphTripletInput t;
+    t.source.name = from;
+    t.source.type = QStringLiteral("person");
+    t.label = label;
+    t.destination.name = to;
+    t.destination.type = QStringLiteral("place");
+    t.exclusive = exclusive;
+    t.embedding = std::move(embedding);
+    return t;
+}
+
+GraphExtraction extraction(const GraphOrigin &o, std::vector<GraphTripletInput> triplets)
+{
+    GraphExtraction x;
+    x.origin = o;
+    x.triplets = std::move(triplets);
+    return x;
+}
+
+QStringList texts(const std::vector<GraphRelation> &relations)
+{
+    QStringList out;
+    for (const GraphRelation &r : relations)
+        out << r.text() + (r.valid ? QString() : QStringLiteral(" (invalid)"));
+    out.sort();
+    return out;
+}
+
+QString rawScalar(const QString &path, const QString &sql)
+{
+    sqlite3 *db = nullptr;
+    sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READONLY, nullptr);
+    sqlite3_stmt *st = nullptr;
+    sqlite3_prepare_v2(db, sql.toUtf8().constData(), -1, &st, nullptr);
+    QString out;
+    if (st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+        out = QString::fromUtf8(reinterpret_cast<const char *>(sqlite3_column_text(st, 0)));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return out;
+}
+
+} // namespace
+
+class TestGraphStore : public QObject
+{
+    Q_OBJECT
+private Q_SLOTS:
+    void normalizedNames_data();
+    void normalizedNames();
+    void writesAndReadsBackAcrossReopening();
+    void sameEntityWrittenDifferentlyResolves();
+    void similarNamesResolveAboveTheThreshold();
+    void exclusiveLabelInvalidatesNeverDeletes();
+    void asOfSeesRelationsValidThen();
+    void hopsReachNeighbours();
+    void privacyAndScopesConfineReads();
+    void revertingARecordUndoesItsGraphChanges();
+    void resetOfASubtreeKeepsTheRest();
+    void similarRelationsAreRankedByCosine();
+};
+
+void TestGraphStore::normalizedNames_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QString>("normalized");
+    QTest::newRow("case and spaces") << "  Alice   SMITH "
+                                     << "alice smith";
+    QTest::newRow("diacritics") << "Café Lumière"
+                                << "cafe lumiere";
+    QTest::newRow("article") << "The Lighthouse"
+                             << "lighthouse";
+    QTest::newRow("punctuation") << "St.-Malo!"
+                                 << "st malo";
+    QTest::newRow("apostrophe") << "O'Brien"
+                                << "obrien";
+    QTest::newRow("only an article") << "the"
+                                     << "the";
+    QTest::newRow("nothing") << "?!"
+                             << "";
+}
+
+void TestGraphStore::normalizedNames()
+{
+    QFETCH(QString, name);
+    QFETCH(QString, normalized);
+    QCOMPARE(GraphEntity::normalize(name), normalized);
+}
+
+void TestGraphStore::writesAndReadsBackAcrossReopening()
+{
+    test::TempStore tmp;
+    {
+        auto store = openStore(tmp.path());
+        QVERIFY(store->graph());
+        QCOMPARE(store->schemaVersion(), 5);
+        const GraphWriteResult w = store->graph()->write({extraction(origin(QStringLiteral("r1")),
+                                                                     {triplet(QStringLiteral("Alice"), QStringLiteral("Lives in"),
+                                                                              QStringLiteral("Lisbon"))})},
+                                                         {});
+        QCOMPARE(w.entitiesAdded, 2);
+        QCOMPARE(w.relationsAdded, 1);
+    }
+    auto store = openStore(tmp.path());
+    const std::vector<GraphRelation> all = store->graph()->relations({}, -1);
+    QCOMPARE(all.size(), std::size_t(1));
+    QCOMPARE(all[0].label, QStringLiteral("lives_in"));
+    QCOMPARE(all[0].sourceName, QStringLiteral("Alice"));
+    QCOMPARE(all[0].destinationName, QStringLiteral("Lisbon"));
+    QCOMPARE(all[0].recordIds, QStringList{QStringLiteral("r1")});
+    QCOMPARE(all[0].createdAt, kBase);
+    QVERIFY(all[0].valid);
+    const std::vector<GraphEntity> entities = store->graph()->entities({}, -1, 0);
+    QCOMPARE(entities.size(), std::size_t(2));
+    QCOMPARE(entities[0].normalizedName, QStringLiteral("alice"));
+    QCOMPARE(entities[0].type, QStringLiteral("person"));
+    QCOMPARE(entities[1].type, QStringLiteral("place"));
+    const std::vector<GraphChange> changes = store->graph()->changesOf(QStringLiteral("r1"));
+    QCOMPARE(changes.size(), std::size_t(3));
+    QCOMPARE(changes[2].kind, GraphChange::Kind::AddRelation);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+    QVERIFY(store->check(false).ok());
+}
+
+void TestGraphStore::sameEntityWrittenDifferentlyResolves()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("likes"), QStringLiteral("Café Lumière"))})}, {});
+    const GraphWriteResult w = g.write(
+        {extraction(origin(QStringLiteral("r2"), 1), {triplet(QStringLiteral("ALICE"), QStringLiteral("visited"), QStringLiteral("the cafe lumiere"))})},
+        {});
+    QCOMPARE(w.entitiesAdded, 0);
+    QCOMPARE(w.entitiesResolved, 2);
+    QCOMPARE(g.entities({}, -1, 0).size(), std::size_t(2));
+    const std::vector<GraphEntity> alice = g.entitiesByName({QStringLiteral("alice")}, {});
+    QCOMPARE(alice.size(), std::size_t(1));
+    QCOMPARE(alice[0].name, QStringLiteral("Alice")); // as first written
+    QCOMPARE(alice[0].recordIds, (QStringList{QStringLiteral("r1"), QStringLiteral("r2")}));
+    // The same relation again only adds the record to its sources.
+    const GraphWriteResult again = g.write(
+        {extraction(origin(QStringLiteral("r3"), 2), {triplet(QStringLiteral("alice"), QStringLiteral("LIKES"), QStringLiteral("Cafe Lumiere"))})}, {});
+    QCOMPARE(again.relationsAdded, 0);
+    QCOMPARE(again.relationsLinked, 1);
+    QCOMPARE(g.relations({}, -1).size(), std::size_t(2));
+}
+
+void TestGraphStore::similarNamesResolveAboveTheThreshold()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    GraphExtraction first = extraction(origin(QStringLiteral("r1")), {});
+    first.entities.push_back({QStringLiteral("Robert"), QStringLiteral("person"), {1, 0, 0}});
+    g.write({first}, {});
+    GraphExtraction close = extraction(origin(QStringLiteral("r2")), {});
+    close.entities.push_back({QStringLiteral("Bob"), QStringLiteral("person"), {0.99f, 0.14f, 0}});
+    GraphExtraction far = extraction(origin(QStringLiteral("r3")), {});
+    far.entities.push_back({QStringLiteral("Lisbon"), QStringLiteral("place"), {0, 1, 0}});
+    GraphWriteOptions o;
+    o.entitySimilarity = 0.95;
+    const GraphWriteResult w = g.write({close, far}, o);
+    QCOMPARE(w.entitiesResolved, 1);
+    QCOMPARE(w.entitiesAdded, 1);
+    QCOMPARE(g.entitiesByName({QStringLiteral("robert")}, {})[0].recordIds, (QStringList{QStringLiteral("r1"), QStringLiteral("r2")}));
+    // Above 1: by name only.
+    GraphExtraction other = extraction(origin(QStringLiteral("r4")), {});
+    other.entities.push_back({QStringLiteral("Bobby"), QStringLiteral("person"), {1, 0, 0}});
+    o.entitySimilarity = 1.01;
+    QCOMPARE(g.write({other}, o).entitiesAdded, 1);
+    const std::vector<ScoredEntity> similar = g.similarEntities({1, 0, 0}, {}, 0.9, 10);
+    QCOMPARE(similar.size(), std::size_t(2));
+    QCOMPARE(similar[0].score, 1.0);
+}
+
+void TestGraphStore::exclusiveLabelInvalidatesNeverDeletes()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true),
+                                                       triplet(QStringLiteral("Alice"), QStringLiteral("likes"), QStringLiteral("tea"))})},
+            {});
+    const GraphWriteResult w = g.write(
+        {extraction(origin(QStringLiteral("r2"), 10), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Porto"), true),
+                                                       triplet(QStringLiteral("Alice"), QStringLiteral("likes"), QStringLiteral("coffee"))})},
+        {});
+    QCOMPARE(w.relationsInvalidated, 1); // "likes" is not exclusive: both stay valid
+    QCOMPARE(texts(g.relations({}, -1)), (QStringList{QStringLiteral("Alice -- likes -> coffee"), QStringLiteral("Alice -- likes -> tea"),
+                                                      QStringLiteral("Alice -- lives_in -> Porto")}));
+    GraphFilter all;
+    all.includeInvalid = true;
+    const std::vector<GraphRelation> everything = g.relations(all, -1);
+    QCOMPARE(everything.size(), std::size_t(4));
+    const auto lisbon = std::find_if(everything.begin(), everything.end(), [](const GraphRelation &r) { return !r.valid; });
+    QVERIFY(lisbon != everything.end());
+    QCOMPARE(lisbon->destinationName, QStringLiteral("Lisbon"));
+    QCOMPARE(lisbon->invalidatedAt, kBase.addDays(10));
+    QVERIFY2(lisbon->why.contains(QStringLiteral("Porto")) && lisbon->why.contains(QStringLiteral("r2")), qPrintable(lisbon->why));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM graph_relations")), QStringLiteral("4"));
+    // A contradiction named by id (an LLM's update resolver) invalidates a non-exclusive relation.
+    GraphTripletInput stop = triplet(QStringLiteral("Alice"), QStringLiteral("dislikes"), QStringLiteral("tea"));
+    for (const GraphRelation &r : g.relations({}, -1))
+        if (r.destinationName == QLatin1String("tea"))
+            stop.contradicts.push_back(r.id);
+    QCOMPARE(g.write({extraction(origin(QStringLiteral("r3"), 11), {stop})}, {}).relationsInvalidated, 1);
+    QCOMPARE(g.relations({}, -1).size(), std::size_t(3));
+}
+
+void TestGraphStore::asOfSeesRelationsValidThen()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true)})}, {});
+    g.write({extraction(origin(QStringLiteral("r2"), 10), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Porto"), true)})}, {});
+    GraphFilter then;
+    then.asOf = kBase.addDays(5);
+    QCOMPARE(texts(g.relations(then, -1)), QStringList{QStringLiteral("Alice -- lives_in -> Lisbon (invalid)")});
+    then.asOf = kBase.addDays(-1);
+    QVERIFY(g.relations(then, -1).empty());
+    then.asOf = kBase.addDays(10);
+    QCOMPARE(texts(g.relations(then, -1)), QStringList{QStringLiteral("Alice -- lives_in -> Porto")});
+    const qint64 alice = g.entitiesByName({QStringLiteral("alice")}, {})[0].id;
+    then.asOf = kBase.addDays(5);
+    QCOMPARE(texts(g.relationsOf({alice}, 1, then)), QStringList{QStringLiteral("Alice -- lives_in -> Lisbon (invalid)")});
+}
+
+void TestGraphStore::hopsReachNeighbours()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Tom"), QStringLiteral("sister"), QStringLiteral("Maria")),
+                                                       triplet(QStringLiteral("Maria"), QStringLiteral("lives_in"), QStringLiteral("Oslo")),
+                                                       triplet(QStringLiteral("Oslo"), QStringLiteral("in"), QStringLiteral("Norway"))})},
+            {});
+    const qint64 tom = g.entitiesByName({QStringLiteral("tom")}, {})[0].id;
+    QCOMPARE(texts(g.relationsOf({tom}, 1, {})), QStringList{QStringLiteral("Tom -- sister -> Maria")});
+    QCOMPARE(texts(g.relationsOf({tom}, 2, {})),
+             (QStringList{QStringLiteral("Maria -- lives_in -> Oslo"), QStringLiteral("Tom -- sister -> Maria")}));
+    const qint64 oslo = g.entitiesByName({QStringLiteral("oslo")}, {})[0].id;
+    QCOMPARE(g.relationsOf({oslo}, 1, {}).size(), std::size_t(2)); // incoming and outgoing
+}
+
+void TestGraphStore::privacyAndScopesConfineReads()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("shared"), 0, QStringLiteral("/team")),
+                        {triplet(QStringLiteral("Alice"), QStringLiteral("works_at"), QStringLiteral("Acme"))}),
+             extraction(origin(QStringLiteral("secret"), 0, QStringLiteral("/team"), QStringLiteral("bob"), true),
+                        {triplet(QStringLiteral("Alice"), QStringLiteral("owes"), QStringLiteral("Bob"))}),
+             extraction(origin(QStringLiteral("home"), 0, QStringLiteral("/teamwork")),
+                        {triplet(QStringLiteral("Carol"), QStringLiteral("likes"), QStringLiteral("chess"))})},
+            {});
+    GraphFilter anonymous;
+    anonymous.applyPrivacy = true;
+    QCOMPARE(texts(g.relations(anonymous, -1)),
+             (QStringList{QStringLiteral("Alice -- works_at -> Acme"), QStringLiteral("Carol -- likes -> chess")}));
+    QCOMPARE(g.entities(anonymous, -1, 0).size(), std::size_t(4)); // the private "Alice" and "Bob" hidden
+    GraphFilter bob = anonymous;
+    bob.source = QStringLiteral("bob");
+    QCOMPARE(g.relations(bob, -1).size(), std::size_t(3));
+    GraphFilter other = anonymous;
+    other.source = QStringLiteral("eve");
+    QCOMPARE(g.relations(other, -1).size(), std::size_t(2));
+    // A private entity is its own node: the shared "Alice" does not gain the private record.
+    QCOMPARE(g.entitiesByName({QStringLiteral("alice")}, anonymous)[0].recordIds, QStringList{QStringLiteral("shared")});
+    GraphFilter team = anonymous;
+    team.scopes = {QStringLiteral("/team")};
+    QCOMPARE(texts(g.relations(team, -1)), QStringList{QStringLiteral("Alice -- works_at -> Acme")});
+    const qint64 alice = g.entitiesByName({QStringLiteral("alice")}, anonymous)[0].id;
+    QCOMPARE(g.relationsOf({alice}, 2, team).size(), std::size_t(1));
+}
+
+void TestGraphStore::revertingARecordUndoesItsGraphChanges()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true)})}, {});
+    g.write({extraction(origin(QStringLiteral("r2"), 3), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Porto"), true),
+                                                          triplet(QStringLiteral("Alice"), QStringLiteral("likes"), QStringLiteral("surfing"))})},
+            {});
+    QCOMPARE(texts(g.relations({}, -1)), (QStringList{QStringLiteral("Alice -- likes -> surfing"), QStringLiteral("Alice -- lives_in -> Porto")}));
+    QVERIFY(g.revertRecords({QStringLiteral("r2")}) >= 4);
+    // Back to what r1 alone made: Lisbon valid again, Porto, surfing and their entities gone.
+    QCOMPARE(texts(g.relations({}, -1)), QStringList{QStringLiteral("Alice -- lives_in -> Lisbon")});
+    const std::vector<GraphRelation> lisbon = g.relations({}, -1);
+    QVERIFY(!lisbon[0].invalidatedAt.isValid());
+    QVERIFY(lisbon[0].why.isEmpty());
+    QCOMPARE(g.entities({}, -1, 0).size(), std::size_t(2));
+    QCOMPARE(g.entitiesByName({QStringLiteral("alice")}, {})[0].recordIds, QStringList{QStringLiteral("r1")});
+    QVERIFY(g.changesOf(QStringLiteral("r2")).empty());
+    QCOMPARE(g.revertRecords({QStringLiteral("r2")}), 0);
+    g.revertRecords({QStringLiteral("r1")});
+    QVERIFY(g.relations({}, -1).empty());
+    QVERIFY(g.entities({}, -1, 0).empty());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM graph_sources")), QStringLiteral("0"));
+}
+
+void TestGraphStore::resetOfASubtreeKeepsTheRest()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("a"), 0, QStringLiteral("/a")), {triplet(QStringLiteral("Ann"), QStringLiteral("likes"), QStringLiteral("tea"))}),
+             extraction(origin(QStringLiteral("b"), 0, QStringLiteral("/b")), {triplet(QStringLiteral("Ben"), QStringLiteral("likes"), QStringLiteral("jazz"))})},
+            {});
+    g.reset(QStringLiteral("/a"));
+    QCOMPARE(texts(g.relations({}, -1)), QStringList{QStringLiteral("Ben -- likes -> jazz")});
+    QCOMPARE(g.entities({}, -1, 0).size(), std::size_t(2));
+    QVERIFY(g.changesOf(QStringLiteral("a")).empty());
+    QCOMPARE(g.changesOf(QStringLiteral("b")).size(), std::size_t(3));
+    g.reset(QStringLiteral("/"));
+    QVERIFY(g.entities({}, -1, 0).empty());
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM graph_history")), QStringLiteral("0"));
+}
+
+void TestGraphStore::similarRelationsAreRankedByCosine()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    g.write({extraction(origin(QStringLiteral("r")), {triplet(QStringLiteral("Alice"), QStringLiteral("likes"), QStringLiteral("tea"), false, {1, 0}),
+                                                      triplet(QStringLiteral("Bob"), QStringLiteral("likes"), QStringLiteral("jazz"), false, {0.6f, 0.8f}),
+                                                      triplet(QStringLiteral("Cid"), QStringLiteral("likes"), QStringLiteral("golf"), false, {0, 1})})},
+            {});
+    const std::vector<ScoredRelation> hits = g.similarRelations({1, 0}, {}, 0.5, 10);
+    QCOMPARE(hits.size(), std::size_t(2));
+    QCOMPARE(hits[0].relation.sourceName, QStringLiteral("Alice"));
+    QCOMPARE(hits[1].relation.sourceName, QStringLiteral("Bob"));
+    QVERIFY(qAbs(hits[1].score - 0.6) < 1e-6);
+    QCOMPARE(g.similarRelations({1, 0}, {}, 0.5, 1).size(), std::size_t(1));
+}
+
+QTEST_GUILESS_MAIN(TestGraphStore)
+#include "test_graph_store.moc"
