@@ -590,7 +590,7 @@ constexpr const char *kWordCounts =
 
 } // namespace
 
-void PostgresStorage::insert(const MemoryRecord &r, qint64 atMs)
+PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qint64 atMs)
 {
     Params p;
     p.add(r.id);
@@ -607,6 +607,12 @@ void PostgresStorage::insert(const MemoryRecord &r, qint64 atMs)
     p.add(qint64(r.accessCount));
     p.add(r.embedding.empty() ? std::nullopt : std::optional(embeddingBytes(r.embedding)), true);
     p.add(r.context);
+    return p;
+}
+
+void PostgresStorage::insert(const MemoryRecord &r, qint64 atMs)
+{
+    const Params p = recordParams(r, atMs);
     exec(QByteArray("INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, "
                     "updated_at, last_accessed, access_count, embedding, context, word_count, context_word_count) "
                     "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ")
@@ -713,21 +719,7 @@ void PostgresStorage::update(const MemoryRecord &record)
     if (!record.embedding.empty())
         checkDimension(int(record.embedding.size()), QStringLiteral("the embedding of record %1").arg(record.id));
     const qint64 at = nowUtc().toMSecsSinceEpoch();
-    Params p;
-    p.add(record.id);
-    p.add(record.content);
-    p.add(record.scope);
-    p.add(categoriesText(record.categories));
-    p.add(QByteArray::number(record.importance, 'g', 17));
-    p.add(record.source);
-    p.add(QByteArray(record.isPrivate ? "true" : "false"));
-    p.add(jsonText(record.metadata.is_object() ? record.metadata : Json::object()));
-    p.add(msOf(record.createdAt, at));
-    p.add(msOf(record.updatedAt, at));
-    p.add(record.lastAccessed.isValid() ? std::optional(QByteArray::number(record.lastAccessed.toMSecsSinceEpoch())) : std::nullopt);
-    p.add(qint64(record.accessCount));
-    p.add(record.embedding.empty() ? std::nullopt : std::optional(embeddingBytes(record.embedding)), true);
-    p.add(record.context);
+    const Params p = recordParams(record, at);
     // A touch() in between is kept: access times and counts only grow.
     exec(QByteArray("UPDATE mneme_records SET content = $2, scope = $3, categories = $4, importance = $5, source = $6, "
                     "private = $7, metadata = $8, created_at = $9, updated_at = $10, "

@@ -91,6 +91,8 @@ private:
     std::vector<MemoryRecord> select(const RecordFilter &filter, bool withEmbedding, const QByteArray &tail = {},
                                      std::vector<qint64> *rids = nullptr);
     std::optional<MemoryRecord> byId(const QString &id, bool withEmbedding, qint64 *rid = nullptr);
+    // A record's columns as insert() and update() write them, $1..$14 (times unset: `atMs`).
+    static Params recordParams(const MemoryRecord &r, qint64 atMs);
     void insert(const MemoryRecord &r, qint64 atMs);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
