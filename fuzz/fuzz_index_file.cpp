@@ -3,7 +3,7 @@
 // its content, so that damage the checksum would catch also reaches the structure and value checks
 // behind it (a file written by a faulty writer has a matching checksum).
 
-#include "plugins/storage/sqlite/vector_index.h"
+#include "plugins/storage/common/vector_index.h"
 
 #include <QByteArray>
 #include <QFile>

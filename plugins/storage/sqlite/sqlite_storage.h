@@ -1,6 +1,6 @@
 #pragma once
 
-#include "vector_index.h"
+#include "plugins/storage/common/vector_index.h"
 #include "wal_checkpointer.h"
 #include <mneme/core/storage_backend.h>
 

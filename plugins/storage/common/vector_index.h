@@ -15,10 +15,11 @@
 
 namespace mneme {
 
-// The in-process copy of every stored embedding of one SQLite store, with the record attributes that
+// The in-process copy of every stored embedding of one store, with the record attributes that
 // RecordFilter tests (scope, categories, source, privacy, creation time) and the importance, so a
-// search scores, filters and ranks without touching the database. Vectors are stored L2-normalised, so a score is one dot
-// product. Not thread-safe: SqliteStorage guards it with its own mutex.
+// search scores, filters and ranks without touching the database. Vectors are stored L2-normalised, so
+// a score is one dot product. Not thread-safe: the storage backend that owns it guards it with its own
+// mutex (SqliteStorage's index mutex).
 //
 // Two layouts:
 // - flat (small stores): vectors in one contiguous array, searched by an exact scan; a removal moves
