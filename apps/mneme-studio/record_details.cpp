@@ -210,6 +210,28 @@ void RecordDetails::setBusy(bool busy)
     updateButtons();
 }
 
+template<typename Start, typename Done>
+void RecordDetails::runWrite(Start start, Done done)
+{
+    decltype(start()) future;
+    try {
+        future = start();
+    } catch (const Error &e) {
+        Q_EMIT failed(e.message());
+        return;
+    }
+    setBusy(true);
+    whenDone(this, future, [this, done](decltype(future) finished) {
+        setBusy(false);
+        const QString error = failureOf(finished);
+        if (!error.isEmpty()) {
+            Q_EMIT failed(error);
+            return;
+        }
+        done(finished.result());
+    });
+}
+
 void RecordDetails::save()
 {
     if (!m_memory || m_record.id.isEmpty() || !m_dirty || m_busy)
@@ -228,25 +250,12 @@ void RecordDetails::save()
         fill(m_record);
         return;
     }
-    QFuture<MemoryRecord> future;
-    try {
-        future = m_memory->updateAsync(m_record.id, changes, StoreSession::reader());
-    } catch (const Error &e) {
-        Q_EMIT failed(e.message());
-        return;
-    }
-    setBusy(true);
-    whenDone(this, future, [this, before = m_record](QFuture<MemoryRecord> f) {
-        setBusy(false);
-        const QString error = failureOf(f);
-        if (!error.isEmpty()) {
-            Q_EMIT failed(error);
-            return;
-        }
-        if (m_record.id == before.id)
-            fill(f.result());
-        Q_EMIT written(before, QStringLiteral("updated"));
-    });
+    runWrite([&] { return m_memory->updateAsync(m_record.id, changes, StoreSession::reader()); },
+             [this, before = m_record](const MemoryRecord &updated) {
+                 if (m_record.id == before.id)
+                     fill(updated);
+                 Q_EMIT written(before, QStringLiteral("updated"));
+             });
 }
 
 void RecordDetails::forget()
@@ -255,52 +264,25 @@ void RecordDetails::forget()
         return;
     ForgetOptions options;
     options.ids = QStringList{m_record.id};
-    QFuture<int> future;
-    try {
-        future = m_memory->forgetAsync(options, StoreSession::reader());
-    } catch (const Error &e) {
-        Q_EMIT failed(e.message());
-        return;
-    }
-    setBusy(true);
-    whenDone(this, future, [this, before = m_record](QFuture<int> f) {
-        setBusy(false);
-        const QString error = failureOf(f);
-        if (!error.isEmpty()) {
-            Q_EMIT failed(error);
-            return;
-        }
-        if (m_record.id == before.id)
-            clear();
-        if (f.result() > 0)
-            Q_EMIT written(before, QStringLiteral("forgotten"));
-    });
+    runWrite([&] { return m_memory->forgetAsync(options, StoreSession::reader()); },
+             [this, before = m_record](int forgotten) {
+                 if (m_record.id == before.id)
+                     clear();
+                 if (forgotten > 0)
+                     Q_EMIT written(before, QStringLiteral("forgotten"));
+             });
 }
 
 void RecordDetails::undoLastChange()
 {
     if (!m_memory || m_record.id.isEmpty() || m_busy)
         return;
-    const QString id = m_record.id;
-    QFuture<MemoryRecord> future;
-    try {
-        future = m_memory->undoAsync(id, StoreSession::reader());
-    } catch (const Error &e) {
-        Q_EMIT failed(e.message());
-        return;
-    }
-    setBusy(true);
-    whenDone(this, future, [this, id](QFuture<MemoryRecord> f) {
-        setBusy(false);
-        const QString error = failureOf(f);
-        if (!error.isEmpty()) {
-            Q_EMIT failed(error);
-            return;
-        }
-        if (m_record.id == id)
-            fill(f.result());
-        m_history->refresh();
-    });
+    runWrite([&] { return m_memory->undoAsync(m_record.id, StoreSession::reader()); },
+             [this, id = m_record.id](const MemoryRecord &restored) {
+                 if (m_record.id == id)
+                     fill(restored);
+                 m_history->refresh();
+             });
 }
 
 } // namespace mneme::studio

@@ -49,6 +49,10 @@ private:
     void fill(const MemoryRecord &record);
     void updateButtons();
     void setBusy(bool busy);
+    // Starts a write (start() returns its future; an Error it throws is reported), marks the panel
+    // busy until it ends, then reports a failure or calls done(result) on the GUI thread.
+    template<typename Start, typename Done>
+    void runWrite(Start start, Done done);
 
     Memory *m_memory = nullptr;
     MemoryRecord m_record;
