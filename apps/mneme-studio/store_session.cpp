@@ -43,6 +43,11 @@ StoreSession::StoreSession(QObject *parent)
 
 StoreSession::~StoreSession()
 {
+    // An open still running would hand its Memory to a session that is gone: wait for it and close
+    // the store it opened, so its files are left as a closed store's are.
+    for (const auto &pending : m_pending)
+        if (failureOf(pending.second).isEmpty())
+            delete pending.second.result();
     close();
 }
 
@@ -54,7 +59,10 @@ void StoreSession::open(const QString &path, bool create)
         Q_EMIT openingChanged(true);
     }
     const QString absolute = QFileInfo(path).absoluteFilePath();
-    whenDone(this, QtConcurrent::run(openMemory, absolute, create, thread()), [this, generation, absolute](QFuture<Memory *> f) {
+    const QFuture<Memory *> opening = QtConcurrent::run(openMemory, absolute, create, thread());
+    m_pending.emplace(generation, opening);
+    whenDone(this, opening, [this, generation, absolute](QFuture<Memory *> f) {
+        m_pending.erase(generation);
         const QString error = failureOf(f);
         Memory *memory = error.isEmpty() ? f.result() : nullptr;
         if (generation != m_generation) { // a later open() wins

@@ -2,8 +2,10 @@
 
 #include <mneme/memory/memory_options.h>
 
+#include <QFuture>
 #include <QObject>
 #include <QString>
+#include <map>
 #include <memory>
 
 namespace mneme {
@@ -16,7 +18,8 @@ namespace mneme::studio {
 // Memory constructor reads the store, which takes seconds for a large one) and reports `opened` or
 // `openFailed` on the session's thread; the Memory then lives on that thread. The session owns it:
 // `close` (or opening another store) emits `aboutToClose` so views let go of it, then destroys it,
-// which waits for the writes still pending (an edit or a forget just made).
+// which waits for the writes still pending (an edit or a forget just made). Destroying the session
+// while a store still opens waits for that open to end and closes what it opened.
 class StoreSession : public QObject
 {
     Q_OBJECT
@@ -48,7 +51,8 @@ private:
 
     std::unique_ptr<Memory> m_memory;
     QString m_path;
-    int m_generation = 0; // which open() an arriving store answers; older ones are dropped
+    int m_generation = 0;                       // which open() an arriving store answers; older ones are dropped
+    std::map<int, QFuture<Memory *>> m_pending; // the opens not yet answered, by generation
     bool m_opening = false;
 };
 

@@ -93,6 +93,7 @@ private Q_SLOTS:
 
     void opensAStoreFromDisk();
     void aMissingStoreIsNamedAndNotCreated();
+    void aSessionGoneWhileOpeningClosesTheStore();
     void newStoreCreatesTheFile();
     void scopeTreeChoosesTheRecords();
     void filtersByTextCategoryAndSource();
@@ -194,6 +195,20 @@ void TestStudio::opensAStoreFromDisk()
     const QModelIndex root = scopes->index(0, ScopeTreeModel::CountColumn);
     QCOMPARE(root.data(ScopeTreeModel::RecordCountRole).toInt(), kSeedCount);
     QVERIFY(m_window->recordsPage()->scopeView()->isExpanded(scopes->index(0, 0)));
+}
+
+void TestStudio::aSessionGoneWhileOpeningClosesTheStore()
+{
+    // The window closed while the store was still opening: the Memory the open made is closed, not
+    // left open for the rest of the process (its write-ahead log is removed only at the last close).
+    {
+        StoreSession session;
+        session.open(m_store, false);
+        QVERIFY(session.isOpening());
+    }
+    QVERIFY(!QFile::exists(m_store + QStringLiteral("-wal")));
+    // and the store opens as usual afterwards
+    openSeeded();
 }
 
 void TestStudio::aMissingStoreIsNamedAndNotCreated()
