@@ -17,7 +17,8 @@ mneme_write_pkgconfig(mneme "${PROJECT_DESCRIPTION}" "mneme-core mneme-memory mn
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT libs)
 
 # Debian packages: libmneme<soversion> (libraries and plugins), libmneme-dev (headers, CMake and
-# pkg-config files), mneme (the command line). Dependencies on Debian's packages are found by
+# pkg-config files), mneme (the command line), mneme-studio (the desktop app, so that the command line
+# does not pull in Qt Widgets and a display stack). Dependencies on Debian's packages are found by
 # dpkg-shlibdeps from the binaries themselves.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME mneme)
@@ -29,7 +30,7 @@ set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_DIRECTORY ${PROJECT_BINARY_DIR}/packages)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
-set(CPACK_COMPONENTS_ALL libs dev cli)
+set(CPACK_COMPONENTS_ALL libs dev cli studio)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_STRIP_FILES ON)
@@ -55,4 +56,9 @@ set(CPACK_DEBIAN_CLI_PACKAGE_SECTION utils)
 set(CPACK_COMPONENT_CLI_DEPENDS libs)
 set(CPACK_COMPONENT_CLI_DESCRIPTION
     "Mneme ${PROJECT_VERSION}: the mneme command line\n Stores, recalls and curates an agent's long-term memory from a terminal.")
+set(CPACK_DEBIAN_STUDIO_PACKAGE_NAME mneme-studio)
+set(CPACK_DEBIAN_STUDIO_PACKAGE_SECTION utils)
+set(CPACK_COMPONENT_STUDIO_DEPENDS libs)
+set(CPACK_COMPONENT_STUDIO_DESCRIPTION
+    "Mneme ${PROJECT_VERSION}: Mneme Studio, the desktop app\n Browses, edits, recalls, imports and exports an agent's long-term memory in a window, and runs example crews and a chat on it.")
 include(CPack)

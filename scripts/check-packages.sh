@@ -14,8 +14,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 shopt -s nullglob
 debs=("$PWD/$build"/packages/*.deb)
-if [ ${#debs[@]} -ne 3 ]; then
-  echo "check-packages: expected 3 packages in $build/packages (run make package), found ${#debs[@]}" >&2
+if [ ${#debs[@]} -ne 4 ]; then
+  echo "check-packages: expected 4 packages in $build/packages (run make package), found ${#debs[@]}" >&2
   exit 1
 fi
 names=()
