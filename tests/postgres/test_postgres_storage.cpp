@@ -105,10 +105,10 @@ private Q_SLOTS:
     {
         const QString dsn = test::PgCluster::freshDsn();
         auto s = openPg(dsn);
-        QCOMPARE(s->info().schemaVersion, 1);
+        QCOMPARE(s->info().schemaVersion, 2);
         s->close();
         auto again = openPg(dsn); // an existing schema is opened as it is
-        QCOMPARE(again->info().schemaVersion, 1);
+        QCOMPARE(again->info().schemaVersion, 2);
         again->close();
         test::PgCluster::run(QStringLiteral("UPDATE mneme_meta SET value = '99' WHERE key = 'schema_version'"), dsn);
         ErrorKind kind = ErrorKind::Internal;

@@ -6,9 +6,14 @@
 #include <mneme/core/scope_path.h>
 
 #include <QCryptographicHash>
+#include <QDir>
+#include <QFileInfo>
 #include <QLoggingCategory>
 #include <QMutexLocker>
+#include <QReadLocker>
 #include <QSet>
+#include <QStandardPaths>
+#include <QWriteLocker>
 #include <QtEndian>
 #include <algorithm>
 #include <cmath>
@@ -16,6 +21,8 @@
 #include <libpq-fe.h>
 #include <map>
 #include <set>
+#include <thread>
+#include <unordered_map>
 
 namespace mneme {
 
@@ -71,11 +78,38 @@ CREATE TABLE mneme_history (
 CREATE INDEX mneme_history_record ON mneme_history (record_id, seq);
 CREATE TABLE mneme_state (key text PRIMARY KEY, value text NOT NULL);
 )sql"},
+    // The change log the per-process vector indexes catch up from: a row per write transaction, its
+    // seq handed out under kChangeLock (so seq order is commit order); the store's id and the
+    // generation of full resets, which the index file is stamped with.
+    {2, R"sql(
+CREATE TABLE mneme_changes (
+    seq bigserial PRIMARY KEY,
+    rids bigint[] NOT NULL,
+    at bigint NOT NULL
+);
+INSERT INTO mneme_meta(key, value) VALUES ('store_id', gen_random_uuid()::text) ON CONFLICT (key) DO NOTHING;
+INSERT INTO mneme_meta(key, value) VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING;
+)sql"},
 };
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
 // the per-content locks of InsertUnlessIdentical (pg_advisory_xact_lock takes one bigint, or two ints).
 constexpr qint64 kSchemaLock = 0x6d6e656d65L; // "mneme"
+// Held from a write's change-log append to its commit: entries are numbered in the order they commit,
+// so a reader that has applied every entry up to seq N has seen every change committed before it.
+constexpr qint64 kChangeLock = kSchemaLock + 2;
+// The channel writers notify after each change-log append (the payload: the store's id).
+constexpr const char *kChangeChannel = "mneme_changes";
+// Rows a statement reads or names at once (index loads, change replays, pipelines).
+constexpr int kChunk = 5000;
+constexpr int kPipelineChunk = 500;
+// Change-log entries past which a reload costs less than a replay.
+constexpr int kMaxReplay = 10000;
+// A background graph build whose store changed in more records than this is built again.
+constexpr qsizetype kMaxReplayedChanges = 5000;
+
+// What the vector index reads of a row (binary result format).
+const QByteArray kIndexColumns = "rid, scope, categories, source, private, created_at, importance, metadata, embedding";
 
 const QString kResetAdvice = QStringLiteral(
     "run `mneme reset --yes` to empty the store, or `mneme export` and then `mneme import --reembed` "
@@ -133,19 +167,6 @@ Embedding embeddingOf(const QByteArray &bytes)
     for (std::size_t i = 0; i < e.size(); ++i)
         e[i] = qFromLittleEndian<float>(bytes.constData() + i * sizeof(float));
     return e;
-}
-
-double cosine(const Embedding &a, const Embedding &b)
-{
-    if (a.size() != b.size() || a.empty())
-        return 0;
-    double dot = 0, na = 0, nb = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        dot += double(a[i]) * b[i];
-        na += double(a[i]) * a[i];
-        nb += double(b[i]) * b[i];
-    }
-    return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0;
 }
 
 // A LIKE pattern matching every text that starts with `prefix`.
@@ -209,6 +230,42 @@ QByteArray lexemeQuery(const QString &lexeme)
     return out + "'";
 }
 
+// A bigint[] literal of these numbers.
+QByteArray bigintArray(const std::vector<qint64> &numbers)
+{
+    QByteArray out = "{";
+    for (std::size_t i = 0; i < numbers.size(); ++i) {
+        if (i)
+            out += ',';
+        out += QByteArray::number(numbers[i]);
+    }
+    return out + "}";
+}
+
+std::vector<qint64> bigintsOf(const QByteArray &literal)
+{
+    std::vector<qint64> out;
+    for (const QByteArray &n : literal.mid(1, literal.size() - 2).split(','))
+        if (!n.isEmpty())
+            out.push_back(n.toLongLong());
+    return out;
+}
+
+// Metadata filters the index cannot judge are checked on the records (no hits without reading them).
+bool needsPostFilter(const RecordFilter &f)
+{
+    return f.metadata.is_object() && !f.metadata.empty() && !VectorIndex::judges(MetadataFilter::parse(f.metadata));
+}
+
+// The connection the calling thread leased for a store (PostgresStorage::Lease): every helper of an
+// operation runs on its caller's connection without passing it along.
+struct CurrentConnection
+{
+    const void *owner = nullptr;
+    pg_conn *conn = nullptr;
+};
+thread_local CurrentConnection t_current;
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -230,24 +287,107 @@ public:
     qint64 int64(int row, int col) const { return QByteArray(PQgetvalue(m_r, row, col)).toLongLong(); }
     double number(int row, int col) const { return QByteArray(PQgetvalue(m_r, row, col)).toDouble(); }
     bool boolean(int row, int col) const { return PQgetvalue(m_r, row, col)[0] == 't'; }
+    QByteArray errorMessage() const { return PQresultErrorMessage(m_r); }
     // A bytea column in the text format ("\x0a1b...").
     QByteArray bytea(int row, int col) const { return QByteArray::fromHex(bytes(row, col).mid(2)); }
+    // Columns of a result in the binary format: int8, float8, bool, and text or bytea as they are.
+    qint64 binaryInt64(int row, int col) const { return qFromBigEndian<qint64>(PQgetvalue(m_r, row, col)); }
+    double binaryDouble(int row, int col) const
+    {
+        const quint64 bits = qFromBigEndian<quint64>(PQgetvalue(m_r, row, col));
+        double d;
+        std::memcpy(&d, &bits, sizeof d);
+        return d;
+    }
+    bool binaryBool(int row, int col) const { return PQgetvalue(m_r, row, col)[0] != 0; }
+    std::string_view view(int row, int col) const
+    {
+        return std::string_view(PQgetvalue(m_r, row, col), std::size_t(PQgetlength(m_r, row, col)));
+    }
 
 private:
     pg_result *m_r;
 };
 
+// A connection of the pool, for one operation of the calling thread: taken from the idle ones, or
+// opened while fewer than pool_size are open, or waited for; made the thread's current connection
+// (t_current) until the lease ends.
+class PostgresStorage::Lease
+{
+public:
+    explicit Lease(PostgresStorage &s) : m_s(s), m_previous(t_current)
+    {
+        m_conn = take();
+        t_current = CurrentConnection{&s, m_conn};
+    }
+    ~Lease()
+    {
+        t_current = m_previous;
+        QMutexLocker lock(&m_s.m_poolMutex);
+        // A connection that broke or was left mid-pipeline is closed; the pool opens another on demand.
+        if (m_s.m_closed || PQstatus(m_conn) != CONNECTION_OK || PQpipelineStatus(m_conn) != PQ_PIPELINE_OFF
+            || PQtransactionStatus(m_conn) != PQTRANS_IDLE) {
+            PQfinish(m_conn);
+            --m_s.m_open;
+        } else {
+            m_s.m_idle.push_back(m_conn);
+        }
+        m_s.m_poolFree.wakeOne();
+    }
+    Lease(const Lease &) = delete;
+    Lease &operator=(const Lease &) = delete;
+
+private:
+    pg_conn *take()
+    {
+        QMutexLocker lock(&m_s.m_poolMutex);
+        for (;;) {
+            m_s.ensureOpen();
+            if (!m_s.m_idle.empty()) {
+                pg_conn *c = m_s.m_idle.back();
+                m_s.m_idle.pop_back();
+                return c;
+            }
+            if (m_s.m_open < m_s.m_options.poolSize) {
+                ++m_s.m_open;
+                lock.unlock();
+                try {
+                    return m_s.openConnection();
+                } catch (...) {
+                    lock.relock();
+                    --m_s.m_open;
+                    m_s.m_poolFree.wakeOne();
+                    throw;
+                }
+            }
+            m_s.m_poolFree.wait(&m_s.m_poolMutex);
+        }
+    }
+
+    PostgresStorage &m_s;
+    CurrentConnection m_previous;
+    pg_conn *m_conn = nullptr;
+};
+
+// A transaction on the current connection. The rows it changes (changed()) go into one change-log
+// entry at commit().
 class PostgresStorage::Transaction
 {
 public:
     Transaction(PostgresStorage &s, const QString &doing) : m_s(s), m_doing(doing) { m_s.exec("BEGIN", doing); }
     ~Transaction()
     {
-        if (!m_done && m_s.m_conn)
-            PQclear(PQexec(m_s.m_conn, "ROLLBACK"));
+        if (!m_done)
+            PQclear(PQexec(m_s.current(), "ROLLBACK"));
     }
+    void changed(qint64 rid) { m_rids.push_back(rid); }
     void commit()
     {
+        if (!m_rids.empty()) {
+            m_s.logChanges(m_rids);
+            if (m_s.m_beforeCommit)
+                m_s.m_beforeCommit();
+        }
         m_s.exec("COMMIT", m_doing);
         m_done = true;
     }
@@ -255,7 +395,20 @@ public:
 private:
     PostgresStorage &m_s;
     QString m_doing;
+    std::vector<qint64> m_rids;
     bool m_done = false;
+};
+
+// A graph of the index built on background threads (startBuildIfLarge()) while searches scan the flat
+// index exactly; the rows changed meanwhile are applied to it when it is taken (finishBuild()).
+struct PostgresStorage::GraphBuild
+{
+    std::unique_ptr<VectorIndex> index; // the thread's until `done`
+    std::thread thread;
+    std::atomic<bool> done{false};
+    std::atomic<bool> cancel{false};
+    bool built = false;
+    QSet<qint64> changed; // rows changed in m_index since the copy (under m_indexLock)
 };
 
 int PostgresStorage::Params::add(std::optional<QByteArray> value, bool isBinary)
@@ -271,6 +424,12 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the postgres storage config must be an object such as {\"dsn\": \"host=db.example dbname=mneme user=mneme\"}"));
     Options o;
+    const auto integer = [](const Json &value, const char *key, qint64 low, qint64 high, const char *meaning) {
+        if (!value.is_number_integer() || value.get<qint64>() < low || value.get<qint64>() > high)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("storage config \"%1\" must be a whole number of %2 from %3 to %4").arg(QLatin1String(key), QLatin1String(meaning)).arg(low).arg(high));
+        return int(value.get<qint64>());
+    };
     for (const auto &[key, value] : config.items()) {
         if (key == "dsn") {
             if (!value.is_string() || value.get<std::string>().empty())
@@ -279,12 +438,20 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
                                            "\"host=db.example dbname=mneme user=mneme\""));
             o.dsn = QString::fromStdString(value.get<std::string>());
         } else if (key == "connect_timeout_s") {
-            if (!value.is_number_integer() || value.get<qint64>() < 1 || value.get<qint64>() > 3600)
-                throw Error(ErrorKind::InvalidArgument, QStringLiteral("storage config \"connect_timeout_s\" must be an integer from 1 to 3600"));
-            o.connectTimeoutS = int(value.get<qint64>());
+            o.connectTimeoutS = integer(value, "connect_timeout_s", 1, 3600, "seconds");
+        } else if (key == "pool_size") {
+            o.poolSize = integer(value, "pool_size", 1, 64, "connections");
+        } else if (key == "ann_threshold") {
+            o.annThreshold = integer(value, "ann_threshold", 1, 2000000000, "records");
+        } else if (key == "index_dir") {
+            if (!value.is_string() || value.get<std::string>().empty())
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("storage config \"index_dir\" must be the path of a folder for the vector index files"));
+            o.indexDir = QString::fromStdString(value.get<std::string>());
         } else {
             throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("unknown postgres storage config key \"%1\"; use \"dsn\" and \"connect_timeout_s\"")
+                        QStringLiteral("unknown postgres storage config key \"%1\"; use \"dsn\", \"connect_timeout_s\", \"pool_size\", "
+                                       "\"index_dir\" and \"ann_threshold\"")
                             .arg(QString::fromStdString(key)));
         }
     }
@@ -319,41 +486,51 @@ int PostgresStorage::latestSchemaVersion()
 
 PostgresStorage::PostgresStorage(const Options &options) : m_options(options)
 {
-    QMutexLocker lock(&m_mutex);
-    connect();
+    Lease lease(*this);
     migrate();
+    readIdentity();
 }
 
 PostgresStorage::~PostgresStorage()
 {
-    QMutexLocker lock(&m_mutex);
-    if (m_conn)
-        PQfinish(m_conn);
+    close();
 }
 
-void PostgresStorage::connect()
+pg_conn *PostgresStorage::openConnection()
 {
     const QByteArray dsn = m_options.dsn.toUtf8();
     const QByteArray timeout = QByteArray::number(m_options.connectTimeoutS);
     const char *keys[] = {"dbname", "connect_timeout", "application_name", nullptr};
     const char *values[] = {dsn.constData(), timeout.constData(), "mneme", nullptr};
-    m_conn = PQconnectdbParams(keys, values, 1);
-    if (!m_conn)
+    pg_conn *c = PQconnectdbParams(keys, values, 1);
+    if (!c)
         throw Error(ErrorKind::Storage, QStringLiteral("could not allocate a PostgreSQL connection"));
-    if (PQstatus(m_conn) != CONNECTION_OK) {
-        const QByteArray message = PQerrorMessage(m_conn);
-        PQfinish(m_conn);
-        m_conn = nullptr;
-        m_closed = true;
+    if (PQstatus(c) != CONNECTION_OK) {
+        const QByteArray message = PQerrorMessage(c);
+        PQfinish(c);
         fail(QStringLiteral("connecting to the PostgreSQL server (check the dsn, that the server runs, and the password "
                             "in PGPASSWORD or the .pgpass file)"),
              message);
     }
-    PQsetNoticeProcessor(m_conn, logNotice, nullptr);
-    m_location = QStringLiteral("postgresql://%1@%2:%3/%4")
-                     .arg(QString::fromUtf8(PQuser(m_conn)), QString::fromUtf8(PQhost(m_conn)), QString::fromUtf8(PQport(m_conn)),
-                          QString::fromUtf8(PQdb(m_conn)));
-    exec("SET client_min_messages = warning", QStringLiteral("configuring the connection"));
+    PQsetNoticeProcessor(c, logNotice, nullptr);
+    if (m_location.isEmpty()) // the first connection, made by the constructor alone
+        m_location = QStringLiteral("postgresql://%1@%2:%3/%4")
+                         .arg(QString::fromUtf8(PQuser(c)), QString::fromUtf8(PQhost(c)), QString::fromUtf8(PQport(c)),
+                              QString::fromUtf8(PQdb(c)));
+    Result r(PQexec(c, "SET client_min_messages = warning"));
+    if (r.status() != PGRES_COMMAND_OK) {
+        const QByteArray message = PQerrorMessage(c);
+        PQfinish(c);
+        fail(QStringLiteral("configuring the connection"), message);
+    }
+    return c;
+}
+
+pg_conn *PostgresStorage::current() const
+{
+    if (t_current.owner != this || !t_current.conn)
+        throw Error(ErrorKind::Internal, QStringLiteral("the postgres storage ran a statement without a connection of its own"));
+    return t_current.conn;
 }
 
 void PostgresStorage::fail(const QString &doing, const QByteArray &serverMessage) const
@@ -369,37 +546,90 @@ void PostgresStorage::fail(const QString &doing, const QByteArray &serverMessage
 
 void PostgresStorage::ensureOpen() const
 {
-    if (m_closed || !m_conn)
+    if (m_closed)
         throw Error(ErrorKind::Storage, QStringLiteral("the store %1 is closed").arg(m_location));
 }
 
-PostgresStorage::Result PostgresStorage::exec(const QByteArray &sql, const Params &params, const QString &doing)
+namespace {
+
+struct PreparedParams
 {
-    ensureOpen();
     std::vector<const char *> values;
     std::vector<int> lengths, formats;
+};
+
+template<typename P>
+PreparedParams prepared(const P &params)
+{
+    PreparedParams out;
     for (std::size_t i = 0; i < params.values.size(); ++i) {
         const std::optional<QByteArray> &v = params.values[i];
-        values.push_back(v ? v->constData() : nullptr);
-        lengths.push_back(v ? int(v->size()) : 0);
-        formats.push_back(params.binary[i] ? 1 : 0);
+        out.values.push_back(v ? v->constData() : nullptr);
+        out.lengths.push_back(v ? int(v->size()) : 0);
+        out.formats.push_back(params.binary[i] ? 1 : 0);
     }
+    return out;
+}
+
+} // namespace
+
+PostgresStorage::Result PostgresStorage::exec(const QByteArray &sql, const Params &params, const QString &doing, bool binaryResult)
+{
+    ensureOpen();
+    pg_conn *c = current();
+    const PreparedParams p = prepared(params);
     // Without parameters, the simple protocol, which runs several statements (a migration step) at once.
-    Result r(values.empty() ? PQexec(m_conn, sql.constData())
-                            : PQexecParams(m_conn, sql.constData(), int(values.size()), nullptr, values.data(), lengths.data(),
-                                           formats.data(), 0));
+    Result r(p.values.empty() && !binaryResult
+                 ? PQexec(c, sql.constData())
+                 : PQexecParams(c, sql.constData(), int(p.values.size()), nullptr, p.values.data(), p.lengths.data(),
+                                p.formats.data(), binaryResult ? 1 : 0));
     const ExecStatusType status = r.status();
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-        if (PQstatus(m_conn) == CONNECTION_BAD)
-            PQreset(m_conn); // the next statement finds the server again, if it came back
-        fail(doing, PQerrorMessage(m_conn));
-    }
+    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK)
+        fail(doing, PQerrorMessage(c)); // a broken connection is closed when its lease ends
     return r;
 }
 
 PostgresStorage::Result PostgresStorage::exec(const QByteArray &sql, const QString &doing)
 {
     return exec(sql, Params(), doing);
+}
+
+std::vector<PostgresStorage::Result> PostgresStorage::execAll(const std::vector<Statement> &statements, const QString &doing)
+{
+    ensureOpen();
+    pg_conn *c = current();
+    std::vector<Result> out;
+    out.reserve(statements.size());
+    for (std::size_t first = 0; first < statements.size(); first += kPipelineChunk) {
+        const std::size_t last = std::min(statements.size(), first + kPipelineChunk);
+        if (PQenterPipelineMode(c) != 1)
+            fail(doing, PQerrorMessage(c));
+        for (std::size_t i = first; i < last; ++i) {
+            const PreparedParams p = prepared(statements[i].params);
+            if (!PQsendQueryParams(c, statements[i].sql.constData(), int(p.values.size()), nullptr, p.values.data(),
+                                   p.lengths.data(), p.formats.data(), 0))
+                fail(doing, PQerrorMessage(c)); // the lease closes the connection, left in pipeline mode
+        }
+        if (!PQpipelineSync(c))
+            fail(doing, PQerrorMessage(c));
+        QByteArray error;
+        for (std::size_t i = first; i < last; ++i) {
+            Result r(PQgetResult(c));
+            const ExecStatusType status = r.status();
+            if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK && error.isEmpty())
+                error = r.errorMessage(); // the first failure; the statements after it are aborted
+            out.push_back(std::move(r));
+            while (pg_result *end = PQgetResult(c)) // each statement's results end with a null
+                PQclear(end);
+        }
+        Result sync(PQgetResult(c));
+        if (sync.status() != PGRES_PIPELINE_SYNC && error.isEmpty())
+            error = PQerrorMessage(c);
+        PQexitPipelineMode(c);
+        if (!error.isEmpty())
+            fail(doing, error);
+    }
+    return out;
 }
 
 void PostgresStorage::migrate()
@@ -428,6 +658,27 @@ void PostgresStorage::migrate()
                  p, QStringLiteral("recording the schema version"));
         });
     t.commit();
+}
+
+// The store's id, the server's pgvector, and the index file of this server, database and schema.
+void PostgresStorage::readIdentity()
+{
+    Result r = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'store_id'), current_schema(), "
+                    "(SELECT extversion FROM pg_extension WHERE extname = 'vector')",
+                    QStringLiteral("reading the store's identity"));
+    m_storeId = r.text(0, 0);
+    m_vectorExtension = r.isNull(0, 2) ? QString() : r.text(0, 2);
+    if (!m_vectorExtension.isEmpty())
+        qCInfo(lcPostgres).noquote() << "the server has pgvector" << m_vectorExtension
+                                     << "; Mneme searches vectors with its own per-process index";
+    QString dir = m_options.indexDir;
+    if (dir.isEmpty())
+        dir = QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation) + QStringLiteral("/mneme/postgres");
+    pg_conn *c = current();
+    // Named by where the store is (never by who logs in, nor a password): host, port, database, schema.
+    const QByteArray where = QByteArray(PQhost(c)) + ':' + PQport(c) + '/' + PQdb(c) + '/' + r.bytes(0, 1);
+    m_indexFile = QDir(dir).filePath(QStringLiteral("pg-%1.hnsw")
+                                         .arg(QString::fromLatin1(QCryptographicHash::hash(where, QCryptographicHash::Sha256).toHex().left(32))));
 }
 
 std::optional<EmbedderBinding> PostgresStorage::storedBinding()
@@ -564,8 +815,42 @@ std::optional<MemoryRecord> PostgresStorage::byId(const QString &id, bool withEm
     return m;
 }
 
-void PostgresStorage::insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
-                                    const MemoryRecord *newRecord, qint64 atMs)
+std::unordered_map<qint64, MemoryRecord> PostgresStorage::byRids(const std::vector<qint64> &rids, bool withEmbedding)
+{
+    std::unordered_map<qint64, MemoryRecord> out;
+    for (std::size_t first = 0; first < rids.size(); first += kChunk) {
+        Params p;
+        p.add(bigintArray(std::vector<qint64>(rids.begin() + std::ptrdiff_t(first),
+                                              rids.begin() + std::ptrdiff_t(std::min(rids.size(), first + kChunk)))));
+        Result r = exec("SELECT " + kColumns + (withEmbedding ? ", embedding" : "") + " FROM mneme_records WHERE rid = ANY($1::bigint[])",
+                        p, QStringLiteral("reading records"));
+        for (int i = 0; i < r.rows(); ++i) {
+            MemoryRecord m = recordAt(r, i);
+            if (withEmbedding && !r.isNull(i, 14))
+                m.embedding = embeddingOf(r.bytea(i, 14));
+            out.emplace(r.int64(i, 0), std::move(m));
+        }
+    }
+    return out;
+}
+
+std::vector<qint64> PostgresStorage::ridsOf(const QStringList &ids)
+{
+    Params p;
+    QList<QByteArray> list;
+    for (const QString &id : ids)
+        list << "$" + QByteArray::number(p.add(id));
+    std::vector<qint64> out;
+    if (list.isEmpty())
+        return out;
+    Result r = exec("SELECT rid FROM mneme_records WHERE id IN (" + list.join(", ") + ")", p, QStringLiteral("reading record ids"));
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back(r.int64(i, 0));
+    return out;
+}
+
+PostgresStorage::Statement PostgresStorage::historyStatement(const QString &recordId, HistoryEntry::Event event,
+                                                             const MemoryRecord *oldRecord, const MemoryRecord *newRecord, qint64 atMs)
 {
     Params p;
     p.add(recordId);
@@ -575,9 +860,27 @@ void PostgresStorage::insertHistory(const QString &recordId, HistoryEntry::Event
     p.add(oldRecord ? std::optional(recordJson(*oldRecord)) : std::nullopt);
     p.add(newRecord ? std::optional(recordJson(*newRecord)) : std::nullopt);
     p.add(atMs);
-    exec("INSERT INTO mneme_history(record_id, event, old_content, new_content, old_record, new_record, at) "
-         "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-         p, QStringLiteral("writing the history of record %1").arg(recordId));
+    return Statement{"INSERT INTO mneme_history(record_id, event, old_content, new_content, old_record, new_record, at) "
+                     "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                     std::move(p)};
+}
+
+void PostgresStorage::logChanges(const std::vector<qint64> &rids)
+{
+    Params lock;
+    lock.add(kChangeLock);
+    Params entry;
+    entry.add(bigintArray(rids));
+    entry.add(nowUtc().toMSecsSinceEpoch());
+    Params notify;
+    notify.add(QByteArray(kChangeChannel));
+    notify.add(m_storeId);
+    // The lock first: the entry's seq is drawn after every earlier entry committed (the lock is
+    // released after the commit is visible).
+    execAll({Statement{"SELECT pg_advisory_xact_lock($1)", std::move(lock)},
+             Statement{"INSERT INTO mneme_changes(rids, at) VALUES ($1::bigint[], $2)", std::move(entry)},
+             Statement{"SELECT pg_notify($1, $2)", std::move(notify)}},
+            QStringLiteral("logging the change"));
 }
 
 namespace {
@@ -610,17 +913,16 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
     return p;
 }
 
-void PostgresStorage::insert(const MemoryRecord &r, qint64 atMs)
+PostgresStorage::Statement PostgresStorage::insertStatement(const MemoryRecord &r, qint64 atMs)
 {
-    const Params p = recordParams(r, atMs);
-    exec(QByteArray("INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, "
-                    "updated_at, last_accessed, access_count, embedding, context, word_count, context_word_count) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ")
-             + kWordCounts + ")",
-         p, QStringLiteral("saving record %1").arg(r.id));
+    return Statement{QByteArray("INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, "
+                                "created_at, updated_at, last_accessed, access_count, embedding, context, word_count, "
+                                "context_word_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ")
+                         + kWordCounts + ") RETURNING rid",
+                     recordParams(r, atMs)};
 }
 
-std::optional<MemoryRecord> PostgresStorage::identical(const MemoryRecord &wanted, const QString *scopePrefix, bool identities)
+PostgresStorage::Statement PostgresStorage::identicalStatement(const MemoryRecord &wanted, const QString *scopePrefix)
 {
     Params p;
     p.add(wanted.content);
@@ -636,10 +938,14 @@ std::optional<MemoryRecord> PostgresStorage::identical(const MemoryRecord &wante
     } else {
         scope = " AND scope = $" + QByteArray::number(p.add(wanted.scope));
     }
-    Result r = exec("SELECT " + kColumns + " FROM mneme_records WHERE content_hash = md5($1) AND content = $1 AND source = $2 "
-                                           "AND private = $3::boolean"
-                        + scope + " ORDER BY rid",
-                    p, QStringLiteral("looking up identical records"));
+    return Statement{"SELECT " + kColumns + " FROM mneme_records WHERE content_hash = md5($1) AND content = $1 AND source = $2 "
+                                            "AND private = $3::boolean"
+                         + scope + " ORDER BY rid",
+                     std::move(p)};
+}
+
+std::optional<MemoryRecord> PostgresStorage::identicalIn(const Result &r, const MemoryRecord &wanted, bool identities)
+{
     for (int i = 0; i < r.rows(); ++i) {
         MemoryRecord m = recordAt(r, i);
         MemoryRecord probe = wanted;
@@ -648,6 +954,22 @@ std::optional<MemoryRecord> PostgresStorage::identical(const MemoryRecord &wante
             return m;
     }
     return std::nullopt;
+}
+
+// The stored record identical to each of these (lookups sent together in a pipeline).
+std::vector<std::optional<MemoryRecord>> PostgresStorage::identicals(std::span<const MemoryRecord> records, const QString *scopePrefix,
+                                                                     bool identities)
+{
+    std::vector<Statement> lookups;
+    lookups.reserve(records.size());
+    for (const MemoryRecord &r : records)
+        lookups.push_back(identicalStatement(r, scopePrefix));
+    const std::vector<Result> found = execAll(lookups, QStringLiteral("looking up identical records"));
+    std::vector<std::optional<MemoryRecord>> out;
+    out.reserve(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i)
+        out.push_back(identicalIn(found[i], records[i], identities));
+    return out;
 }
 
 std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> records, bool unlessIdentical)
@@ -680,28 +1002,35 @@ std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> re
             const QByteArray digest = QCryptographicHash::hash(r.content.toUtf8(), QCryptographicHash::Md5);
             keys.insert(qFromBigEndian<qint64>(digest.constData()));
         }
+        std::vector<Statement> locks;
         for (const qint64 key : keys) {
             Params p;
             p.add(key);
-            exec("SELECT pg_advisory_xact_lock($1)", p, QStringLiteral("waiting for other writers of the same content"));
+            locks.push_back(Statement{"SELECT pg_advisory_xact_lock($1)", std::move(p)});
         }
+        execAll(locks, QStringLiteral("waiting for other writers of the same content"));
     }
+    const std::vector<std::optional<MemoryRecord>> stored =
+        unlessIdentical ? identicals(records, nullptr, true) : std::vector<std::optional<MemoryRecord>>(records.size());
+    std::vector<Statement> inserts;
     for (std::size_t i = 0; i < records.size(); ++i) {
         const MemoryRecord &r = records[i];
         if (unlessIdentical) {
+            if (stored[i])
+                ids[i] = stored[i]->id;
             for (std::size_t k = 0; k < i && ids[i].isEmpty(); ++k)
                 if (StorageBackend::identical(records[k], r))
                     ids[i] = ids[k];
-            if (ids[i].isEmpty())
-                if (std::optional<MemoryRecord> found = identical(r, nullptr, true))
-                    ids[i] = found->id;
             if (!ids[i].isEmpty())
                 continue;
         }
         ids[i] = r.id;
-        insert(r, at);
-        insertHistory(r.id, HistoryEntry::Event::Add, nullptr, &r, at);
+        inserts.push_back(insertStatement(r, at));
+        inserts.push_back(historyStatement(r.id, HistoryEntry::Event::Add, nullptr, &r, at));
     }
+    const std::vector<Result> done = execAll(inserts, QStringLiteral("saving records"));
+    for (std::size_t i = 0; i < done.size(); i += 2)
+        t.changed(done[i].int64(0, 0));
     t.commit();
     return ids;
 }
@@ -721,13 +1050,15 @@ void PostgresStorage::update(const MemoryRecord &record)
     const qint64 at = nowUtc().toMSecsSinceEpoch();
     const Params p = recordParams(record, at);
     // A touch() in between is kept: access times and counts only grow.
-    exec(QByteArray("UPDATE mneme_records SET content = $2, scope = $3, categories = $4, importance = $5, source = $6, "
-                    "private = $7, metadata = $8, created_at = $9, updated_at = $10, "
-                    "last_accessed = greatest(last_accessed, $11), access_count = greatest(access_count, $12), "
-                    "embedding = coalesce($13, embedding), context = $14, (word_count, context_word_count) = (")
-             + kWordCounts + ") WHERE id = $1",
-         p, QStringLiteral("updating record %1").arg(record.id));
-    insertHistory(record.id, HistoryEntry::Event::Update, &*old, &record, at);
+    Result updated = exec(QByteArray("UPDATE mneme_records SET content = $2, scope = $3, categories = $4, importance = $5, "
+                                     "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
+                                     "last_accessed = greatest(last_accessed, $11), access_count = greatest(access_count, $12), "
+                                     "embedding = coalesce($13, embedding), context = $14, (word_count, context_word_count) = (")
+                              + kWordCounts + ") WHERE id = $1 RETURNING rid",
+                          p, QStringLiteral("updating record %1").arg(record.id));
+    t.changed(updated.int64(0, 0));
+    const Statement history = historyStatement(record.id, HistoryEntry::Event::Update, &*old, &record, at);
+    exec(history.sql, history.params, QStringLiteral("writing the history of record %1").arg(record.id));
     t.commit();
 }
 
@@ -738,12 +1069,18 @@ int PostgresStorage::remove(const RecordFilter &requested)
     std::vector<qint64> rids;
     const std::vector<MemoryRecord> doomed = select(filter, false, "ORDER BY rid FOR UPDATE", &rids);
     const qint64 at = nowUtc().toMSecsSinceEpoch();
-    for (std::size_t i = 0; i < doomed.size(); ++i) {
+    std::vector<Statement> deletes;
+    for (std::size_t first = 0; first < rids.size(); first += kChunk) {
         Params p;
-        p.add(rids[i]);
-        exec("DELETE FROM mneme_records WHERE rid = $1", p, QStringLiteral("deleting record %1").arg(doomed[i].id));
-        insertHistory(doomed[i].id, HistoryEntry::Event::Delete, &doomed[i], nullptr, at);
+        p.add(bigintArray(std::vector<qint64>(rids.begin() + std::ptrdiff_t(first),
+                                              rids.begin() + std::ptrdiff_t(std::min(rids.size(), first + kChunk)))));
+        deletes.push_back(Statement{"DELETE FROM mneme_records WHERE rid = ANY($1::bigint[])", std::move(p)});
     }
+    for (std::size_t i = 0; i < doomed.size(); ++i) {
+        deletes.push_back(historyStatement(doomed[i].id, HistoryEntry::Event::Delete, &doomed[i], nullptr, at));
+        t.changed(rids[i]);
+    }
+    execAll(deletes, QStringLiteral("deleting records"));
     t.commit();
     return int(doomed.size());
 }
@@ -762,6 +1099,12 @@ int PostgresStorage::reset(const QString &scopePrefix)
     exec("DELETE FROM mneme_history", QStringLiteral("resetting the store"));
     exec("DELETE FROM mneme_state", QStringLiteral("resetting the store"));
     exec("DELETE FROM mneme_meta WHERE key IN ('embedder_id', 'dimension')", QStringLiteral("resetting the store"));
+    // A new generation: every process's index reloads (their change-log positions mean nothing now).
+    Params lock;
+    lock.add(kChangeLock);
+    exec("SELECT pg_advisory_xact_lock($1)", lock, QStringLiteral("resetting the store"));
+    exec("DELETE FROM mneme_changes", QStringLiteral("resetting the store"));
+    exec("UPDATE mneme_meta SET value = (value::bigint + 1)::text WHERE key = 'generation'", QStringLiteral("resetting the store"));
     t.commit();
     return n;
 }
@@ -796,36 +1139,385 @@ void PostgresStorage::bindEmbedder(const EmbedderBinding &binding)
 }
 
 // ---------------------------------------------------------------------------------------------
+// The vector index
+
+namespace {
+
+// The index item of a row of kIndexColumns in a binary result; false when its embedding is not one
+// of `dimension` floats (never searched).
+bool indexItemAt(const auto &r, int row, int dimension, VectorIndex::Item &item, std::vector<float> &vector)
+{
+    item.rowid = r.binaryInt64(row, 0);
+    const std::string_view embedding = r.isNull(row, 8) ? std::string_view() : r.view(row, 8);
+    if (dimension <= 0 || embedding.size() != std::size_t(dimension) * sizeof(float))
+        return false;
+    item.scope = QString::fromUtf8(r.view(row, 1));
+    item.categories.clear();
+    const Json cats = parseJsonOrDiscarded(r.view(row, 2));
+    if (cats.is_array())
+        for (const Json &c : cats)
+            if (c.is_string())
+                item.categories << QString::fromStdString(c.get<std::string>());
+    item.source = QString::fromUtf8(r.view(row, 3));
+    item.isPrivate = r.binaryBool(row, 4);
+    item.hasCreated = true;
+    item.createdMs = r.binaryInt64(row, 5);
+    item.importance = r.binaryDouble(row, 6);
+    const std::string_view metadata = r.view(row, 7);
+    // Most records have no identity keys; theirs is not parsed.
+    item.identity = metadata.find("_id\"") == std::string_view::npos ? std::array<QString, 3>()
+                                                                     : VectorIndex::identityOf(parseJsonOrDiscarded(metadata));
+    vector.resize(std::size_t(dimension));
+    for (int i = 0; i < dimension; ++i)
+        vector[std::size_t(i)] = qFromLittleEndian<float>(embedding.data() + std::size_t(i) * sizeof(float));
+    return true;
+}
+
+} // namespace
+
+// Reads these rows into the index: their vectors and attributes as stored now, or their removal.
+void PostgresStorage::applyRows(const std::vector<qint64> &rids)
+{
+    const int dimension = m_index.dimension();
+    VectorIndex::Item item;
+    std::vector<float> vector;
+    for (std::size_t first = 0; first < rids.size(); first += kChunk) {
+        const std::vector<qint64> chunk(rids.begin() + std::ptrdiff_t(first), rids.begin() + std::ptrdiff_t(std::min(rids.size(), first + kChunk)));
+        Params p;
+        p.add(bigintArray(chunk));
+        Result r = exec("SELECT " + kIndexColumns + " FROM mneme_records WHERE rid = ANY($1::bigint[])", p,
+                        QStringLiteral("reading changed records"), true);
+        QSet<qint64> present;
+        for (int i = 0; i < r.rows(); ++i) {
+            if (indexItemAt(r, i, dimension, item, vector))
+                m_index.upsert(item, vector.data());
+            else
+                m_index.markUnvectored(item.rowid);
+            present.insert(item.rowid);
+        }
+        for (const qint64 rid : chunk) {
+            if (!present.contains(rid))
+                m_index.remove(rid);
+            if (m_build)
+                m_build->changed.insert(rid);
+        }
+    }
+}
+
+// Every vector of the store, read afresh (or from the index file, then caught up).
+void PostgresStorage::loadIndex()
+{
+    cancelBuild();
+    m_index.invalidate();
+    // The position the index will reflect, read before the rows: a change committed after it has a
+    // later seq, and is replayed by the next catch-up (replaying a change twice is harmless).
+    Result at = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), "
+                     "coalesce((SELECT max(seq) FROM mneme_changes), 0)",
+                     QStringLiteral("reading the change log"));
+    m_indexGeneration = at.int64(0, 0);
+    m_indexSeq = at.int64(0, 1);
+    m_unsaved = 0;
+    const std::optional<EmbedderBinding> binding = storedBinding();
+    const int dimension = binding ? binding->dimension : 0;
+    if (dimension > 0 && loadIndexFile(dimension))
+        return;
+    m_index.reset(dimension);
+    if (dimension <= 0)
+        return;
+    VectorIndex::Item item;
+    std::vector<float> vector;
+    for (qint64 after = 0;;) {
+        Params p;
+        p.add(after);
+        p.add(qint64(kChunk));
+        Result r = exec("SELECT " + kIndexColumns + " FROM mneme_records WHERE rid > $1 ORDER BY rid LIMIT $2", p,
+                        QStringLiteral("loading the vectors"), true);
+        for (int i = 0; i < r.rows(); ++i) {
+            if (indexItemAt(r, i, dimension, item, vector))
+                m_index.upsert(item, vector.data());
+            else
+                m_index.markUnvectored(item.rowid);
+            after = item.rowid;
+        }
+        if (r.rows() < kChunk)
+            break;
+    }
+    ++m_stats.fullLoads;
+    startBuildIfLarge();
+}
+
+// The index file of this store, when it is of this store and generation and not from its future,
+// caught up from the change log since it was written.
+bool PostgresStorage::loadIndexFile(int dimension)
+{
+    if (!QFileInfo::exists(m_indexFile))
+        return false;
+    VectorIndex::Stamp stamp;
+    QString error;
+    if (!m_index.load(m_indexFile, dimension, &stamp, &error)) {
+        qCWarning(lcPostgres).noquote() << "the vector index file" << m_indexFile << "is not used:" << error;
+        return false;
+    }
+    const qint64 target = m_indexSeq;
+    if (stamp.storeId == m_storeId && stamp.generation == m_indexGeneration && stamp.seq <= target
+        && m_index.deletedNodes() * 3 <= m_index.graphNodes()) {
+        m_indexSeq = stamp.seq;
+        if (catchUp()) {
+            ++m_stats.fileLoads;
+            return true;
+        }
+    }
+    m_index.invalidate();
+    m_indexSeq = target;
+    return false;
+}
+
+// Applies the change-log entries after the index's seq; false when the index cannot be brought up to
+// date that way (a full reset, too many changes, the first vectors of an empty store).
+bool PostgresStorage::catchUp()
+{
+    Params p;
+    p.add(m_indexSeq);
+    p.add(qint64(kMaxReplay));
+    Result r = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), c.seq, c.rids "
+                    "FROM (SELECT 1) AS one LEFT JOIN (SELECT seq, rids FROM mneme_changes WHERE seq > $1 ORDER BY seq LIMIT $2) AS c "
+                    "ON true ORDER BY c.seq",
+                    p, QStringLiteral("reading the change log"));
+    if (r.int64(0, 0) != m_indexGeneration || r.rows() >= kMaxReplay)
+        return false;
+    if (r.isNull(0, 1))
+        return true; // nothing new
+    if (m_index.dimension() <= 0)
+        return false; // the first vectors: the dimension comes with the binding
+    std::vector<qint64> rids;
+    QSet<qint64> seen;
+    for (int i = 0; i < r.rows(); ++i)
+        for (const qint64 rid : bigintsOf(r.bytes(i, 2)))
+            if (!seen.contains(rid)) {
+                seen.insert(rid);
+                rids.push_back(rid);
+            }
+    applyRows(rids);
+    m_indexSeq = r.int64(r.rows() - 1, 1);
+    m_unsaved += r.rows();
+    m_stats.replayed += r.rows();
+    return true;
+}
+
+void PostgresStorage::sync()
+{
+    qint64 seq = 0, generation = 0;
+    bool current = false;
+    {
+        QReadLocker read(&m_indexLock);
+        current = m_index.isLoaded() && !(m_build && m_build->done);
+        seq = m_indexSeq;
+        generation = m_indexGeneration;
+    }
+    if (current) {
+        // The common case, without the write lock: is there anything to apply?
+        Params p;
+        p.add(seq);
+        Result r = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), "
+                        "EXISTS (SELECT 1 FROM mneme_changes WHERE seq > $1)",
+                        p, QStringLiteral("reading the change log"));
+        if (r.int64(0, 0) == generation && !r.boolean(0, 1))
+            return;
+    }
+    QWriteLocker write(&m_indexLock);
+    finishBuild();
+    if (!m_index.isLoaded() || !catchUp())
+        loadIndex();
+    saveIndexFile(false);
+    startBuildIfLarge();
+}
+
+void PostgresStorage::syncIndex()
+{
+    Lease lease(*this);
+    sync();
+}
+
+// A flat index past ann_threshold becomes a graph, built on background threads.
+void PostgresStorage::startBuildIfLarge()
+{
+    if (m_build || !m_index.isLoaded() || m_index.isAnn() || m_index.dimension() <= 0
+        || m_index.size() < std::size_t(m_options.annThreshold))
+        return;
+    auto build = std::make_unique<GraphBuild>();
+    build->index = m_index.flatCopy();
+    if (!build->index)
+        return;
+    GraphBuild *b = build.get();
+    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    b->thread = std::thread([b, threads] {
+        try {
+            b->built = b->index->buildAnn(threads, &b->cancel);
+        } catch (...) {
+            b->built = false; // out of memory: the index stays flat and exact
+        }
+        b->done = true;
+    });
+    m_build = std::move(build);
+}
+
+// Takes a finished build: the rows changed meanwhile go into the graph, which replaces the flat index
+// and is written to the index file. False when there is none, or it failed or is too far behind
+// (then the index stays flat, and the next sync builds again).
+bool PostgresStorage::finishBuild()
+{
+    if (!m_build || !m_build->done)
+        return false;
+    m_build->thread.join();
+    std::unique_ptr<GraphBuild> build = std::move(m_build);
+    if (!build->built || build->changed.size() > kMaxReplayedChanges)
+        return false;
+    for (const qint64 rid : std::as_const(build->changed))
+        build->index->copyRecord(m_index, rid);
+    m_index = std::move(*build->index);
+    ++m_stats.builds;
+    m_unsaved = std::max<qint64>(m_unsaved, 1);
+    saveIndexFile(true);
+    return true;
+}
+
+void PostgresStorage::cancelBuild()
+{
+    if (!m_build)
+        return;
+    m_build->cancel = true;
+    m_build->thread.join();
+    m_build.reset();
+}
+
+void PostgresStorage::waitForIndex()
+{
+    Lease lease(*this);
+    sync();
+    QWriteLocker write(&m_indexLock);
+    if (m_build)
+        m_build->thread.join(); // it never takes a lock, and marks itself done
+    finishBuild();
+}
+
+// The index file is a cache of the records: written after a build, after many changes (force:
+// whenever it lacks any) and on close; a failure to write it is not an error of the search that asked.
+void PostgresStorage::saveIndexFile(bool force) noexcept
+{
+    if (!m_index.isLoaded() || !m_index.isAnn() || m_unsaved <= 0 || m_storeId.isEmpty())
+        return;
+    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / 8)))
+        return;
+    VectorIndex::Stamp stamp;
+    stamp.storeId = m_storeId;
+    stamp.generation = m_indexGeneration;
+    stamp.seq = m_indexSeq;
+    QString error;
+    try {
+        if (!QDir().mkpath(QFileInfo(m_indexFile).absolutePath())) {
+            qCWarning(lcPostgres).noquote() << "cannot create the folder of the vector index file" << m_indexFile;
+            return;
+        }
+        if (m_index.save(m_indexFile, stamp, &error)) {
+            m_unsaved = 0;
+            ++m_stats.saves;
+        } else {
+            qCWarning(lcPostgres).noquote() << "the vector index file" << m_indexFile << "was not written:" << error;
+        }
+    } catch (...) {
+        // out of memory or disk: the server stays the truth; the next open catches up
+    }
+}
+
+PostgresStorage::IndexStats PostgresStorage::indexStats()
+{
+    QReadLocker read(&m_indexLock);
+    IndexStats s = m_stats;
+    s.loaded = m_index.isLoaded();
+    s.approximate = m_index.isAnn();
+    s.building = m_build != nullptr;
+    s.vectors = m_index.isLoaded() ? m_index.size() : 0;
+    s.seq = m_indexSeq;
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Searches
 
-std::vector<ScoredRecord> PostgresStorage::vectorSearch(const Embedding &query, const RecordFilter &filter, int limit)
+// The index's nearest records for the filter (after sync()); `limit` < 0: every selected one, ranked.
+std::vector<VectorIndex::Hit> PostgresStorage::nearest(const Embedding &query, const RecordFilter &filter, int limit)
 {
     if (query.empty())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
-    if (limit <= 0)
-        return {};
-    const std::optional<EmbedderBinding> b = storedBinding();
-    if (b && b->dimension != int(query.size()))
+    sync();
+    std::vector<qint64> only;
+    if (!filter.ids.isEmpty())
+        only = ridsOf(filter.ids);
+    QReadLocker read(&m_indexLock);
+    if (m_index.dimension() <= 0)
+        return {}; // nothing was ever embedded into this store
+    if (m_index.dimension() != int(query.size()))
         checkDimension(int(query.size()), QStringLiteral("the query embedding"));
-    std::vector<ScoredRecord> scored;
-    for (MemoryRecord &m : select(filter, true)) {
-        if (m.embedding.empty())
-            continue;
-        const double s = cosine(query, m.embedding);
-        m.embedding.clear();
-        scored.push_back(ScoredRecord{std::move(m), s});
-    }
-    const auto before = [](const ScoredRecord &a, const ScoredRecord &b) {
-        return a.score != b.score ? a.score > b.score : a.record.id < b.record.id;
-    };
-    const auto kept = scored.begin() + std::min<std::ptrdiff_t>(limit, std::ptrdiff_t(scored.size()));
-    std::partial_sort(scored.begin(), kept, scored.end(), before);
-    scored.erase(kept, scored.end());
-    return scored;
+    return m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &only);
 }
 
-std::vector<ScoredRecord> PostgresStorage::keywordSearch(const QString &text, const RecordFilter &filter, int limit,
-                                                         double contextWeight)
+std::vector<ScoredRecord> PostgresStorage::vectorSearch(const Embedding &query, const RecordFilter &filter, int limit)
+{
+    if (limit <= 0)
+        return {};
+    const std::vector<VectorIndex::Hit> hits = nearest(query, filter, needsPostFilter(filter) ? -1 : limit);
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
+    std::vector<ScoredRecord> out;
+    // The rows are read a chunk of hits at a time; a post-filtered search reads on until it has `limit`.
+    const std::size_t chunk = std::size_t(std::max(limit, 32));
+    for (std::size_t first = 0; first < hits.size() && int(out.size()) < limit; first += chunk) {
+        const std::size_t last = std::min(hits.size(), first + chunk);
+        std::vector<qint64> rids;
+        for (std::size_t i = first; i < last; ++i)
+            rids.push_back(hits[i].rowid);
+        std::unordered_map<qint64, MemoryRecord> rows = byRids(rids, false);
+        for (std::size_t i = first; i < last && int(out.size()) < limit; ++i) {
+            auto it = rows.find(hits[i].rowid);
+            // The record itself is the final judge: the index never widens what the filter selects.
+            if (it == rows.end() || !filter.matches(it->second, conditions))
+                continue;
+            out.push_back(ScoredRecord{std::move(it->second), hits[i].score});
+        }
+    }
+    return out;
+}
+
+std::vector<SearchHit> PostgresStorage::vectorHits(const Embedding &query, const RecordFilter &filter, int limit)
+{
+    std::vector<SearchHit> out;
+    if (limit <= 0)
+        return out;
+    const std::vector<VectorIndex::Hit> hits = nearest(query, filter, limit);
+    QReadLocker read(&m_indexLock);
+    for (const VectorIndex::Hit &h : hits)
+        if (const std::optional<VectorIndex::RankFields> f = m_index.rankFields(h.rowid))
+            out.push_back(SearchHit{h.rowid, h.score, h.score, f->importance,
+                                    f->hasCreated ? QDateTime::fromMSecsSinceEpoch(f->createdMs, Qt::UTC) : QDateTime()});
+    return out;
+}
+
+std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
+                                                    int limit, double contextWeight)
+{
+    std::vector<SearchHit> out;
+    const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight);
+    if (!query.empty())
+        sync();
+    QReadLocker read(&m_indexLock);
+    const bool cosines = !query.empty() && m_index.dimension() == int(query.size());
+    for (const KeywordMatch &m : matches)
+        out.push_back(SearchHit{m.rid, m.score, cosines ? m_index.similarity(query.data(), m.rid).value_or(0.0) : 0.0,
+                                m.record.importance, m.record.createdAt});
+    return out;
+}
+
+std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const QString &text, const RecordFilter &filter,
+                                                                           int limit, double contextWeight)
 {
     if (contextWeight < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
@@ -840,20 +1532,23 @@ std::vector<ScoredRecord> PostgresStorage::keywordSearch(const QString &text, co
         lexemes << words.text(i, 0);
     if (lexemes.isEmpty())
         return {};
-    Result totals = exec("SELECT count(*), coalesce(avg(word_count), 0), coalesce(avg(context_word_count), 0) FROM mneme_records",
-                         QStringLiteral("reading the keyword statistics"));
-    const qint64 rows = totals.int64(0, 0);
-    const double averageWords = totals.number(0, 1), averageContext = totals.number(0, 2);
-    QHash<QString, double> idfs;
-    double idfSum = 0;
-    QList<QByteArray> any;
+    // The statistics and the records of each word, in one pipeline.
+    std::vector<Statement> counts{
+        Statement{"SELECT count(*), coalesce(avg(word_count), 0), coalesce(avg(context_word_count), 0) FROM mneme_records", Params()}};
     for (const QString &lexeme : std::as_const(lexemes)) {
         Params p;
         p.add(lexemeQuery(lexeme));
-        const qint64 hits = exec("SELECT count(*) FROM mneme_records WHERE words @@ $1::tsquery", p,
-                                 QStringLiteral("counting the records of a word"))
-                                .int64(0, 0);
-        idfs.insert(lexeme, idf(rows, hits));
+        counts.push_back(Statement{"SELECT count(*) FROM mneme_records WHERE words @@ $1::tsquery", std::move(p)});
+    }
+    const std::vector<Result> counted = execAll(counts, QStringLiteral("reading the keyword statistics"));
+    const qint64 rows = counted[0].int64(0, 0);
+    const double averageWords = counted[0].number(0, 1), averageContext = counted[0].number(0, 2);
+    QHash<QString, double> idfs;
+    double idfSum = 0;
+    QList<QByteArray> any;
+    for (qsizetype k = 0; k < lexemes.size(); ++k) {
+        const QString &lexeme = lexemes[k];
+        idfs.insert(lexeme, idf(rows, counted[std::size_t(k) + 1].int64(0, 0)));
         idfSum += idfs.value(lexeme);
         any << lexemeQuery(lexeme);
     }
@@ -869,7 +1564,7 @@ std::vector<ScoredRecord> PostgresStorage::keywordSearch(const QString &text, co
                         + w + " AND (" + match + ")",
                     p, QStringLiteral("searching the keyword index"));
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
-    std::vector<ScoredRecord> scored;
+    std::vector<KeywordMatch> scored;
     for (int i = 0; i < r.rows(); ++i) {
         MemoryRecord m = recordAt(r, i);
         if (!filter.matches(m, conditions))
@@ -886,9 +1581,9 @@ std::vector<ScoredRecord> PostgresStorage::keywordSearch(const QString &text, co
         }
         if (sum <= 0)
             continue;
-        scored.push_back(ScoredRecord{std::move(m), std::min(1.0, sum / idfSum)});
+        scored.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, sum / idfSum)});
     }
-    const auto before = [](const ScoredRecord &a, const ScoredRecord &b) {
+    const auto before = [](const KeywordMatch &a, const KeywordMatch &b) {
         return a.score != b.score ? a.score > b.score : a.record.id < b.record.id;
     };
     const auto kept = scored.begin() + std::min<std::ptrdiff_t>(limit, std::ptrdiff_t(scored.size()));
@@ -902,20 +1597,18 @@ std::vector<ScoredRecord> PostgresStorage::keywordSearch(const QString &text, co
 
 StorageInfo PostgresStorage::info() const
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(const_cast<PostgresStorage &>(*this));
     StorageInfo i;
     i.location = m_location;
     i.schemaVersion = m_version;
     i.binding = const_cast<PostgresStorage *>(this)->storedBinding();
-    i.capabilities = StorageInfo::AtomicDedup | StorageInfo::SharedWriters;
+    i.capabilities = StorageInfo::SearchHits | StorageInfo::AtomicDedup | StorageInfo::SharedWriters;
     return i;
 }
 
 WriteResult PostgresStorage::write(const WriteRequest &request)
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     WriteResult out;
     const auto one = [&]() -> const MemoryRecord & {
         if (request.records.size() != 1)
@@ -952,34 +1645,47 @@ WriteResult PostgresStorage::write(const WriteRequest &request)
 SearchResult PostgresStorage::find(const SearchRequest &request)
 {
     SearchResult out;
-    if (request.output == SearchRequest::Output::Hits) {
-        out.hitsDeclined = true; // no SearchHits capability: the caller asks for records
+    const RecordFilter filter = normalized(request.filter);
+    const bool vector = request.kind == SearchRequest::Kind::Vector;
+    if (!vector && request.contextWeight < 0)
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
+    if (request.output == SearchRequest::Output::Hits && needsPostFilter(filter)) {
+        out.hitsDeclined = true; // metadata conditions are judged on the records
         return out;
     }
-    const RecordFilter filter = normalized(request.filter);
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
-    out.records = request.kind == SearchRequest::Kind::Vector ? vectorSearch(request.vector, filter, request.limit)
-                                                              : keywordSearch(request.text, filter, request.limit, request.contextWeight);
+    Lease lease(*this);
+    if (request.output == SearchRequest::Output::Hits) {
+        out.hits = vector ? vectorHits(request.vector, filter, request.limit)
+                          : keywordHits(request.text, request.vector, filter, request.limit, request.contextWeight);
+    } else if (vector) {
+        out.records = vectorSearch(request.vector, filter, request.limit);
+    } else {
+        for (KeywordMatch &m : keywordMatches(request.text, filter, request.limit, request.contextWeight))
+            out.records.push_back(ScoredRecord{std::move(m.record), m.score});
+    }
     return out;
 }
 
 std::vector<std::optional<MemoryRecord>> PostgresStorage::read(const ReadRequest &request)
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     std::vector<std::optional<MemoryRecord>> out;
     for (const QString &id : request.ids)
         out.push_back(byId(id, request.withEmbedding));
-    out.resize(out.size() + request.keys.size()); // hit keys are never given out (no SearchHits capability)
+    if (!request.keys.empty()) {
+        std::unordered_map<qint64, MemoryRecord> rows = byRids(request.keys, request.withEmbedding);
+        for (const qint64 key : request.keys) {
+            auto it = rows.find(key);
+            out.push_back(it == rows.end() ? std::nullopt : std::optional(it->second));
+        }
+    }
     return out;
 }
 
 std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
 {
     const RecordFilter filter = normalized(request.filter);
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     if (request.limit == 0)
         return {};
     return sortedPage(select(filter, false), request.order, request.limit, request.offset);
@@ -1001,8 +1707,7 @@ QStringList PostgresStorage::childScopes(const QString &parent, const RecordFilt
 Aggregate PostgresStorage::aggregate(const AggregateRequest &request)
 {
     const RecordFilter filter = normalized(request.filter);
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     Aggregate out;
     switch (request.kind) {
     case AggregateRequest::Kind::Count:
@@ -1054,19 +1759,14 @@ Aggregate PostgresStorage::aggregate(const AggregateRequest &request)
 
 std::vector<std::optional<MemoryRecord>> PostgresStorage::lookup(const LookupRequest &request)
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     const std::optional<QString> prefix = request.anyScopeBelow ? std::optional(ScopePath::normalize(*request.anyScopeBelow)) : std::nullopt;
-    std::vector<std::optional<MemoryRecord>> out;
-    for (const MemoryRecord &r : request.records)
-        out.push_back(identical(r, prefix ? &*prefix : nullptr, request.identities));
-    return out;
+    return identicals(request.records, prefix ? &*prefix : nullptr, request.identities);
 }
 
 void PostgresStorage::touch(const QStringList &ids, const QDateTime &at)
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     if (ids.isEmpty())
         return;
     Params p;
@@ -1081,8 +1781,7 @@ void PostgresStorage::touch(const QStringList &ids, const QDateTime &at)
 
 std::vector<HistoryEntry> PostgresStorage::history(const QString &recordId)
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     Params p;
     p.add(recordId);
     Result r = exec("SELECT seq, record_id, event, old_content, new_content, old_record, new_record, at "
@@ -1114,8 +1813,7 @@ StateResult PostgresStorage::state(const StateRequest &request)
 {
     if (request.kind != StateRequest::Kind::Keys)
         StateRequest::checkKey(request.key);
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     StateResult out;
     Params p;
     switch (request.kind) {
@@ -1149,8 +1847,7 @@ StateResult PostgresStorage::state(const StateRequest &request)
 
 StoreCheck PostgresStorage::inspect(InspectMode mode)
 {
-    QMutexLocker lock(&m_mutex);
-    ensureOpen();
+    Lease lease(*this);
     StoreCheck c;
     if (mode != InspectMode::Damaged)
         c.problems << QStringLiteral("the postgres storage at %1 has no integrity check of its own; the server keeps the records "
@@ -1161,11 +1858,25 @@ StoreCheck PostgresStorage::inspect(InspectMode mode)
 
 void PostgresStorage::close()
 {
-    QMutexLocker lock(&m_mutex);
-    if (m_conn)
-        PQfinish(m_conn);
-    m_conn = nullptr;
-    m_closed = true;
+    {
+        QMutexLocker lock(&m_poolMutex);
+        if (m_closed.exchange(true))
+            return;
+    }
+    {
+        QWriteLocker write(&m_indexLock);
+        cancelBuild();
+        saveIndexFile(true);
+        m_index.invalidate();
+    }
+    // Idle connections close now; leased ones (an operation of another thread, which then fails)
+    // when their lease ends.
+    QMutexLocker lock(&m_poolMutex);
+    for (pg_conn *c : m_idle)
+        PQfinish(c);
+    m_open -= int(m_idle.size());
+    m_idle.clear();
+    m_poolFree.wakeAll();
 }
 
 } // namespace mneme

@@ -1,11 +1,18 @@
 #pragma once
 
+#include "plugins/storage/common/vector_index.h"
 #include <mneme/core/storage_backend.h>
 
 #include <QByteArray>
 #include <QMutex>
+#include <QReadWriteLock>
 #include <QString>
+#include <QWaitCondition>
+#include <atomic>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 struct pg_conn;
@@ -13,16 +20,30 @@ struct pg_result;
 
 namespace mneme {
 
-// A store on a PostgreSQL server (15 or later), shared by processes on several hosts. One connection
-// a backend, guarded by one mutex (m_mutex: every member below it; no other lock). The password is
+// A store on a PostgreSQL server (15 or later), shared by processes on several hosts. The password is
 // never in the configuration: libpq reads it from PGPASSWORD or the .pgpass file (PGPASSFILE), and
-// no error, log line or location carries it.
+// no error, log line, index file or its name carries it.
 //
-// Tables (mneme_ prefix, in the connection's search_path): mneme_meta (schema_version, embedder),
-// mneme_records (a row per record; scope indexed with text_pattern_ops for prefix searches; the
-// content's and the context's words as tsvector columns under GIN indexes; md5 of the content for the
-// lookup of identical records), mneme_history (every change), mneme_state (named JSON documents).
-// Vectors are float32 bytea in the records table and are searched exactly in this process.
+// Tables (mneme_ prefix, in the connection's search_path): mneme_meta (schema_version, embedder,
+// store_id, generation), mneme_records (a row per record; scope indexed with text_pattern_ops for
+// prefix searches; the content's and the context's words as tsvector columns under GIN indexes; md5
+// of the content for the lookup of identical records), mneme_history (every change), mneme_state
+// (named JSON documents), mneme_changes (the change log: a row per write transaction, listing the
+// row ids it changed, its seq handed out under a transaction-level advisory lock so that seq order is
+// commit order).
+//
+// Vectors are float32 bytea in the records table. Each process keeps them in a VectorIndex (exact
+// scan while small, an HNSW graph past ann_threshold, built in the background), persisted in a file of
+// index_dir and caught up from mneme_changes before every search: a search sees every write committed
+// before it started, on any host.
+//
+// Threads and locks (the order in which they are taken: a thread takes them in this order only):
+// 1. a connection lease (Lease): every operation takes one connection of the pool for its call (at
+//    most pool_size, opened on demand; a thread holds at most one); m_poolMutex guards m_idle,
+//    m_open and is held only to hand a connection out or back (m_poolFree: one was handed back).
+// 2. m_indexLock: m_index and every m_index* member and m_build, m_stats. Searches hold it to read;
+//    the catch-up, the load and the build's hand-over hold it to write. Nothing waits for a lease while
+//    holding it, so the two never deadlock.
 class PostgresStorage : public StorageBackend
 {
 public:
@@ -30,9 +51,32 @@ public:
     {
         QString dsn; // a libpq connection string or URI, without a password
         int connectTimeoutS = 10;
-        // Reads {"dsn", "connect_timeout_s"}; throws Error(InvalidArgument) naming the key for a missing
-        // dsn, an unknown key, a value of the wrong type, or a dsn that holds a password.
+        int poolSize = 4; // connections at most, opened on demand; reads run in parallel on them
+        // Where the vector index file is kept (a file per server, database and schema); empty: the
+        // user's cache folder ($XDG_CACHE_HOME or ~/.cache)/mneme/postgres.
+        QString indexDir;
+        // From this many records with vectors on, searches use an HNSW graph (built on background
+        // threads while searches scan exactly), written to the index file.
+        int annThreshold = 10000;
+        // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold"}; throws
+        // Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a value of the wrong
+        // type, or a dsn that holds a password.
         static Options fromJson(const Json &config);
+    };
+
+    // What the vector index is and where it came from (for tests, benchmarks and diagnostics).
+    struct IndexStats
+    {
+        bool loaded = false;
+        bool approximate = false; // an HNSW graph, not the exact scan
+        bool building = false;    // a graph is being built in the background
+        std::size_t vectors = 0;  // records with a vector in the index
+        qint64 seq = 0;           // the last change-log seq the index reflects
+        qint64 fullLoads = 0;     // loads of every vector from the server
+        qint64 fileLoads = 0;     // index files read and accepted
+        qint64 replayed = 0;      // change-log entries applied
+        qint64 builds = 0;        // graphs built
+        qint64 saves = 0;         // index files written
     };
 
     static int latestSchemaVersion();
@@ -58,9 +102,24 @@ public:
     StoreCheck inspect(InspectMode mode) override;
     void close() override;
 
+    // The server's `vector` extension (pgvector) version, empty when it is not installed in the
+    // database. Detected at open and reported; searches use the in-process index either way.
+    QString vectorExtension() const { return m_vectorExtension; }
+    IndexStats indexStats();
+    QString indexFilePath() const { return m_indexFile; }
+    // Waits for a background graph build to finish and takes it (tests, benchmarks).
+    void waitForIndex();
+    // Brings the index up to date with the change log now (what every search does first).
+    void syncIndex();
+    // Called in a write's transaction after its change-log entry, before COMMIT (tests that hold a
+    // writer there to pin the ordering of change-log entries); null: nothing.
+    void setBeforeCommitHook(std::function<void()> hook) { m_beforeCommit = std::move(hook); }
+
 private:
     class Result;
     class Transaction;
+    class Lease;
+    struct GraphBuild;
     // A statement's parameters, in text format except where binary (an embedding); null when unset.
     struct Params
     {
@@ -71,14 +130,23 @@ private:
         int add(const QString &text) { return add(text.toUtf8()); }
         int add(qint64 n) { return add(QByteArray::number(n)); }
     };
+    struct Statement
+    {
+        QByteArray sql;
+        Params params;
+    };
 
-    // Plumbing (callers hold m_mutex).
-    void connect();
+    // Plumbing (on the calling thread's leased connection).
+    pg_conn *openConnection();
+    pg_conn *current() const;
     void ensureOpen() const;
-    Result exec(const QByteArray &sql, const Params &params, const QString &doing);
+    Result exec(const QByteArray &sql, const Params &params, const QString &doing, bool binaryResult = false);
     Result exec(const QByteArray &sql, const QString &doing);
+    // Runs the statements in libpq's pipeline mode (no round trip between them); their results in order.
+    std::vector<Result> execAll(const std::vector<Statement> &statements, const QString &doing);
     [[noreturn]] void fail(const QString &doing, const QByteArray &serverMessage) const;
     void migrate();
+    void readIdentity();
     std::optional<EmbedderBinding> storedBinding();
     void checkDimension(int dimension, const QString &what);
 
@@ -91,31 +159,77 @@ private:
     std::vector<MemoryRecord> select(const RecordFilter &filter, bool withEmbedding, const QByteArray &tail = {},
                                      std::vector<qint64> *rids = nullptr);
     std::optional<MemoryRecord> byId(const QString &id, bool withEmbedding, qint64 *rid = nullptr);
+    // The records of these row ids (those still stored), by row id.
+    std::unordered_map<qint64, MemoryRecord> byRids(const std::vector<qint64> &rids, bool withEmbedding);
+    std::vector<qint64> ridsOf(const QStringList &ids);
     // A record's columns as insert() and update() write them, $1..$14 (times unset: `atMs`).
     static Params recordParams(const MemoryRecord &r, qint64 atMs);
-    void insert(const MemoryRecord &r, qint64 atMs);
-    void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
-                       const MemoryRecord *newRecord, qint64 atMs);
+    static Statement insertStatement(const MemoryRecord &r, qint64 atMs);
+    static Statement historyStatement(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
+                                      const MemoryRecord *newRecord, qint64 atMs);
+    // Appends the change log entry of this transaction's changes to these rows (Transaction::commit()).
+    void logChanges(const std::vector<qint64> &rids);
     std::vector<QString> insertAll(std::span<const MemoryRecord> records, bool unlessIdentical);
     void update(const MemoryRecord &record);
     int remove(const RecordFilter &filter);
     int reset(const QString &scopePrefix);
     void bindEmbedder(const EmbedderBinding &binding);
-    std::optional<MemoryRecord> identical(const MemoryRecord &r, const QString *scopePrefix, bool identities);
+    static Statement identicalStatement(const MemoryRecord &wanted, const QString *scopePrefix);
+    static std::optional<MemoryRecord> identicalIn(const Result &r, const MemoryRecord &wanted, bool identities);
+    std::vector<std::optional<MemoryRecord>> identicals(std::span<const MemoryRecord> records, const QString *scopePrefix,
+                                                        bool identities);
 
     // Searches.
+    struct KeywordMatch
+    {
+        qint64 rid = 0;
+        MemoryRecord record;
+        double score = 0;
+    };
+    std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<ScoredRecord> vectorSearch(const Embedding &query, const RecordFilter &filter, int limit);
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight);
+    std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit);
+    std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight);
+    std::vector<SearchHit> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter, int limit,
+                                       double contextWeight);
+
+    // The vector index. sync(): with a lease, no index lock held; the others with a lease and
+    // m_indexLock held for writing.
+    void sync();
+    void loadIndex();
+    bool loadIndexFile(int dimension);
+    bool catchUp();
+    void applyRows(const std::vector<qint64> &rids);
+    void startBuildIfLarge();
+    bool finishBuild();
+    void cancelBuild();
+    void saveIndexFile(bool force) noexcept;
+    bool indexMatches(int dimension) const;
 
     // Aggregates.
     QStringList childScopes(const QString &parent, const RecordFilter &visible);
 
     Options m_options;
-    QString m_location; // host:port/dbname as user, without a password
-    mutable QMutex m_mutex;
-    pg_conn *m_conn = nullptr;
-    bool m_closed = false;
+    QString m_location;        // postgresql://user@host:port/dbname, without a password
+    QString m_vectorExtension; // pgvector's version on the server, if installed
     int m_version = 0;
+    std::atomic<bool> m_closed{false};
+    std::function<void()> m_beforeCommit;
+
+    mutable QMutex m_poolMutex;
+    QWaitCondition m_poolFree;
+    std::vector<pg_conn *> m_idle;
+    int m_open = 0; // connections open, idle or leased
+
+    QReadWriteLock m_indexLock;
+    VectorIndex m_index;
+    QString m_indexFile;           // index_dir/pg-<digest of server, database, schema>.hnsw
+    QString m_storeId;             // meta store_id: names the store in the index file
+    qint64 m_indexGeneration = -1; // meta generation (full resets) the index reflects
+    qint64 m_indexSeq = 0;         // last change-log seq the index reflects
+    qint64 m_unsaved = 0;          // changes the index file does not hold
+    std::unique_ptr<GraphBuild> m_build;
+    IndexStats m_stats;
 };
 
 } // namespace mneme
