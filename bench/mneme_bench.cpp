@@ -24,6 +24,9 @@
 //                               # options measures its recalls again without loading it (no save figures)
 
 #include "plugins/storage/sqlite/sqlite_storage.h"
+#ifdef MNEME_BENCH_POSTGRES
+#include "plugins/storage/postgres/postgres_storage.h"
+#endif
 #include <mneme/core/plugin_registry.h>
 #include <mneme/memory/memory.h>
 
@@ -32,6 +35,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QFileInfo>
+#include <QProcess>
 #include <QRandomGenerator>
 #include <QSet>
 #include <QTemporaryDir>
@@ -161,6 +165,8 @@ double gKeywordWeight = -1; // < 0: the configuration's default
 int gKeywordRowBudget = -1; // < 0: the storage's default
 bool gGraph = false;        // --graph: graph_memory on (the offline extractor): saves extract and recalls use the graph
 bool gKeep = false;         // --keep: the store stays in --dir, and one found there is measured again
+bool gPostgres = false;     // --storage postgres: the records on a PostgreSQL server (gDsn)
+QString gDsn;               // --dsn, or the throwaway cluster's (scripts/pg-cluster.sh) with a schema per scale
 
 MemoryConfig configFor(const QString &path, int dimension)
 {
@@ -168,10 +174,16 @@ MemoryConfig configFor(const QString &path, int dimension)
     if (gKeywordWeight >= 0)
         c.keywordWeight = gKeywordWeight;
     c.graphMemory = gGraph;
-    Json storage{{"path", path.toStdString()}};
-    if (gKeywordRowBudget >= 0)
-        storage["keyword_row_budget"] = gKeywordRowBudget;
-    c.storage = Json{{"provider", "sqlite"}, {"config", storage}};
+    if (gPostgres) {
+        // The vector index file beside where the SQLite store would be.
+        c.storage = Json{{"provider", "postgres"},
+                         {"config", {{"dsn", gDsn.toStdString()}, {"index_dir", QFileInfo(path).absolutePath().toStdString()}}}};
+    } else {
+        Json storage{{"path", path.toStdString()}};
+        if (gKeywordRowBudget >= 0)
+            storage["keyword_row_budget"] = gKeywordRowBudget;
+        c.storage = Json{{"provider", "sqlite"}, {"config", storage}};
+    }
     c.embedder = Json{{"provider", "builtin"}, {"config", {{"dimension", dimension}}}};
     return c;
 }
@@ -211,7 +223,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
 {
     const QString path = QDir(dir).filePath(QStringLiteral("bench-%1.db").arg(records));
     // A kept store of an earlier run is the same records (the same seeds): only its reads are measured.
-    const bool reuse = gKeep && QFile::exists(path) && QFile::exists(path + QLatin1String(".hnsw"));
+    const bool reuse = !gPostgres && gKeep && QFile::exists(path) && QFile::exists(path + QLatin1String(".hnsw"));
     if (!reuse)
         QFile::remove(path);
     QRandomGenerator rng(42);
@@ -265,7 +277,23 @@ void runScale(const QString &dir, int records, int queries, int dimension)
         report("time_to_queryable_ms", records, sinceLoad.nsecsElapsed() / 1e6, "ms");
         memory.close();
     }
-    if (!reuse) {
+#ifdef MNEME_BENCH_POSTGRES
+    if (gPostgres) {
+        // Every vector read from the server, the graph built and written to the index folder; later
+        // opens read that file and catch up from the change log.
+        QElapsedTimer build;
+        build.start();
+        PostgresStorage::Options po;
+        po.dsn = gDsn;
+        po.indexDir = QFileInfo(path).absolutePath();
+        PostgresStorage storage(po);
+        storage.syncIndex();
+        storage.waitForIndex();
+        storage.close();
+        report("index_build_ms", records, build.nsecsElapsed() / 1e6, "ms");
+    }
+#endif
+    if (!reuse && !gPostgres) {
         // The graph, built by a connection of its own from the table and written beside the store;
         // later opens read that file.
         QElapsedTimer build;
@@ -320,6 +348,11 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     const double raw = double(records) * dimension * sizeof(float);
     if (!reuse) // the growth since the load began: a reused store was not loaded by this process
         report("rss_bytes_per_record", records, std::max(0.0, (rssBytes() - rssBefore - raw) / records), "bytes");
+    if (gPostgres) { // the SQLite store's bare index figures have no counterpart here
+        memory.close();
+        measureInferredSaves(path, records, dimension, rng);
+        return;
+    }
     qint64 disk = 0;
     for (const char *suffix : {"", "-wal", ".hnsw"})
         disk += QFileInfo(path + QLatin1String(suffix)).size();
@@ -388,6 +421,51 @@ void runScale(const QString &dir, int records, int queries, int dimension)
         QFile::remove(path + QLatin1String(suffix));
 }
 
+// A throwaway PostgreSQL cluster (scripts/pg-cluster.sh, beside this source) for --storage postgres
+// without --dsn: started in `dir`, a fresh schema per scale, stopped and removed at the end.
+class ThrowawayCluster
+{
+public:
+    explicit ThrowawayCluster(const QString &dir) : m_dir(dir) {}
+    ~ThrowawayCluster()
+    {
+        if (m_started)
+            QProcess::execute(QStringLiteral("bash"), {script(), QStringLiteral("stop"), m_dir});
+    }
+    bool start()
+    {
+        if (QProcess::execute(QStringLiteral("bash"), {script(), QStringLiteral("start"), m_dir}) != 0) {
+            std::fprintf(stderr, "mneme-bench: could not start a PostgreSQL cluster with %s; pass --dsn\n", qPrintable(script()));
+            return false;
+        }
+        m_started = true;
+        QFile f(m_dir + QStringLiteral("/env"));
+        if (!f.open(QIODevice::ReadOnly))
+            return false;
+        for (const QByteArray &line : f.readAll().split('\n')) {
+            const qsizetype eq = line.indexOf('=');
+            if (eq > 0 && line.startsWith("PG"))
+                qputenv(line.left(eq).constData(), line.mid(eq + 1));
+        }
+        return true;
+    }
+    // A dsn whose search_path is a new, empty schema.
+    QString freshDsn()
+    {
+        const QString schema = QStringLiteral("bench_%1").arg(++m_schemas);
+        QProcess::execute(QStringLiteral("psql"), {QStringLiteral("-qc"), QStringLiteral("CREATE SCHEMA %1").arg(schema)});
+        return QStringLiteral("host=%1 port=%2 dbname=%3 user=%4 options='-c search_path=%5'")
+            .arg(qEnvironmentVariable("PGHOST"), qEnvironmentVariable("PGPORT"), qEnvironmentVariable("PGDATABASE"),
+                 qEnvironmentVariable("PGUSER"), schema);
+    }
+
+private:
+    static QString script() { return QStringLiteral(MNEME_SOURCE_DIR "/scripts/pg-cluster.sh"); }
+    QString m_dir;
+    bool m_started = false;
+    int m_schemas = 0;
+};
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -424,8 +502,17 @@ int main(int argc, char **argv)
             gKeep = true;
         else if (a == QLatin1String("--graph"))
             gGraph = true;
+        else if (a == QLatin1String("--storage")) {
+            const QString storage = value();
+            if (storage != QLatin1String("sqlite") && storage != QLatin1String("postgres")) {
+                std::fprintf(stderr, "mneme-bench: --storage is sqlite or postgres\n");
+                return 2;
+            }
+            gPostgres = storage == QLatin1String("postgres");
+        } else if (a == QLatin1String("--dsn"))
+            gDsn = value();
         else {
-            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --graph\n",
+            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --graph --storage sqlite|postgres --dsn DSN\n",
                          qPrintable(a));
             return 2;
         }
@@ -438,10 +525,26 @@ int main(int argc, char **argv)
     QTemporaryDir tmp;
     if (dir.isEmpty())
         dir = tmp.path();
-    std::fprintf(stderr, "mneme-bench: %d-dimensional builtin embedder, SQLite in %s\n", dimension, qPrintable(dir));
+#ifndef MNEME_BENCH_POSTGRES
+    if (gPostgres) {
+        std::fprintf(stderr, "mneme-bench: built without the postgres storage (libpq was not found)\n");
+        return 2;
+    }
+#endif
+    std::unique_ptr<ThrowawayCluster> cluster;
+    if (gPostgres && gDsn.isEmpty()) {
+        cluster = std::make_unique<ThrowawayCluster>(QDir(dir).filePath(QStringLiteral("pg-cluster")));
+        if (!cluster->start())
+            return 1;
+    }
+    std::fprintf(stderr, "mneme-bench: %d-dimensional builtin embedder, %s in %s\n", dimension,
+                 gPostgres ? "PostgreSQL (index files)" : "SQLite", qPrintable(dir));
     try {
-        for (int records : scales)
+        for (int records : scales) {
+            if (cluster)
+                gDsn = cluster->freshDsn();
             runScale(dir, records, queries, dimension);
+        }
     } catch (const Error &e) {
         std::fprintf(stderr, "mneme-bench: %s\n", e.what());
         return 1;

@@ -242,6 +242,28 @@ QByteArray bigintArray(const std::vector<qint64> &numbers)
     return out + "}";
 }
 
+// An array literal of these texts (null: NULL), for a parameter cast to text[] or another array type.
+QByteArray arrayLiteral(const std::vector<std::optional<QByteArray>> &values)
+{
+    QByteArray out = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i)
+            out += ',';
+        if (!values[i]) {
+            out += "NULL";
+            continue;
+        }
+        out += '"';
+        for (const char c : *values[i]) {
+            if (c == '"' || c == '\\')
+                out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
 std::vector<qint64> bigintsOf(const QByteArray &literal)
 {
     std::vector<qint64> out;
@@ -913,62 +935,96 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
     return p;
 }
 
-PostgresStorage::Statement PostgresStorage::insertStatement(const MemoryRecord &r, qint64 atMs)
+// One statement inserting the records (each column an array), returning their row ids.
+PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
 {
-    return Statement{QByteArray("INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, "
-                                "created_at, updated_at, last_accessed, access_count, embedding, context, word_count, "
-                                "context_word_count) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, ")
-                         + kWordCounts + ") RETURNING rid",
-                     recordParams(r, atMs)};
+    constexpr int kColumnsWritten = 14;
+    std::array<std::vector<std::optional<QByteArray>>, kColumnsWritten> columns;
+    for (const MemoryRecord *r : records) {
+        Params p = recordParams(*r, atMs);
+        std::optional<QByteArray> &embedding = p.values[12];
+        if (embedding)
+            embedding = "\\x" + embedding->toHex(); // bytea's text form, inside an array
+        for (int c = 0; c < kColumnsWritten; ++c)
+            columns[std::size_t(c)].push_back(std::move(p.values[std::size_t(c)]));
+    }
+    Params p;
+    for (const auto &column : columns)
+        p.add(arrayLiteral(column));
+    return Statement{
+        "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
+        "last_accessed, access_count, embedding, context, word_count, context_word_count) "
+        "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
+        "t.last_accessed, t.access_count, t.embedding, t.context, "
+        "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(to_tsvector('english', t.content))), 0), "
+        "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(to_tsvector('english', t.context))), 0) "
+        "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
+        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
+        "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
+        "access_count, embedding, context) RETURNING rid",
+        std::move(p)};
 }
 
-PostgresStorage::Statement PostgresStorage::identicalStatement(const MemoryRecord &wanted, const QString *scopePrefix)
+// One statement writing the ADD history entries of the records.
+PostgresStorage::Statement PostgresStorage::addHistoryStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
 {
+    std::array<std::vector<std::optional<QByteArray>>, 3> columns; // record_id, new_content, new_record
+    for (const MemoryRecord *r : records) {
+        columns[0].push_back(r->id.toUtf8());
+        columns[1].push_back(r->content.toUtf8());
+        columns[2].push_back(recordJson(*r));
+    }
     Params p;
-    p.add(wanted.content);
-    p.add(wanted.source);
-    p.add(QByteArray(wanted.isPrivate ? "true" : "false"));
-    QByteArray scope;
-    if (scopePrefix) {
-        if (*scopePrefix != QLatin1String("/")) {
+    for (const auto &column : columns)
+        p.add(arrayLiteral(column));
+    p.add(HistoryEntry::eventName(HistoryEntry::Event::Add));
+    p.add(atMs);
+    return Statement{"INSERT INTO mneme_history(record_id, event, new_content, new_record, at) "
+                     "SELECT t.record_id, $4, t.new_content, t.new_record, $5 "
+                     "FROM unnest($1::text[], $2::text[], $3::text[]) AS t(record_id, new_content, new_record)",
+                     std::move(p)};
+}
+
+// The stored record identical to each of these: one statement reads every stored record with one of
+// their contents (by the md5 index), and they are matched here.
+std::vector<std::optional<MemoryRecord>> PostgresStorage::identicals(std::span<const MemoryRecord> records, const QString *scopePrefix,
+                                                                     bool identities)
+{
+    QMultiHash<QString, MemoryRecord> stored; // by content, oldest first
+    for (std::size_t first = 0; first < records.size(); first += kChunk) {
+        std::vector<std::optional<QByteArray>> hashes;
+        for (std::size_t i = first; i < std::min(records.size(), first + kChunk); ++i)
+            hashes.push_back(QCryptographicHash::hash(records[i].content.toUtf8(), QCryptographicHash::Md5).toHex());
+        Params p;
+        p.add(arrayLiteral(hashes));
+        QByteArray scope;
+        if (scopePrefix && *scopePrefix != QLatin1String("/")) {
             const int exact = p.add(*scopePrefix);
             const int below = p.add(likePrefix(*scopePrefix + QLatin1Char('/')));
             scope = " AND (scope = $" + QByteArray::number(exact) + " OR scope LIKE $" + QByteArray::number(below) + ")";
         }
-    } else {
-        scope = " AND scope = $" + QByteArray::number(p.add(wanted.scope));
+        Result r = exec("SELECT " + kColumns + " FROM mneme_records WHERE content_hash = ANY($1::text[])" + scope + " ORDER BY rid DESC", p,
+                        QStringLiteral("looking up identical records"));
+        for (int i = 0; i < r.rows(); ++i) {
+            MemoryRecord m = recordAt(r, i);
+            stored.insert(m.content, std::move(m)); // values() of a key: the last inserted first
+        }
     }
-    return Statement{"SELECT " + kColumns + " FROM mneme_records WHERE content_hash = md5($1) AND content = $1 AND source = $2 "
-                                            "AND private = $3::boolean"
-                         + scope + " ORDER BY rid",
-                     std::move(p)};
-}
-
-std::optional<MemoryRecord> PostgresStorage::identicalIn(const Result &r, const MemoryRecord &wanted, bool identities)
-{
-    for (int i = 0; i < r.rows(); ++i) {
-        MemoryRecord m = recordAt(r, i);
-        MemoryRecord probe = wanted;
-        probe.scope = m.scope;
-        if (!identities || StorageBackend::identical(probe, m))
-            return m;
-    }
-    return std::nullopt;
-}
-
-// The stored record identical to each of these (lookups sent together in a pipeline).
-std::vector<std::optional<MemoryRecord>> PostgresStorage::identicals(std::span<const MemoryRecord> records, const QString *scopePrefix,
-                                                                     bool identities)
-{
-    std::vector<Statement> lookups;
-    lookups.reserve(records.size());
-    for (const MemoryRecord &r : records)
-        lookups.push_back(identicalStatement(r, scopePrefix));
-    const std::vector<Result> found = execAll(lookups, QStringLiteral("looking up identical records"));
     std::vector<std::optional<MemoryRecord>> out;
     out.reserve(records.size());
-    for (std::size_t i = 0; i < records.size(); ++i)
-        out.push_back(identicalIn(found[i], records[i], identities));
+    for (const MemoryRecord &wanted : records) {
+        std::optional<MemoryRecord> found;
+        for (auto it = stored.constFind(wanted.content); it != stored.constEnd() && it.key() == wanted.content && !found; ++it) {
+            const MemoryRecord &m = it.value();
+            if (m.source != wanted.source || m.isPrivate != wanted.isPrivate || (!scopePrefix && m.scope != wanted.scope))
+                continue;
+            MemoryRecord probe = wanted;
+            probe.scope = m.scope;
+            if (!identities || StorageBackend::identical(probe, m))
+                found = m;
+        }
+        out.push_back(std::move(found));
+    }
     return out;
 }
 
@@ -1002,17 +1058,14 @@ std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> re
             const QByteArray digest = QCryptographicHash::hash(r.content.toUtf8(), QCryptographicHash::Md5);
             keys.insert(qFromBigEndian<qint64>(digest.constData()));
         }
-        std::vector<Statement> locks;
-        for (const qint64 key : keys) {
-            Params p;
-            p.add(key);
-            locks.push_back(Statement{"SELECT pg_advisory_xact_lock($1)", std::move(p)});
-        }
-        execAll(locks, QStringLiteral("waiting for other writers of the same content"));
+        Params p;
+        p.add(bigintArray(std::vector<qint64>(keys.begin(), keys.end())));
+        exec("SELECT count(pg_advisory_xact_lock(k)) FROM (SELECT k FROM unnest($1::bigint[]) AS k ORDER BY k) AS sorted", p,
+             QStringLiteral("waiting for other writers of the same content"));
     }
     const std::vector<std::optional<MemoryRecord>> stored =
         unlessIdentical ? identicals(records, nullptr, true) : std::vector<std::optional<MemoryRecord>>(records.size());
-    std::vector<Statement> inserts;
+    std::vector<const MemoryRecord *> fresh;
     for (std::size_t i = 0; i < records.size(); ++i) {
         const MemoryRecord &r = records[i];
         if (unlessIdentical) {
@@ -1025,12 +1078,15 @@ std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> re
                 continue;
         }
         ids[i] = r.id;
-        inserts.push_back(insertStatement(r, at));
-        inserts.push_back(historyStatement(r.id, HistoryEntry::Event::Add, nullptr, &r, at));
+        fresh.push_back(&r);
     }
-    const std::vector<Result> done = execAll(inserts, QStringLiteral("saving records"));
-    for (std::size_t i = 0; i < done.size(); i += 2)
-        t.changed(done[i].int64(0, 0));
+    for (std::size_t first = 0; first < fresh.size(); first += kChunk) {
+        const std::vector<const MemoryRecord *> chunk(fresh.begin() + std::ptrdiff_t(first),
+                                                      fresh.begin() + std::ptrdiff_t(std::min(fresh.size(), first + kChunk)));
+        const std::vector<Result> done = execAll({insertStatement(chunk, at), addHistoryStatement(chunk, at)}, QStringLiteral("saving records"));
+        for (int i = 0; i < done[0].rows(); ++i)
+            t.changed(done[0].int64(i, 0));
+    }
     t.commit();
     return ids;
 }

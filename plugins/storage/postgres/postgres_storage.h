@@ -164,7 +164,8 @@ private:
     std::vector<qint64> ridsOf(const QStringList &ids);
     // A record's columns as insert() and update() write them, $1..$14 (times unset: `atMs`).
     static Params recordParams(const MemoryRecord &r, qint64 atMs);
-    static Statement insertStatement(const MemoryRecord &r, qint64 atMs);
+    static Statement insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs);
+    static Statement addHistoryStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs);
     static Statement historyStatement(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                                       const MemoryRecord *newRecord, qint64 atMs);
     // Appends the change log entry of this transaction's changes to these rows (Transaction::commit()).
@@ -174,8 +175,6 @@ private:
     int remove(const RecordFilter &filter);
     int reset(const QString &scopePrefix);
     void bindEmbedder(const EmbedderBinding &binding);
-    static Statement identicalStatement(const MemoryRecord &wanted, const QString *scopePrefix);
-    static std::optional<MemoryRecord> identicalIn(const Result &r, const MemoryRecord &wanted, bool identities);
     std::vector<std::optional<MemoryRecord>> identicals(std::span<const MemoryRecord> records, const QString *scopePrefix,
                                                         bool identities);
 
