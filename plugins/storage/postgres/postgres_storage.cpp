@@ -80,7 +80,8 @@ CREATE TABLE mneme_state (key text PRIMARY KEY, value text NOT NULL);
 )sql"},
     // The change log the per-process vector indexes catch up from: a row per write transaction, its
     // seq handed out under kChangeLock (so seq order is commit order); the store's id and the
-    // generation of full resets, which the index file is stamped with.
+    // generation of full resets, which the index file is stamped with; the words columns written by
+    // the statements that write the texts (the server's text search once per text, not twice).
     {2, R"sql(
 CREATE TABLE mneme_changes (
     seq bigserial PRIMARY KEY,
@@ -88,6 +89,9 @@ CREATE TABLE mneme_changes (
     at bigint NOT NULL
 );
 INSERT INTO mneme_meta(key, value) VALUES ('store_id', gen_random_uuid()::text) ON CONFLICT (key) DO NOTHING;
+-- The words are written with the row (to_tsvector once per text, for the words and their count).
+ALTER TABLE mneme_records ALTER COLUMN words DROP EXPRESSION;
+ALTER TABLE mneme_records ALTER COLUMN context_words DROP EXPRESSION;
 INSERT INTO mneme_meta(key, value) VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING;
 )sql"},
 };
@@ -200,16 +204,6 @@ void checkRecord(const MemoryRecord &r)
     if (ScopePath::normalize(r.scope) != r.scope)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the scope \"%1\" of record %2 is not normalised; pass it through ScopePath::normalize()").arg(r.scope, r.id));
-}
-
-// The BM25 of one column, as the SQLite store's keyword evidence computes it (k1 = 1.2, b = 0.75).
-double bm25(double tf, double length, double averageLength)
-{
-    constexpr double k1 = 1.2, b = 0.75;
-    if (tf <= 0)
-        return 0;
-    const double norm = averageLength > 0 ? length / averageLength : 1;
-    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * norm));
 }
 
 // KeywordEvidence::idf of the SQLite store: Lucene's idf, as if the store held 100 more records without the word.
@@ -907,11 +901,11 @@ void PostgresStorage::logChanges(const std::vector<qint64> &rids)
 
 namespace {
 
-// The columns a record writes (insert and update), $1.. in this order, and the word counts the
-// keyword search's BM25 needs, counted by the server as it indexes them.
-constexpr const char *kWordCounts =
-    "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(to_tsvector('english', $2))), 0), "
-    "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(to_tsvector('english', $14))), 0)";
+// The words of a record's content and context as the keyword search indexes them, and their counts
+// (BM25's lengths), from the texts `t.content` and `t.context` (one text search of each).
+constexpr const char *kWords = "CROSS JOIN LATERAL (SELECT to_tsvector('english', t.content) AS w, to_tsvector('english', t.context) AS cw) AS v";
+constexpr const char *kWordColumns = "v.w, v.cw, coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.w)), 0), "
+                                     "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.cw)), 0)";
 
 } // namespace
 
@@ -953,15 +947,14 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
         p.add(arrayLiteral(column));
     return Statement{
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
-        "last_accessed, access_count, embedding, context, word_count, context_word_count) "
+        "last_accessed, access_count, embedding, context, words, context_words, word_count, context_word_count) "
         "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
         "t.last_accessed, t.access_count, t.embedding, t.context, "
-        "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(to_tsvector('english', t.content))), 0), "
-        "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(to_tsvector('english', t.context))), 0) "
-        "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
-        "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-        "access_count, embedding, context) RETURNING rid",
+            + QByteArray(kWordColumns) + " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
+                                         "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
+                                         "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
+                                         "access_count, embedding, context) "
+            + kWords + " RETURNING rid",
         std::move(p)};
 }
 
@@ -1106,11 +1099,13 @@ void PostgresStorage::update(const MemoryRecord &record)
     const qint64 at = nowUtc().toMSecsSinceEpoch();
     const Params p = recordParams(record, at);
     // A touch() in between is kept: access times and counts only grow.
-    Result updated = exec(QByteArray("UPDATE mneme_records SET content = $2, scope = $3, categories = $4, importance = $5, "
+    Result updated = exec(QByteArray("UPDATE mneme_records AS r SET content = $2, scope = $3, categories = $4, importance = $5, "
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
-                                     "last_accessed = greatest(last_accessed, $11), access_count = greatest(access_count, $12), "
-                                     "embedding = coalesce($13, embedding), context = $14, (word_count, context_word_count) = (")
-                              + kWordCounts + ") WHERE id = $1 RETURNING rid",
+                                     "last_accessed = greatest(r.last_accessed, $11), access_count = greatest(r.access_count, $12), "
+                                     "embedding = coalesce($13, r.embedding), context = $14, "
+                                     "(words, context_words, word_count, context_word_count) = (SELECT ")
+                              + kWordColumns + ") FROM (SELECT $2::text AS content, $14::text AS context) AS t " + kWords
+                              + " WHERE r.id = $1 RETURNING r.rid",
                           p, QStringLiteral("updating record %1").arg(record.id));
     t.changed(updated.int64(0, 0));
     const Statement history = historyStatement(record.id, HistoryEntry::Event::Update, &*old, &record, at);
@@ -1572,6 +1567,45 @@ std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const E
     return out;
 }
 
+// The store's keyword statistics (records, average lengths) and how many records hold each of these
+// words, as of now: kept while the change log has not moved (every write moves it), so that a store
+// that is read more than written counts each word once.
+PostgresStorage::KeywordStats PostgresStorage::keywordStats(const QStringList &lexemes, const Result &position)
+{
+    QMutexLocker lock(&m_keywordMutex);
+    const std::pair<qint64, qint64> at{position.int64(0, 0), position.int64(0, 1)};
+    std::vector<Statement> counts;
+    if (at != m_keywordStats.at) {
+        m_keywordStats = KeywordStats();
+        m_keywordStats.at = at;
+        counts.push_back(Statement{"SELECT count(*), coalesce(avg(word_count), 0), coalesce(avg(context_word_count), 0) FROM mneme_records",
+                                   Params()});
+    }
+    QStringList uncounted;
+    for (const QString &lexeme : lexemes)
+        if (!m_keywordStats.holding.contains(lexeme) && !uncounted.contains(lexeme)) {
+            Params p;
+            p.add(lexemeQuery(lexeme));
+            counts.push_back(Statement{"SELECT count(*) FROM mneme_records WHERE words @@ $1::tsquery", std::move(p)});
+            uncounted << lexeme;
+        }
+    if (counts.empty())
+        return m_keywordStats;
+    const std::vector<Result> counted = execAll(counts, QStringLiteral("reading the keyword statistics"));
+    std::size_t next = 0;
+    if (counts.size() > std::size_t(uncounted.size())) {
+        m_keywordStats.rows = counted[0].int64(0, 0);
+        m_keywordStats.averageWords = counted[0].number(0, 1);
+        m_keywordStats.averageContext = counted[0].number(0, 2);
+        next = 1;
+    }
+    if (m_keywordStats.holding.size() > 4096)
+        m_keywordStats.holding.clear();
+    for (const QString &lexeme : std::as_const(uncounted))
+        m_keywordStats.holding.insert(lexeme, counted[next++].int64(0, 0));
+    return m_keywordStats;
+}
+
 std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const QString &text, const RecordFilter &filter,
                                                                            int limit, double contextWeight)
 {
@@ -1579,73 +1613,79 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
     if (limit <= 0)
         return {};
-    // The query's words as the server indexes them (stemmed, without stop words).
+    // The query's words as the server indexes them (stemmed, without stop words), and the change log's position.
     Params q;
     q.add(text);
-    Result words = exec("SELECT lexeme FROM unnest(to_tsvector('english', $1))", q, QStringLiteral("reading the query's words"));
+    const std::vector<Result> first =
+        execAll({Statement{"SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))", std::move(q)},
+                 Statement{"SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), coalesce((SELECT max(seq) FROM mneme_changes), 0)",
+                           Params()}},
+                QStringLiteral("reading the query's words"));
     QStringList lexemes;
-    for (int i = 0; i < words.rows(); ++i)
-        lexemes << words.text(i, 0);
+    for (int i = 0; i < first[0].rows(); ++i)
+        lexemes << first[0].text(i, 0);
     if (lexemes.isEmpty())
         return {};
-    // The statistics and the records of each word, in one pipeline.
-    std::vector<Statement> counts{
-        Statement{"SELECT count(*), coalesce(avg(word_count), 0), coalesce(avg(context_word_count), 0) FROM mneme_records", Params()}};
-    for (const QString &lexeme : std::as_const(lexemes)) {
-        Params p;
-        p.add(lexemeQuery(lexeme));
-        counts.push_back(Statement{"SELECT count(*) FROM mneme_records WHERE words @@ $1::tsquery", std::move(p)});
-    }
-    const std::vector<Result> counted = execAll(counts, QStringLiteral("reading the keyword statistics"));
-    const qint64 rows = counted[0].int64(0, 0);
-    const double averageWords = counted[0].number(0, 1), averageContext = counted[0].number(0, 2);
-    QHash<QString, double> idfs;
+    const KeywordStats stats = keywordStats(lexemes, first[1]);
+    // A word found in more than `cap` records tells little (its idf is low) and would make the server
+    // score a large part of the store: it is left out of what selects the records (unless it is about
+    // as common as the rarest word under the cap), and still counts in the scores of those selected.
+    const qint64 cap = std::clamp<qint64>(stats.rows / 10, 50, 2000);
+    qint64 rarest = -1;
+    for (const QString &lexeme : std::as_const(lexemes))
+        if (const qint64 n = stats.holding.value(lexeme); n <= cap && (rarest < 0 || n < rarest))
+            rarest = n;
+    std::vector<std::optional<QByteArray>> words, weights;
+    QList<QByteArray> selecting;
     double idfSum = 0;
-    QList<QByteArray> any;
-    for (qsizetype k = 0; k < lexemes.size(); ++k) {
-        const QString &lexeme = lexemes[k];
-        idfs.insert(lexeme, idf(rows, counted[std::size_t(k) + 1].int64(0, 0)));
-        idfSum += idfs.value(lexeme);
-        any << lexemeQuery(lexeme);
+    for (const QString &lexeme : std::as_const(lexemes)) {
+        const qint64 n = stats.holding.value(lexeme);
+        const double weight = idf(stats.rows, n);
+        idfSum += weight;
+        words.push_back(lexeme.toUtf8());
+        weights.push_back(QByteArray::number(weight, 'g', 17));
+        if (n <= cap || (rarest >= 0 && n <= 2 * rarest) || (rarest < 0 && lexemes.size() == 1))
+            selecting << lexemeQuery(lexeme);
     }
+    if (selecting.isEmpty()) { // every word is common: the least common one selects
+        const auto least = std::min_element(lexemes.begin(), lexemes.end(), [&](const QString &a, const QString &b) {
+            return stats.holding.value(a) < stats.holding.value(b);
+        });
+        selecting << lexemeQuery(*least);
+    }
+    // BM25 of each column on the server (k1 = 1.2, b = 0.75), the words' idfs given, normalised by
+    // their sum and capped at 1; the best `limit` when the server judges the whole filter.
     Params p;
     const QByteArray w = where(filter, p);
-    const int queryAt = p.add(any.join(" | "));
-    const QByteArray match = "words @@ $" + QByteArray::number(queryAt) + "::tsquery"
-                           + (contextWeight > 0 ? " OR context_words @@ $" + QByteArray::number(queryAt) + "::tsquery" : QByteArray());
-    Result r = exec("SELECT " + kColumns + ", word_count, context_word_count, "
-                                           "(SELECT json_object_agg(lexeme, array_length(positions, 1)) FROM unnest(words)), "
-                                           "(SELECT json_object_agg(lexeme, array_length(positions, 1)) FROM unnest(context_words)) "
-                                           "FROM mneme_records WHERE "
-                        + w + " AND (" + match + ")",
+    const QByteArray queryAt = "$" + QByteArray::number(p.add(selecting.join(" | ")));
+    const QByteArray wordsAt = "$" + QByteArray::number(p.add(arrayLiteral(words)));
+    const QByteArray weightsAt = "$" + QByteArray::number(p.add(arrayLiteral(weights)));
+    const auto bm25 = [&](const char *column, const char *length, double average) {
+        const QByteArray norm = average > 0 ? "(" + QByteArray(length) + " / " + QByteArray::number(average, 'g', 17) + ")" : QByteArray("1");
+        return "coalesce((SELECT sum(q.idf * a.tf * 2.2 / (a.tf + 1.2 * (0.25 + 0.75 * " + norm
+             + "))) FROM (SELECT lexeme, array_length(positions, 1)::float8 AS tf FROM unnest(" + column
+             + ")) AS a JOIN unnest(" + wordsAt + "::text[], " + weightsAt + "::float8[]) AS q(lexeme, idf) ON q.lexeme = a.lexeme), 0)";
+    };
+    QByteArray score = bm25("words", "word_count", stats.averageWords);
+    QByteArray match = "words @@ " + queryAt + "::tsquery";
+    if (contextWeight > 0) {
+        score += " + " + QByteArray::number(contextWeight, 'g', 17) + " * " + bm25("context_words", "context_word_count", stats.averageContext);
+        match += " OR context_words @@ " + queryAt + "::tsquery";
+    }
+    const bool serverJudges = filter.categories.isEmpty() && filter.contentContains.isEmpty()
+                           && (!filter.metadata.is_object() || filter.metadata.empty());
+    Result r = exec("SELECT * FROM (SELECT " + kColumns + ", " + score + " AS score FROM mneme_records WHERE " + w + " AND (" + match
+                        + ")) AS m WHERE score > 0 ORDER BY score DESC, id COLLATE \"C\""
+                        + (serverJudges ? " LIMIT " + QByteArray::number(limit) : QByteArray()),
                     p, QStringLiteral("searching the keyword index"));
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
-    std::vector<KeywordMatch> scored;
-    for (int i = 0; i < r.rows(); ++i) {
+    std::vector<KeywordMatch> out;
+    for (int i = 0; i < r.rows() && int(out.size()) < limit; ++i) {
         MemoryRecord m = recordAt(r, i);
-        if (!filter.matches(m, conditions))
-            continue;
-        const Json content = r.isNull(i, 16) ? Json::object() : parseJsonOrDiscarded(r.bytes(i, 16).toStdString());
-        const Json context = r.isNull(i, 17) ? Json::object() : parseJsonOrDiscarded(r.bytes(i, 17).toStdString());
-        double sum = 0;
-        for (const QString &lexeme : std::as_const(lexemes)) {
-            const std::string key = lexeme.toStdString();
-            const double tf = content.is_object() && content.contains(key) ? content[key].get<double>() : 0;
-            const double tfContext = context.is_object() && context.contains(key) ? context[key].get<double>() : 0;
-            sum += idfs.value(lexeme)
-                 * (bm25(tf, double(r.int64(i, 14)), averageWords) + contextWeight * bm25(tfContext, double(r.int64(i, 15)), averageContext));
-        }
-        if (sum <= 0)
-            continue;
-        scored.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, sum / idfSum)});
+        if (filter.matches(m, conditions))
+            out.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, r.number(i, 14) / idfSum)});
     }
-    const auto before = [](const KeywordMatch &a, const KeywordMatch &b) {
-        return a.score != b.score ? a.score > b.score : a.record.id < b.record.id;
-    };
-    const auto kept = scored.begin() + std::min<std::ptrdiff_t>(limit, std::ptrdiff_t(scored.size()));
-    std::partial_sort(scored.begin(), kept, scored.end(), before);
-    scored.erase(kept, scored.end());
-    return scored;
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------

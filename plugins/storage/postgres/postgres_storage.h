@@ -4,6 +4,7 @@
 #include <mneme/core/storage_backend.h>
 
 #include <QByteArray>
+#include <QHash>
 #include <QMutex>
 #include <QReadWriteLock>
 #include <QString>
@@ -188,6 +189,14 @@ private:
     std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<ScoredRecord> vectorSearch(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit);
+    struct KeywordStats
+    {
+        std::pair<qint64, qint64> at{-1, -1}; // the change log's (generation, seq) they are of
+        qint64 rows = 0;
+        double averageWords = 0, averageContext = 0;
+        QHash<QString, qint64> holding; // records holding a word (its content)
+    };
+    KeywordStats keywordStats(const QStringList &lexemes, const Result &position);
     std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight);
     std::vector<SearchHit> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter, int limit,
                                        double contextWeight);
@@ -219,6 +228,9 @@ private:
     QWaitCondition m_poolFree;
     std::vector<pg_conn *> m_idle;
     int m_open = 0; // connections open, idle or leased
+
+    QMutex m_keywordMutex; // m_keywordStats; taken with a lease, and no other lock
+    KeywordStats m_keywordStats;
 
     QReadWriteLock m_indexLock;
     VectorIndex m_index;
