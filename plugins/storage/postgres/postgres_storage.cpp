@@ -111,6 +111,9 @@ constexpr int kPipelineChunk = 500;
 constexpr int kMaxReplay = 10000;
 // A background graph build whose store changed in more records than this is built again.
 constexpr qsizetype kMaxReplayedChanges = 5000;
+// The records a keyword search scores at most (the best by the server's rank of its selecting words),
+// as the SQLite store's keyword_row_budget.
+constexpr int kKeywordRowBudget = 1000;
 
 // What the vector index reads of a row (binary result format).
 const QByteArray kIndexColumns = "rid, scope, categories, source, private, created_at, importance, metadata, embedding";
@@ -204,6 +207,50 @@ void checkRecord(const MemoryRecord &r)
     if (ScopePath::normalize(r.scope) != r.scope)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the scope \"%1\" of record %2 is not normalised; pass it through ScopePath::normalize()").arg(r.scope, r.id));
+}
+
+// The BM25 of one column, as the SQLite store's keyword evidence computes it (k1 = 1.2, b = 0.75).
+double bm25(double tf, double length, double averageLength)
+{
+    constexpr double k1 = 1.2, b = 0.75;
+    if (tf <= 0)
+        return 0;
+    const double norm = averageLength > 0 ? length / averageLength : 1;
+    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * norm));
+}
+
+// How often each lexeme occurs, from a tsvector's text form ('word':1,4 'other':2 ...).
+QHash<QString, int> termFrequencies(std::string_view text)
+{
+    QHash<QString, int> out;
+    std::size_t i = 0;
+    while (i < text.size()) {
+        if (text[i] != '\'') {
+            ++i;
+            continue;
+        }
+        std::string lexeme;
+        for (++i; i < text.size(); ++i) {
+            if (text[i] == '\\' && i + 1 < text.size()) {
+                lexeme += text[++i];
+            } else if (text[i] == '\'') {
+                if (i + 1 < text.size() && text[i + 1] == '\'') {
+                    lexeme += text[++i];
+                } else {
+                    ++i;
+                    break;
+                }
+            } else {
+                lexeme += text[i];
+            }
+        }
+        int positions = 1; // a lexeme without positions counts once
+        if (i < text.size() && text[i] == ':')
+            for (++i; i < text.size() && text[i] != ' '; ++i)
+                positions += text[i] == ',';
+        out.insert(QString::fromStdString(lexeme), positions);
+    }
+    return out;
 }
 
 // KeywordEvidence::idf of the SQLite store: Lucene's idf, as if the store held 100 more records without the word.
@@ -1635,15 +1682,14 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
     for (const QString &lexeme : std::as_const(lexemes))
         if (const qint64 n = stats.holding.value(lexeme); n <= cap && (rarest < 0 || n < rarest))
             rarest = n;
-    std::vector<std::optional<QByteArray>> words, weights;
+    QHash<QString, double> weightOf;
     QList<QByteArray> selecting;
     double idfSum = 0;
     for (const QString &lexeme : std::as_const(lexemes)) {
         const qint64 n = stats.holding.value(lexeme);
         const double weight = idf(stats.rows, n);
         idfSum += weight;
-        words.push_back(lexeme.toUtf8());
-        weights.push_back(QByteArray::number(weight, 'g', 17));
+        weightOf.insert(lexeme, weight);
         if (n <= cap || (rarest >= 0 && n <= 2 * rarest) || (rarest < 0 && lexemes.size() == 1))
             selecting << lexemeQuery(lexeme);
     }
@@ -1653,39 +1699,46 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
         });
         selecting << lexemeQuery(*least);
     }
-    // BM25 of each column on the server (k1 = 1.2, b = 0.75), the words' idfs given, normalised by
-    // their sum and capped at 1; the best `limit` when the server judges the whole filter.
+    // The records holding a selecting word, the best ones by the server's own rank of them (ts_rank,
+    // length-normalised: a cheap judgement, without idfs) when the server judges the whole filter, at
+    // most kKeywordRowBudget; each scored here with BM25 (k1 = 1.2, b = 0.75) from its words as the
+    // server indexed them, normalised by the query words' idf sum and capped at 1.
     Params p;
     const QByteArray w = where(filter, p);
-    const QByteArray queryAt = "$" + QByteArray::number(p.add(selecting.join(" | ")));
-    const QByteArray wordsAt = "$" + QByteArray::number(p.add(arrayLiteral(words)));
-    const QByteArray weightsAt = "$" + QByteArray::number(p.add(arrayLiteral(weights)));
-    const auto bm25 = [&](const char *column, const char *length, double average) {
-        const QByteArray norm = average > 0 ? "(" + QByteArray(length) + " / " + QByteArray::number(average, 'g', 17) + ")" : QByteArray("1");
-        return "coalesce((SELECT sum(q.idf * a.tf * 2.2 / (a.tf + 1.2 * (0.25 + 0.75 * " + norm
-             + "))) FROM (SELECT lexeme, array_length(positions, 1)::float8 AS tf FROM unnest(" + column
-             + ")) AS a JOIN unnest(" + wordsAt + "::text[], " + weightsAt + "::float8[]) AS q(lexeme, idf) ON q.lexeme = a.lexeme), 0)";
-    };
-    QByteArray score = bm25("words", "word_count", stats.averageWords);
-    QByteArray match = "words @@ " + queryAt + "::tsquery";
-    if (contextWeight > 0) {
-        score += " + " + QByteArray::number(contextWeight, 'g', 17) + " * " + bm25("context_words", "context_word_count", stats.averageContext);
-        match += " OR context_words @@ " + queryAt + "::tsquery";
-    }
+    const QByteArray queryAt = "$" + QByteArray::number(p.add(selecting.join(" | "))) + "::tsquery";
+    QByteArray match = "words @@ " + queryAt;
+    if (contextWeight > 0)
+        match += " OR context_words @@ " + queryAt;
     const bool serverJudges = filter.categories.isEmpty() && filter.contentContains.isEmpty()
                            && (!filter.metadata.is_object() || filter.metadata.empty());
-    Result r = exec("SELECT * FROM (SELECT " + kColumns + ", " + score + " AS score FROM mneme_records WHERE " + w + " AND (" + match
-                        + ")) AS m WHERE score > 0 ORDER BY score DESC, id COLLATE \"C\""
-                        + (serverJudges ? " LIMIT " + QByteArray::number(limit) : QByteArray()),
+    const int budget = std::max(kKeywordRowBudget, 4 * limit);
+    Result r = exec("SELECT " + kColumns + ", words::text, context_words::text, word_count, context_word_count FROM mneme_records WHERE "
+                        + w + " AND (" + match + ")"
+                        + (serverJudges ? " ORDER BY ts_rank(words, " + queryAt + ", 1) DESC, rid LIMIT " + QByteArray::number(budget)
+                                        : QByteArray()),
                     p, QStringLiteral("searching the keyword index"));
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
-    std::vector<KeywordMatch> out;
-    for (int i = 0; i < r.rows() && int(out.size()) < limit; ++i) {
+    std::vector<KeywordMatch> scored;
+    for (int i = 0; i < r.rows(); ++i) {
         MemoryRecord m = recordAt(r, i);
-        if (filter.matches(m, conditions))
-            out.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, r.number(i, 14) / idfSum)});
+        if (!filter.matches(m, conditions))
+            continue;
+        const QHash<QString, int> content = termFrequencies(r.view(i, 14)), context = termFrequencies(r.view(i, 15));
+        double sum = 0;
+        for (const QString &lexeme : std::as_const(lexemes))
+            sum += weightOf.value(lexeme)
+                 * (bm25(content.value(lexeme), double(r.int64(i, 16)), stats.averageWords)
+                    + contextWeight * bm25(context.value(lexeme), double(r.int64(i, 17)), stats.averageContext));
+        if (sum > 0)
+            scored.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, sum / idfSum)});
     }
-    return out;
+    const auto before = [](const KeywordMatch &a, const KeywordMatch &b) {
+        return a.score != b.score ? a.score > b.score : a.record.id < b.record.id;
+    };
+    const auto kept = scored.begin() + std::min<std::ptrdiff_t>(limit, std::ptrdiff_t(scored.size()));
+    std::partial_sort(scored.begin(), kept, scored.end(), before);
+    scored.erase(kept, scored.end());
+    return scored;
 }
 
 // ---------------------------------------------------------------------------------------------
