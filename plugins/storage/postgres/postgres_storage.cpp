@@ -1466,7 +1466,8 @@ bool PostgresStorage::finishBuild()
 {
     if (!m_build || !m_build->done)
         return false;
-    m_build->thread.join();
+    if (m_build->thread.joinable())
+        m_build->thread.join();
     std::unique_ptr<GraphBuild> build = std::move(m_build);
     if (!build->built || build->changed.size() > kMaxReplayedChanges)
         return false;
@@ -1484,7 +1485,8 @@ void PostgresStorage::cancelBuild()
     if (!m_build)
         return;
     m_build->cancel = true;
-    m_build->thread.join();
+    if (m_build->thread.joinable())
+        m_build->thread.join();
     m_build.reset();
 }
 
@@ -1493,7 +1495,7 @@ void PostgresStorage::waitForIndex()
     Lease lease(*this);
     sync();
     QWriteLocker write(&m_indexLock);
-    if (m_build)
+    if (m_build && m_build->thread.joinable())
         m_build->thread.join(); // it never takes a lock, and marks itself done
     finishBuild();
 }
@@ -1603,7 +1605,7 @@ std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const E
                                                     int limit, double contextWeight)
 {
     std::vector<SearchHit> out;
-    const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight);
+    const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight, false);
     if (!query.empty())
         sync();
     QReadLocker read(&m_indexLock);
@@ -1654,7 +1656,7 @@ PostgresStorage::KeywordStats PostgresStorage::keywordStats(const QStringList &l
 }
 
 std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const QString &text, const RecordFilter &filter,
-                                                                           int limit, double contextWeight)
+                                                                           int limit, double contextWeight, bool records)
 {
     if (contextWeight < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
@@ -1712,7 +1714,11 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
     const bool serverJudges = filter.categories.isEmpty() && filter.contentContains.isEmpty()
                            && (!filter.metadata.is_object() || filter.metadata.empty());
     const int budget = std::max(kKeywordRowBudget, 4 * limit);
-    Result r = exec("SELECT " + kColumns + ", words::text, context_words::text, word_count, context_word_count FROM mneme_records WHERE "
+    // When the server judges the filter, only what scoring and ranking need is read; the records kept
+    // are read afterwards (when `records` asks for them).
+    const QByteArray columns = serverJudges ? QByteArray("rid, id, importance, created_at") : kColumns;
+    const int wordsAt = serverJudges ? 4 : 14;
+    Result r = exec("SELECT " + columns + ", words::text, context_words::text, word_count, context_word_count FROM mneme_records WHERE "
                         + w + " AND (" + match + ")"
                         + (serverJudges ? " ORDER BY ts_rank(words, " + queryAt + ", 1) DESC, rid LIMIT " + QByteArray::number(budget)
                                         : QByteArray()),
@@ -1720,15 +1726,22 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     std::vector<KeywordMatch> scored;
     for (int i = 0; i < r.rows(); ++i) {
-        MemoryRecord m = recordAt(r, i);
-        if (!filter.matches(m, conditions))
-            continue;
-        const QHash<QString, int> content = termFrequencies(r.view(i, 14)), context = termFrequencies(r.view(i, 15));
+        MemoryRecord m;
+        if (serverJudges) {
+            m.id = r.text(i, 1);
+            m.importance = r.number(i, 2);
+            m.createdAt = QDateTime::fromMSecsSinceEpoch(r.int64(i, 3), Qt::UTC);
+        } else {
+            m = recordAt(r, i);
+            if (!filter.matches(m, conditions))
+                continue;
+        }
+        const QHash<QString, int> content = termFrequencies(r.view(i, wordsAt)), context = termFrequencies(r.view(i, wordsAt + 1));
         double sum = 0;
         for (const QString &lexeme : std::as_const(lexemes))
             sum += weightOf.value(lexeme)
-                 * (bm25(content.value(lexeme), double(r.int64(i, 16)), stats.averageWords)
-                    + contextWeight * bm25(context.value(lexeme), double(r.int64(i, 17)), stats.averageContext));
+                 * (bm25(content.value(lexeme), double(r.int64(i, wordsAt + 2)), stats.averageWords)
+                    + contextWeight * bm25(context.value(lexeme), double(r.int64(i, wordsAt + 3)), stats.averageContext));
         if (sum > 0)
             scored.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, sum / idfSum)});
     }
@@ -1738,6 +1751,17 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
     const auto kept = scored.begin() + std::min<std::ptrdiff_t>(limit, std::ptrdiff_t(scored.size()));
     std::partial_sort(scored.begin(), kept, scored.end(), before);
     scored.erase(kept, scored.end());
+    if (serverJudges && records) {
+        std::vector<qint64> rids;
+        for (const KeywordMatch &m : scored)
+            rids.push_back(m.rid);
+        std::unordered_map<qint64, MemoryRecord> rows = byRids(rids, false);
+        std::vector<KeywordMatch> read;
+        for (KeywordMatch &m : scored)
+            if (auto it = rows.find(m.rid); it != rows.end()) // else deleted since: left out
+                read.push_back(KeywordMatch{m.rid, std::move(it->second), m.score});
+        return read;
+    }
     return scored;
 }
 
@@ -1809,7 +1833,7 @@ SearchResult PostgresStorage::find(const SearchRequest &request)
     } else if (vector) {
         out.records = vectorSearch(request.vector, filter, request.limit);
     } else {
-        for (KeywordMatch &m : keywordMatches(request.text, filter, request.limit, request.contextWeight))
+        for (KeywordMatch &m : keywordMatches(request.text, filter, request.limit, request.contextWeight, true))
             out.records.push_back(ScoredRecord{std::move(m.record), m.score});
     }
     return out;

@@ -197,7 +197,9 @@ private:
         QHash<QString, qint64> holding; // records holding a word (its content)
     };
     KeywordStats keywordStats(const QStringList &lexemes, const Result &position);
-    std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight);
+    // The best matches; with `records`, their whole records, else their id, importance and creation time.
+    std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
+                                             bool records);
     std::vector<SearchHit> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter, int limit,
                                        double contextWeight);
 
