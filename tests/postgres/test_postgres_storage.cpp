@@ -14,6 +14,7 @@
 #include <mneme/memory/memory.h>
 
 #include <QProcess>
+#include <QRandomGenerator>
 #include <QSemaphore>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -291,6 +292,40 @@ private Q_SLOTS:
         QVERIFY(b->ask(QStringLiteral("find r ") + meanwhile).startsWith(QStringLiteral("found ") + meanwhile));
         QCOMPARE(b->ask(QStringLiteral("stats")), QStringLiteral("stats 1 1 0")); // a graph, from the file, no full load
         QVERIFY(QDir(dirB.path()).entryList({QStringLiteral("pg-*.hnsw")}, QDir::Files).size() == 1);
+    }
+
+    // Past ann_threshold the index becomes an HNSW graph built in the background; waitForIndex() waits
+    // for it and takes it, and it is written to index_dir, named without the user or a password.
+    void graphIsBuiltAndWritten()
+    {
+        QTemporaryDir dir;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = dir.path();
+        o.annThreshold = 100;
+        PostgresStorage s(o);
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 3000; ++i) {
+            QRandomGenerator rng(quint32(i) + 1); // a vector of its own
+            std::vector<float> v(32);
+            for (float &x : v)
+                x = float(rng.generateDouble() - 0.5);
+            records.push_back(vectorRecord(QStringLiteral("vector %1").arg(i), v));
+        }
+        s.save(records);
+        s.syncIndex(); // loads 3,000 vectors: past the threshold, the graph build starts
+        s.waitForIndex();
+        const PostgresStorage::IndexStats stats = s.indexStats();
+        QVERIFY(stats.approximate);
+        QCOMPARE(stats.builds, 1);
+        QCOMPARE(stats.vectors, std::size_t(3000));
+        QVERIFY(stats.saves >= 1);
+        QVERIFY(QFileInfo::exists(s.indexFilePath()));
+        QVERIFY(s.indexFilePath().startsWith(dir.path() + QStringLiteral("/pg-")));
+        QVERIFY(!s.indexFilePath().contains(qEnvironmentVariable("PGUSER")));
+        const auto found = s.search(records[1234].embedding, RecordFilter(), 1);
+        QCOMPARE(found.size(), std::size_t(1));
+        QCOMPARE(found.front().record.content, records[1234].content);
     }
 
     // Reads run in parallel on the pool's connections while a writer writes: every search answers.
