@@ -241,6 +241,32 @@ private Q_SLOTS:
         QCOMPARE(found, QStringList({QStringLiteral("committed late"), QStringLiteral("first"), QStringLiteral("ready early")}));
     }
 
+    // A process that only reads learns of another's writes from their notifications: its index is
+    // brought up to date by the listener thread, before its next search asks.
+    void notificationsBringTheIndexUpToDate()
+    {
+        QTemporaryDir dir;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = dir.path();
+        PostgresStorage writer(o), reader(o);
+        writer.save({vectorRecord(QStringLiteral("first"), {1, 0, 0})});
+        QCOMPARE(reader.search({1, 0, 0}, RecordFilter(), 10).size(), std::size_t(1)); // loads its index
+        writer.save({vectorRecord(QStringLiteral("second"), {0, 1, 0})});
+        QTRY_VERIFY_WITH_TIMEOUT(reader.indexStats().notified >= 1, 20000);
+        QTRY_COMPARE_WITH_TIMEOUT(reader.indexStats().vectors, std::size_t(2), 20000);
+        const qint64 replayed = reader.indexStats().replayed;
+        QCOMPARE(reader.search({0, 1, 0}, RecordFilter(), 1).front().record.content, QStringLiteral("second"));
+        QCOMPARE(reader.indexStats().replayed, replayed); // nothing left for the search to apply
+        // A store with "listen": false has no listener; its searches still see every write.
+        o.listen = false;
+        PostgresStorage quiet(o);
+        QCOMPARE(quiet.search({0, 1, 0}, RecordFilter(), 10).size(), std::size_t(2));
+        writer.save({vectorRecord(QStringLiteral("third"), {0, 0, 1})});
+        QCOMPARE(quiet.search({0, 0, 1}, RecordFilter(), 1).front().record.content, QStringLiteral("third"));
+        QCOMPARE(quiet.indexStats().notified, 0);
+    }
+
     // Several hosts on one server: processes with index folders of their own write at once and recall
     // each other's records. No record is lost or stored twice; privacy is the same everywhere; a
     // record saved on one host is in the very next search of another (each search first applies the

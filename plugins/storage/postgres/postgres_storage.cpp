@@ -20,6 +20,7 @@
 #include <cstring>
 #include <libpq-fe.h>
 #include <map>
+#include <poll.h>
 #include <set>
 #include <thread>
 #include <unordered_map>
@@ -114,6 +115,8 @@ constexpr qsizetype kMaxReplayedChanges = 5000;
 // The records a keyword search scores at most (the best by the server's rank of its selecting words),
 // as the SQLite store's keyword_row_budget.
 constexpr int kKeywordRowBudget = 1000;
+// How often the listener thread looks whether the store was closed.
+constexpr int kListenPollMs = 200;
 
 // What the vector index reads of a row (binary result format).
 const QByteArray kIndexColumns = "rid, scope, categories, source, private, created_at, importance, metadata, embedding";
@@ -506,6 +509,10 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
             o.poolSize = integer(value, "pool_size", 1, 64, "connections");
         } else if (key == "ann_threshold") {
             o.annThreshold = integer(value, "ann_threshold", 1, 2000000000, "records");
+        } else if (key == "listen") {
+            if (!value.is_boolean())
+                throw Error(ErrorKind::InvalidArgument, QStringLiteral("storage config \"listen\" must be true or false"));
+            o.listen = value.get<bool>();
         } else if (key == "index_dir") {
             if (!value.is_string() || value.get<std::string>().empty())
                 throw Error(ErrorKind::InvalidArgument,
@@ -514,7 +521,7 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("unknown postgres storage config key \"%1\"; use \"dsn\", \"connect_timeout_s\", \"pool_size\", "
-                                       "\"index_dir\" and \"ann_threshold\"")
+                                       "\"index_dir\", \"ann_threshold\" and \"listen\"")
                             .arg(QString::fromStdString(key)));
         }
     }
@@ -552,6 +559,8 @@ PostgresStorage::PostgresStorage(const Options &options) : m_options(options)
     Lease lease(*this);
     migrate();
     readIdentity();
+    if (m_options.listen)
+        m_listener = std::thread([this] { listenForChanges(); });
 }
 
 PostgresStorage::~PostgresStorage()
@@ -1430,6 +1439,51 @@ void PostgresStorage::sync()
     startBuildIfLarge();
 }
 
+// The listener thread: a connection of its own (outside the pool) that LISTENs on kChangeChannel and,
+// on a notification of this store, brings a loaded index up to date, so that a search after another
+// host's write finds little left to apply. Searches never wait for it: each checks the log itself.
+void PostgresStorage::listenForChanges()
+{
+    pg_conn *c = nullptr;
+    try {
+        c = openConnection();
+    } catch (const Error &e) {
+        qCWarning(lcPostgres).noquote() << "not listening for other processes' changes:" << e.message();
+        return;
+    }
+    if (Result r(PQexec(c, QByteArray("LISTEN ") + kChangeChannel)); r.status() != PGRES_COMMAND_OK)
+        qCWarning(lcPostgres).noquote() << "not listening for other processes' changes:" << QString::fromUtf8(PQerrorMessage(c)).trimmed();
+    const QByteArray storeId = m_storeId.toUtf8();
+    while (!m_closed && PQstatus(c) == CONNECTION_OK) {
+        pollfd waiting{PQsocket(c), POLLIN, 0};
+        if (::poll(&waiting, 1, kListenPollMs) < 0 && errno != EINTR)
+            break;
+        if (!PQconsumeInput(c))
+            break; // the server went away: searches still read the log
+        bool ours = false;
+        while (PGnotify *n = PQnotifies(c)) {
+            ours = ours || storeId == n->extra;
+            PQfreemem(n);
+        }
+        bool loaded = false;
+        {
+            QReadLocker read(&m_indexLock);
+            loaded = m_index.isLoaded();
+        }
+        if (!ours || !loaded || m_closed)
+            continue; // an index no search has loaded yet is not loaded for a notification
+        try {
+            Lease lease(*this);
+            sync();
+            QWriteLocker write(&m_indexLock);
+            ++m_stats.notified;
+        } catch (const Error &e) {
+            qCWarning(lcPostgres).noquote() << "catching up after a notification failed:" << e.message();
+        }
+    }
+    PQfinish(c);
+}
+
 void PostgresStorage::syncIndex()
 {
     Lease lease(*this);
@@ -2036,6 +2090,8 @@ void PostgresStorage::close()
         if (m_closed.exchange(true))
             return;
     }
+    if (m_listener.joinable())
+        m_listener.join(); // it sees m_closed within kListenPollMs
     {
         QWriteLocker write(&m_indexLock);
         cancelBuild();

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -38,13 +39,16 @@ namespace mneme {
 // index_dir and caught up from mneme_changes before every search: a search sees every write committed
 // before it started, on any host.
 //
-// Threads and locks (the order in which they are taken: a thread takes them in this order only):
+// Threads and locks (a thread takes them in this order only):
 // 1. a connection lease (Lease): every operation takes one connection of the pool for its call (at
-//    most pool_size, opened on demand; a thread holds at most one); m_poolMutex guards m_idle,
+//    most pool_size, opened on demand; a thread holds at most one); m_poolMutex guards m_idle and
 //    m_open and is held only to hand a connection out or back (m_poolFree: one was handed back).
-// 2. m_indexLock: m_index and every m_index* member and m_build, m_stats. Searches hold it to read;
-//    the catch-up, the load and the build's hand-over hold it to write. Nothing waits for a lease while
-//    holding it, so the two never deadlock.
+// 2. either m_indexLock (m_index, every m_index* member, m_build, m_stats: searches hold it to read,
+//    the catch-up, the load and the build's hand-over to write) or m_keywordMutex (m_keywordStats),
+//    never both. Nothing waits for a lease while holding them, so they never deadlock with the pool.
+// The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
+// lease and m_indexLock like an operation; close() stops and joins it. The graph build thread
+// (GraphBuild) takes no lock: it owns its copy of the index until it marks itself done.
 class PostgresStorage : public StorageBackend
 {
 public:
@@ -59,7 +63,10 @@ public:
         // From this many records with vectors on, searches use an HNSW graph (built on background
         // threads while searches scan exactly), written to the index file.
         int annThreshold = 10000;
-        // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold"}; throws
+        // A thread with a connection of its own LISTENs for other processes' changes and applies them
+        // to a loaded index as they are committed (searches check the change log either way).
+        bool listen = true;
+        // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold", "listen"}; throws
         // Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a value of the wrong
         // type, or a dsn that holds a password.
         static Options fromJson(const Json &config);
@@ -78,6 +85,7 @@ public:
         qint64 replayed = 0;      // change-log entries applied
         qint64 builds = 0;        // graphs built
         qint64 saves = 0;         // index files written
+        qint64 notified = 0;      // catch-ups the listener thread made on a notification
     };
 
     static int latestSchemaVersion();
@@ -206,6 +214,7 @@ private:
     // The vector index. sync(): with a lease, no index lock held; the others with a lease and
     // m_indexLock held for writing.
     void sync();
+    void listenForChanges();
     void loadIndex();
     bool loadIndexFile(int dimension);
     bool catchUp();
@@ -243,6 +252,8 @@ private:
     qint64 m_unsaved = 0;          // changes the index file does not hold
     std::unique_ptr<GraphBuild> m_build;
     IndexStats m_stats;
+
+    std::thread m_listener; // listenForChanges(), until close()
 };
 
 } // namespace mneme
