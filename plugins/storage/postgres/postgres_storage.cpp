@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <libpq-fe.h>
 #include <map>
 #include <poll.h>
@@ -559,8 +560,14 @@ PostgresStorage::PostgresStorage(const Options &options) : m_options(options)
     Lease lease(*this);
     migrate();
     readIdentity();
-    if (m_options.listen)
-        m_listener = std::thread([this] { listenForChanges(); });
+    if (m_options.listen) {
+        // Open only once the listener listens: a write another process makes after this store is
+        // open is always notified to it.
+        std::promise<void> listening;
+        std::future<void> ready = listening.get_future();
+        m_listener = std::thread([this, &listening] { listenForChanges(listening); });
+        ready.wait();
+    }
 }
 
 PostgresStorage::~PostgresStorage()
@@ -1442,17 +1449,19 @@ void PostgresStorage::sync()
 // The listener thread: a connection of its own (outside the pool) that LISTENs on kChangeChannel and,
 // on a notification of this store, brings a loaded index up to date, so that a search after another
 // host's write finds little left to apply. Searches never wait for it: each checks the log itself.
-void PostgresStorage::listenForChanges()
+void PostgresStorage::listenForChanges(std::promise<void> &listening)
 {
     pg_conn *c = nullptr;
     try {
         c = openConnection();
     } catch (const Error &e) {
         qCWarning(lcPostgres).noquote() << "not listening for other processes' changes:" << e.message();
+        listening.set_value();
         return;
     }
     if (Result r(PQexec(c, QByteArray("LISTEN ") + kChangeChannel)); r.status() != PGRES_COMMAND_OK)
         qCWarning(lcPostgres).noquote() << "not listening for other processes' changes:" << QString::fromUtf8(PQerrorMessage(c)).trimmed();
+    listening.set_value(); // the constructor's promise: not touched after this
     const QByteArray storeId = m_storeId.toUtf8();
     while (!m_closed && PQstatus(c) == CONNECTION_OK) {
         pollfd waiting{PQsocket(c), POLLIN, 0};

@@ -11,6 +11,7 @@
 #include <QWaitCondition>
 #include <atomic>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -214,7 +215,7 @@ private:
     // The vector index. sync(): with a lease, no index lock held; the others with a lease and
     // m_indexLock held for writing.
     void sync();
-    void listenForChanges();
+    void listenForChanges(std::promise<void> &listening);
     void loadIndex();
     bool loadIndexFile(int dimension);
     bool catchUp();
