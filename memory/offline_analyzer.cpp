@@ -494,11 +494,10 @@ public:
 private:
     QStringList datesIn() const;
     QStringList entitiesIn() const;
-
-    QString m_text;
     static std::size_t pair(char a, char b) { return std::size_t(uchar(a)) << 8 | uchar(b); }
 
-    QByteArray m_lower;
+    QString m_text;
+    QByteArray m_lower;         // lower-cased, as Latin-1
     std::bitset<65536> m_pairs; // the pairs of adjacent characters in m_lower
     bool m_digit = false;
     bool m_upper = false;

@@ -257,8 +257,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             if (root != QLatin1String("/"))
                 f.scopes << root;
             e.categories = storage->categories(f).keys();
-            if (!haveLlm)
-                e.prepared = OfflineCategories(e.categories);
+            e.prepared = OfflineCategories(e.categories);
             if (haveLlm)
                 e.scopes = LlmAnalysis::scopesForPrompt(*storage, root, storage->childScopes(root, visible), visible);
             it = existing.insert(key, e);
@@ -335,7 +334,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             QStringLiteral("the save analysis reply has no usable scope"), &why);
         if (!a) {
             // The same fields as without an LLM, rather than bare defaults.
-            analyzeOffline(it, OfflineCategories(existingFor(it.input).categories));
+            analyzeOffline(it, existingFor(it.input).prepared);
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, why, true);
             continue;
         }
