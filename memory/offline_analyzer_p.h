@@ -16,6 +16,29 @@ struct OfflineAnalysis
     Json metadata = Json::object(); // {"entities":[...], "dates":[...], "topics":[...]} (always all three keys)
 };
 
+// A word as the analyzer compares it: a crude stem, enough to match "plans" and "planning" to "plan"
+// but not "planet".
+struct OfflineStem
+{
+    QString text;
+    bool suffixRemoved = false; // "-ing" or "-ed" was cut, so a lost final 'e' may be missing ("saving")
+};
+
+// The existing categories, their words stemmed once for the analyses of a whole batch.
+class OfflineCategories
+{
+public:
+    explicit OfflineCategories(const QStringList &names);
+
+    struct Name
+    {
+        QString name;
+        QList<OfflineStem> words;
+        QString key; // the stems joined: two names of one key are one category
+    };
+    QList<Name> names;
+};
+
 // The offline half of the save analysis: what an LLM would propose for a new record (importance,
 // categories, extracted metadata, scope), guessed from word cues alone. Every function is pure and
 // deterministic; the cue lists are English only. See docs/concepts.md, "Offline analyzer".
@@ -36,14 +59,20 @@ public:
     // person, event, contact (an email address or phone number). A vocabulary name that matches an existing
     // category ("Decisions") is given in that category's spelling. Deduplicated, at most 4.
     static QStringList categories(const QString &content, const QStringList &existingCategories);
+    static QStringList categories(const QString &content, const OfflineCategories &existingCategories);
     // entities: capitalised words and phrases ("New York") not at a sentence start unless two words or more,
     // without stop words, month and weekday names; emails and @handles. dates: date and time expressions as
     // written ("2024-05-03", "May 3rd", "next Tuesday", "3pm"). topics: up to 5 content words, lowercase,
     // stop words removed, most frequent first, then longest, then first seen. All in order of appearance
     // except topics; repeats (case-insensitive) kept once.
     static Json metadata(const QString &content);
-    // All three above.
+    // All three above. The text is read once (its words, dates and names found once for all three), and
+    // a regular expression is run only where the text holds a word any of its matches must contain.
     static OfflineAnalysis analyze(const QString &content, double baseImportance, const QStringList &existingCategories);
+    static OfflineAnalysis analyze(const QString &content, double baseImportance, const OfflineCategories &existingCategories);
+    // For tests: the names of the cue and date patterns that match `content` although the words they
+    // are skipped without are absent from it (empty when the shortcut above loses nothing on it).
+    static QStringList missedByShortcut(const QString &content);
     // Chooses a scope for a new record among the scopes of its nearest stored records: `neighbours` are
     // (scope, cosine similarity) pairs, best first. Neighbours with similarity >= minSimilarity vote with
     // their similarity; the scope with the highest total wins; when none qualifies, `fallback`.

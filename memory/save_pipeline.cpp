@@ -103,39 +103,58 @@ Exemplars readExemplars(StorageBackend &storage, const RecordFilter &filter, con
     return e;
 }
 
-// The `limit` exemplars most similar to `vector` (by cosine, best first; ties: the earlier exemplar).
-std::vector<std::pair<double, std::size_t>> nearestExemplars(const Exemplars &e, const Embedding &vector, int limit)
+// The `limit` exemplars most similar to each of `vectors` (by cosine, best first; ties: the earlier
+// exemplar). The vectors are compared with the exemplars a few at a time, each exemplar read once for
+// all of them while it is in the processor's cache.
+std::vector<std::vector<std::pair<double, std::size_t>>> nearestExemplars(const Exemplars &e, const std::vector<const Embedding *> &vectors,
+                                                                          int limit)
 {
-    std::vector<std::pair<double, std::size_t>> best;
-    if (int(vector.size()) != e.dimension || e.dimension == 0 || limit <= 0)
-        return best;
-    const float n = VectorMath::norm(vector.data(), vector.size());
-    if (n <= 0)
-        return best;
+    std::vector<std::vector<std::pair<double, std::size_t>>> out(vectors.size());
+    std::vector<float> norms(vectors.size(), 0.0F);
+    std::vector<std::size_t> comparable; // the vectors of the exemplars' dimension, not zero
+    for (std::size_t v = 0; v < vectors.size(); ++v) {
+        if (int(vectors[v]->size()) != e.dimension || e.dimension == 0 || limit <= 0)
+            continue;
+        norms[v] = VectorMath::norm(vectors[v]->data(), vectors[v]->size());
+        if (norms[v] > 0)
+            comparable.push_back(v);
+    }
+    const std::size_t n = e.records.size();
+    std::vector<double> scores(comparable.size() * n);
+    for (std::size_t k = 0; k < n; ++k) {
+        const float *exemplar = e.vectors.data() + k * std::size_t(e.dimension);
+        for (std::size_t c = 0; c < comparable.size(); ++c) {
+            const std::size_t v = comparable[c];
+            scores[c * n + k] = VectorMath::dot(vectors[v]->data(), exemplar, vectors[v]->size()) / norms[v];
+        }
+    }
     const auto worse = [](const std::pair<double, std::size_t> &a, const std::pair<double, std::size_t> &b) {
         return a.first > b.first || (a.first == b.first && a.second < b.second);
     };
-    for (std::size_t k = 0; k < e.records.size(); ++k) {
-        const double score = VectorMath::dot(vector.data(), e.vectors.data() + k * std::size_t(e.dimension), vector.size()) / n;
-        if (int(best.size()) == limit && score <= best.front().first)
-            continue;
-        best.emplace_back(score, k);
-        std::push_heap(best.begin(), best.end(), worse);
-        if (int(best.size()) > limit) {
-            std::pop_heap(best.begin(), best.end(), worse);
-            best.pop_back();
+    for (std::size_t c = 0; c < comparable.size(); ++c) {
+        std::vector<std::pair<double, std::size_t>> &best = out[comparable[c]];
+        for (std::size_t k = 0; k < n; ++k) {
+            const double score = scores[c * n + k];
+            if (int(best.size()) == limit && score <= best.front().first)
+                continue;
+            best.emplace_back(score, k);
+            std::push_heap(best.begin(), best.end(), worse);
+            if (int(best.size()) > limit) {
+                std::pop_heap(best.begin(), best.end(), worse);
+                best.pop_back();
+            }
         }
+        std::sort_heap(best.begin(), best.end(), worse);
     }
-    std::sort_heap(best.begin(), best.end(), worse);
-    return best;
+    return out;
 }
 
 // Runs fn(k) for k in [0, n), on this thread and the pool's (the analysis of a batch's items is
-// independent item by item).
+// independent item by item), when there are at least `parallelFrom` of them.
 template<typename Fn>
-void forEachInParallel(std::size_t n, const Fn &fn)
+void forEachInParallel(std::size_t n, const Fn &fn, std::size_t parallelFrom = 64)
 {
-    if (n < 64) {
+    if (n < parallelFrom) {
         for (std::size_t k = 0; k < n; ++k)
             fn(k);
         return;
@@ -223,6 +242,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
     {
         QStringList scopes;
         QStringList categories;
+        OfflineCategories prepared{QStringList()}; // the categories read once for the offline analyzer
     };
     QHash<QString, Existing> existing;
     const auto existingFor = [&](const MemoryInput &in) -> const Existing & {
@@ -237,6 +257,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             if (root != QLatin1String("/"))
                 f.scopes << root;
             e.categories = storage->categories(f).keys();
+            e.prepared = OfflineCategories(e.categories);
             if (haveLlm)
                 e.scopes = LlmAnalysis::scopesForPrompt(*storage, root, storage->childScopes(root, visible), visible);
             it = existing.insert(key, e);
@@ -265,7 +286,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
     // 4. Fields: from the LLM's analysis, else (no LLM, or its call failed) the offline analyzer.
     // Pure: runs on several threads at once for a batch (existingCategories read before).
     const double voteSimilarity = scopeVoteSimilarity(*embedder);
-    const auto analyzeOffline = [&](Item &it, const QStringList &existingCategories) {
+    const auto analyzeOffline = [&](Item &it, const OfflineCategories &existingCategories) {
         const RememberOptions &o = it.input.options;
         const QString root = rootOf(config, it.input);
         const OfflineAnalysis a = OfflineAnalyzer::analyze(it.record.content, config.defaultImportance, existingCategories);
@@ -292,9 +313,9 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
                 existingFor(items[i].input); // every read (and insert into `existing`) before a pointer is kept
                 toAnalyse.push_back(i);
             }
-        std::vector<std::pair<size_t, const QStringList *>> analysed;
+        std::vector<std::pair<size_t, const OfflineCategories *>> analysed;
         for (size_t i : toAnalyse)
-            analysed.emplace_back(i, &existingFor(items[i].input).categories);
+            analysed.emplace_back(i, &existingFor(items[i].input).prepared);
         forEachInParallel(analysed.size(), [&](size_t k) { analyzeOffline(items[analysed[k].first], *analysed[k].second); });
         for (size_t k = 0; k < analysed.size(); ++k)
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, QStringLiteral("no LLM is configured"), false);
@@ -313,7 +334,7 @@ void MemoryPrivate::analyzeItems(std::vector<Item> &items, const std::vector<siz
             QStringLiteral("the save analysis reply has no usable scope"), &why);
         if (!a) {
             // The same fields as without an LLM, rather than bare defaults.
-            analyzeOffline(it, existingFor(it.input).categories);
+            analyzeOffline(it, existingFor(it.input).prepared);
             reportAnalysis(q, AnalysisStep::Save, AnalysisPath::Offline, why, true);
             continue;
         }
@@ -396,16 +417,24 @@ void MemoryPrivate::analyzeOfflineBatch(std::vector<Item> &items, const std::vec
             f.metadata = sameIdentity(first.metadata); // another user's, agent's or run's record is not a candidate
             f.onlySource = first.source;
             const Exemplars exemplars = readExemplars(*storage, f, first);
-            forEachInParallel(toVote.size(), [&](size_t k) {
-                Item &it = items[toVote[k]];
-                for (const auto &[score, at] : nearestExemplars(exemplars, it.record.embedding, config.consolidationLimit)) {
-                    MemoryRecord vote; // what the vote reads of it
-                    vote.id = exemplars.records[at].id;
-                    vote.scope = exemplars.records[at].scope;
-                    it.similar.push_back(std::move(vote));
-                    it.similarity.push_back(score);
+            constexpr std::size_t kBlock = 8; // the items compared with the exemplars at once
+            forEachInParallel((toVote.size() + kBlock - 1) / kBlock, [&](size_t b) {
+                std::vector<const Embedding *> vectors;
+                for (std::size_t k = b * kBlock; k < std::min(toVote.size(), (b + 1) * kBlock); ++k)
+                    vectors.push_back(&items[toVote[k]].record.embedding);
+                const auto nearest = nearestExemplars(exemplars, vectors, config.consolidationLimit);
+                for (std::size_t j = 0; j < nearest.size(); ++j) {
+                    Item &it = items[toVote[b * kBlock + j]];
+                    for (const auto &[score, at] : nearest[j]) {
+                        MemoryRecord vote; // what the vote reads of it
+                        vote.id = exemplars.records[at].id;
+                        vote.scope = exemplars.records[at].scope;
+                        it.similar.push_back(std::move(vote));
+                        it.similarity.push_back(score);
+                    }
                 }
-            });
+            },
+                              64 / kBlock);
         } catch (const std::exception &e) {
             qCWarning(lcMemory).noquote() << "reading the stored records to vote for scopes failed; the memories are saved in their root:"
                                           << e.what();

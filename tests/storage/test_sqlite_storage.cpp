@@ -2221,7 +2221,8 @@ void TestSqliteStorage::keywordHitsJudgeEveryRecord()
 {
     // keywordHits judges the filter by the vector index for the records it holds and by the records
     // table for those without a vector: the same records as keywordSearch either way, private ones
-    // and other scopes left out.
+    // and other scopes left out. (The index's verdicts also leave the rejected matches out before they
+    // are scored, mneme_judged; the records without a vector pass that and are judged on the table.)
     test::TempStore tmp;
     auto store = openStore(tmp.path());
     std::vector<MemoryRecord> records;

@@ -892,6 +892,27 @@ std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filt
     return f;
 }
 
+VectorIndex::Judge VectorIndex::judgeFor(const RecordFilter &filter) const
+{
+    Judge j;
+    j.m_index = this;
+    if (std::optional<Filter> f = compile(filter)) {
+        j.m_selective = !f->trivial;
+        j.m_filter = std::make_shared<const Filter>(std::move(*f));
+    } else {
+        j.m_selective = true;
+    }
+    return j;
+}
+
+VectorIndex::Verdict VectorIndex::Judge::verdict(qint64 rowid) const
+{
+    const std::optional<std::size_t> s = m_index->slotOf(rowid);
+    if (!s)
+        return Verdict::Unknown;
+    return m_filter && m_filter->selects(*m_index, *s) ? Verdict::Selected : Verdict::Rejected;
+}
+
 std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const
 {
     std::vector<Judged> out(rowids.size());

@@ -152,6 +152,27 @@ public:
         RankFields fields; // when Selected
     };
     std::vector<Judged> judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const;
+private:
+    struct Filter; // a RecordFilter's conditions on the index's attributes (vector_index.cpp)
+
+public:
+    // The same verdicts one rowid at a time, the filter read once (for a scan that asks about each of
+    // many rows, such as a full-text match). Valid while the index is not changed.
+    class Judge
+    {
+    public:
+        // Whether some record with a vector here may be rejected (false: the filter has no condition
+        // the index judges, and every verdict is Selected or Unknown).
+        bool selective() const { return m_selective; }
+        Verdict verdict(qint64 rowid) const;
+
+    private:
+        friend class VectorIndex;
+        const VectorIndex *m_index = nullptr;
+        std::shared_ptr<const Filter> m_filter; // null: the filter selects no record
+        bool m_selective = false;
+    };
+    Judge judgeFor(const RecordFilter &filter) const;
 
     // Converts the flat layout into the approximate one, inserting with `threads` threads. With
     // `cancel`, stops soon after it is set, returning false with the index as it was (flat).
@@ -198,7 +219,6 @@ public:
 
 private:
     struct Ann;
-    struct Filter;
 
     Item itemAt(std::size_t slot) const;
     int intern(QHash<QString, int> &table, QStringList &names, const QString &value);

@@ -397,6 +397,9 @@ private:
     std::optional<EmbedderBinding> m_binding;        // as stored in meta
     std::optional<EmbedderBinding> m_sessionBinding; // bound on a read-only store, not written
     VectorIndex m_index;
+    // The filter of the keyword search walking its matches (keywordHits, under m_mutex), for the SQL
+    // function mneme_judged; null at any other time.
+    const VectorIndex::Judge *m_keywordJudge = nullptr;
     std::unique_ptr<GraphBuild> m_build;             // a graph of m_index being built in the background
     std::unique_ptr<WalCheckpointer> m_checkpointer; // file stores open for writing
     // How many records' content each recently searched term is in (counted past the largest cap), and
@@ -417,7 +420,7 @@ private:
     // and this connection's commits.
     qint64 m_batchDataVersion = -1;
     qint64 m_batchCommits = -1;
-    qint64 m_commits = 0; // write transactions this connection committed
+    qint64 m_commits = 0;                      // write transactions this connection committed
     std::unique_ptr<SqliteGraphStore> m_graph; // made by graph() on first use
 };
 
