@@ -433,7 +433,8 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
 
     // 2. One embedding call for the whole batch. With a context window (a conversation), every
     //    turn is embedded, each stored vector blends the turn with its neighbours, and the
-    //    neighbours' text is the turn's keyword context.
+    //    neighbours' text is the turn's keyword context. A turn that follows a question is its reply:
+    //    the question weighs Scoring::kAnsweredQuestionWeight times a neighbour in both.
     if (context.window > 0) {
         std::vector<size_t> turns;
         QStringList texts;
@@ -452,11 +453,15 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
             for (size_t n = from; n <= to; ++n) {
                 if (n == k)
                     continue;
-                around << texts[qsizetype(n)];
+                // The question this turn replies to counts kAnsweredQuestionWeight times.
+                const int times = n + 1 == k && Scoring::asks(texts[qsizetype(n)]) ? Scoring::kAnsweredQuestionWeight : 1;
+                for (int r = 0; r < times; ++r)
+                    around << texts[qsizetype(n)];
                 if (own[n].size() != v.size())
                     continue;
+                const float weight = float(context.weight * times);
                 for (size_t x = 0; x < v.size(); ++x)
-                    v[x] += float(context.weight) * own[n][x];
+                    v[x] += weight * own[n][x];
             }
             items[turns[k]].record.context = around.join(QLatin1Char('\n'));
             const float len = VectorMath::norm(v.data(), v.size());
@@ -713,7 +718,7 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
             if (config.keywordWeight > 0)
                 words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight);
             if (config.keywordWeight <= 0 || words)
-                return rankHits(*hits, words ? *words : std::vector<SearchHit>(), filter, limit, now, floor);
+                return rankHits(text, *hits, words ? *words : std::vector<SearchHit>(), filter, limit, now, floor);
         }
     }
 
@@ -763,13 +768,15 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
         keptSignals.push_back(&m.signalValues);
     Scoring::relativeKeywords(keptSignals);
     Scoring::weighByRelevance(matches, config);
+    Scoring::weighTurns(matches, text);
     const auto kept = matches.begin() + std::min<qsizetype>(limit, matches.size());
     std::partial_sort(matches.begin(), kept, matches.end(), ranksBefore);
     matches.erase(kept, matches.end());
     return matches;
 }
 
-QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
+QList<MemoryMatch> MemoryPrivate::rankHits(const QString &text, const std::vector<SearchHit> &vectorHits,
+                                           const std::vector<SearchHit> &keywordHits,
                                            const RecordFilter &filter, int limit, const QDateTime &now, double floor)
 {
     // The same pool, signals and scores as rank() computes from records.
@@ -827,12 +834,26 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
 
     // The records of the best, with every candidate tied with the last of them (ties are ordered by id,
     // which only the records tell); more when some were deleted, or changed out of the filter, since
-    // the search (the record is the final judge, as in search()).
+    // the search (the record is the final judge, as in search()); and more while a candidate not read
+    // yet could still enter the best with its record's turn factor (Scoring::turnFactor): one that
+    // outranks a turn lowered for asking, or, once a conversation turn was read, one that the named
+    // speaker's lift would raise above the last of the best. (A store without conversation turns
+    // reads no more than before; in one that mixes them with other records, a turn below best ones
+    // that are all other records is not read for a lift it might get.)
     QList<MemoryMatch> out;
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
+    double lift = 1.0;
     std::size_t next = 0;
-    while (out.size() < limit && next < kept.size()) {
-        std::size_t end = std::min(kept.size(), next + std::size_t(limit - out.size()));
+    const auto settled = [&] {
+        if (next >= kept.size())
+            return true;
+        if (out.size() < limit)
+            return false;
+        std::nth_element(out.begin(), out.begin() + (limit - 1), out.end(), ranksBefore);
+        return std::min(1.0, kept[next]->score * lift) < out[limit - 1].score;
+    };
+    while (!settled()) {
+        std::size_t end = std::min(kept.size(), next + std::size_t(std::max<qsizetype>(limit - out.size(), limit)));
         while (end < kept.size() && kept[end]->score == kept[end - 1]->score
                && kept[end]->signals.semantic == kept[end - 1]->signals.semantic)
             ++end;
@@ -847,7 +868,9 @@ QList<MemoryMatch> MemoryPrivate::rankHits(const std::vector<SearchHit> &vectorH
             MemoryMatch m;
             m.record = std::move(*r);
             m.signalValues = kept[i]->signals;
-            m.score = kept[i]->score;
+            if (Scoring::isTurn(m.record))
+                lift = 1.0 + Scoring::kNamedSpeakerBoost;
+            m.score = std::min(1.0, kept[i]->score * Scoring::turnFactor(m.record, text));
             m.matchReasons = Scoring::reasons(m.signalValues);
             out << std::move(m);
         }
@@ -985,6 +1008,7 @@ void MemoryPrivate::addGraphEvidence(QList<MemoryMatch> &matches, const QString 
             signals.push_back(&m.signalValues);
         Scoring::relativeKeywords(signals);
         Scoring::weighByRelevance(matches, config);
+        Scoring::weighTurns(matches, text);
     }
     for (MemoryMatch &m : matches) {
         const auto it = evidence.constFind(m.record.id);
@@ -1201,11 +1225,14 @@ QFuture<SaveResult> Memory::rememberConversation(const QList<ConversationTurn> &
         in.options = options.defaults;
         if (t.at.isValid())
             in.options.createdAt = t.at;
-        if (t.metadata.is_object()) {
-            Json merged = in.options.metadata.is_object() ? in.options.metadata : Json::object();
+        Json merged = in.options.metadata.is_object() ? in.options.metadata : Json::object();
+        if (t.metadata.is_object())
             merged.update(t.metadata);
-            in.options.metadata = merged;
-        }
+        // The speaker, for filters and for recall (a turn whose speaker the query names ranks higher),
+        // unless the turn's metadata names one itself.
+        if (!t.speaker.trimmed().isEmpty() && !merged.contains("speaker"))
+            merged["speaker"] = t.speaker.trimmed().toStdString();
+        in.options.metadata = std::move(merged);
         items.push_back(d->batchItem(in));
     }
     return d->submitBatch(std::move(items), QStringLiteral("%1 conversation turns (background)").arg(turns.size()),

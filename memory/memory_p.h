@@ -111,7 +111,7 @@ public:
                             const QDateTime &now, double floor);
     // rank() on the backend's two-phase search: hits scored from their ranking fields, and only the
     // records of the `limit` best read.
-    QList<MemoryMatch> rankHits(const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
+    QList<MemoryMatch> rankHits(const QString &text, const std::vector<SearchHit> &vectorHits, const std::vector<SearchHit> &keywordHits,
                                 const RecordFilter &filter, int limit, const QDateTime &now, double floor);
     // Graph memory's evidence for deep recall: the records the query's relations came from (graph
     // recall over what `filter` sees, relations valid at `asOf`) join `matches` (ranked like rank()),

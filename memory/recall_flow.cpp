@@ -75,14 +75,17 @@ double confidenceOf(const QList<QList<MemoryMatch>> &findings, const MemoryConfi
 }
 
 // Every finding in one list: scores weighed against the best of all of them (results of different
-// searches are otherwise scaled each to its own best), each record once with its best score, sorted.
-QList<MemoryMatch> merged(const QList<QList<MemoryMatch>> &findings, const MemoryConfig &config)
+// searches are otherwise scaled each to its own best) and by what each turn's record says about the
+// query (Scoring::turnFactor), each record once with its best score, sorted.
+QList<MemoryMatch> merged(const QList<QList<MemoryMatch>> &findings, const QString &query, const MemoryConfig &config)
 {
     QList<MemoryMatch> all;
     for (const QList<MemoryMatch> &f : findings)
         all += f;
-    if (findings.size() > 1)
+    if (findings.size() > 1) {
         Scoring::weighByRelevance(all, config);
+        Scoring::weighTurns(all, query);
+    }
     QList<MemoryMatch> out;
     QHash<QString, qsizetype> at;
     for (MemoryMatch &m : all) {
@@ -149,7 +152,7 @@ QList<MemoryMatch> RecallFlow::run(const QString &query, const RecallOptions &o,
     }
 
     // Synthesis, with graph memory's evidence: the records of the query's relations.
-    QList<MemoryMatch> out = merged(findings, d.config);
+    QList<MemoryMatch> out = merged(findings, query, d.config);
     if (d.graph && !plan.phrases.isEmpty())
         d.addGraphEvidence(out, query, plan.phrases.first().vector, d.recallFilter(scopes, m_categories, m_options), o.limit, now,
                            o.asOf.isValid() ? o.asOf.toUTC() : QDateTime());
@@ -291,7 +294,7 @@ bool RecallFlow::anythingVisible(const Plan &plan) const
 bool RecallFlow::explore(const QString &query, const Plan &plan, bool timed, QList<QList<MemoryMatch>> &findings)
 {
     QStringList excerpts;
-    for (const MemoryMatch &m : merged(findings, d.config)) {
+    for (const MemoryMatch &m : merged(findings, query, d.config)) {
         if (excerpts.size() >= kExcerpts)
             break;
         excerpts << m.record.content.left(kExcerptChars);

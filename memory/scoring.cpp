@@ -111,6 +111,66 @@ bool Scoring::relevantEnough(const MatchSignals &s, double floor)
     return s.relevance > 0 && s.relevance >= floor * kCompanionShare;
 }
 
+bool Scoring::asks(const QString &text)
+{
+    return text.trimmed().endsWith(QLatin1Char('?'));
+}
+
+bool Scoring::namesSpeaker(const QString &query, const QString &speaker)
+{
+    const QString name = speaker.trimmed();
+    if (name.isEmpty())
+        return false;
+    const auto wordChar = [](QChar c) { return c.isLetterOrNumber() || c.isMark(); };
+    for (qsizetype at = query.indexOf(name, 0, Qt::CaseInsensitive); at >= 0;
+         at = query.indexOf(name, at + 1, Qt::CaseInsensitive)) {
+        const qsizetype end = at + name.size();
+        if ((at == 0 || !wordChar(query.at(at - 1))) && (end == query.size() || !wordChar(query.at(end))))
+            return true;
+    }
+    return false;
+}
+
+namespace {
+
+// The speaker of a conversation turn; nullptr for another record.
+const Json *speakerOf(const MemoryRecord &record)
+{
+    const auto it = record.metadata.find("speaker");
+    return it != record.metadata.end() && it->is_string() ? &*it : nullptr;
+}
+
+} // namespace
+
+bool Scoring::isTurn(const MemoryRecord &record)
+{
+    return speakerOf(record) != nullptr;
+}
+
+bool Scoring::isNamedSpeakersTurn(const MemoryRecord &record, const QString &query)
+{
+    const Json *speaker = speakerOf(record);
+    return speaker && namesSpeaker(query, QString::fromStdString(speaker->get<std::string>()));
+}
+
+double Scoring::turnFactor(const MemoryRecord &record, const QString &query)
+{
+    if (!speakerOf(record))
+        return 1.0;
+    double factor = 1.0;
+    if (isNamedSpeakersTurn(record, query))
+        factor *= 1.0 + kNamedSpeakerBoost;
+    if (asks(record.content))
+        factor *= 1.0 - kQuestionTurnDiscount;
+    return factor;
+}
+
+void Scoring::weighTurns(QList<MemoryMatch> &matches, const QString &query)
+{
+    for (MemoryMatch &m : matches)
+        m.score = std::min(1.0, m.score * turnFactor(m.record, query));
+}
+
 double Scoring::cosine(const Embedding &a, const Embedding &b)
 {
     return VectorMath::cosine(a, b);

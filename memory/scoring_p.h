@@ -62,6 +62,32 @@ public:
     static constexpr double kCompanionShare = 0.5;
     // Cosine similarity; 0 when the lengths differ or a vector is zero.
     static double cosine(const Embedding &a, const Embedding &b);
+
+    // Conversation turns: records whose metadata holds a "speaker" (Memory::rememberConversation
+    // writes it). What a turn's record says weighs in its score, after the signals:
+    //  - a turn whose speaker the query names is about that person: score * (1 + kNamedSpeakerBoost),
+    //    at most 1 ("What does Melanie paint?" prefers what Melanie said to what was said to her);
+    //  - a turn that asks (asks()) holds less than the reply after it, which is indexed with the
+    //    question (kAnsweredQuestionWeight): score * (1 - kQuestionTurnDiscount).
+    // Neither changes relevance, so neither moves the relevance floor.
+    static constexpr double kNamedSpeakerBoost = 0.2;
+    static constexpr double kQuestionTurnDiscount = 0.2;
+    // In a conversation's index, the turn before a reply, when it asks, weighs this many times a
+    // neighbouring turn: in the reply's blended vector and in its keyword context (where its text
+    // stands this many times).
+    static constexpr int kAnsweredQuestionWeight = 3;
+    // Whether a text asks something: it ends with a question mark (trailing spaces aside).
+    static bool asks(const QString &text);
+    // Whether `query` names `speaker`: the speaker's name, case-insensitively, as whole words.
+    static bool namesSpeaker(const QString &query, const QString &speaker);
+    // The factor above for `record` and `query` (1 for a record that is not a conversation turn).
+    static double turnFactor(const MemoryRecord &record, const QString &query);
+    // Whether `record` is a conversation turn (its metadata holds a "speaker" string).
+    static bool isTurn(const MemoryRecord &record);
+    // Whether `record` is a turn whose speaker `query` names.
+    static bool isNamedSpeakersTurn(const MemoryRecord &record, const QString &query);
+    // Multiplies each match's score by its turnFactor().
+    static void weighTurns(QList<MemoryMatch> &matches, const QString &query);
 };
 
 } // namespace mneme

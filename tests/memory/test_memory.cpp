@@ -722,7 +722,9 @@ private Q_SLOTS:
         QCOMPARE(matches[1].record.metadata["dia_id"], "D1:2");
         QCOMPARE(matches[1].record.createdAt, t0.addSecs(60));
         QCOMPARE(matches[1].record.scope, QStringLiteral("/chat"));
-        QVERIFY(qAbs(matches[1].signalValues.semantic - 0.5 / std::sqrt(1.5)) < 1e-5); // y + 0.5x + 0.5z, normalised
+        // y + 1.5x + 0.5z, normalised: the question it answers counts three times a neighbour.
+        QVERIFY(qAbs(matches[1].signalValues.semantic - 1.5 / std::sqrt(3.5)) < 1e-5);
+        QCOMPARE(matches[1].record.metadata["speaker"], "Caroline");
 
         m->resetAll();
         o.contextWindow = 0;
@@ -730,6 +732,65 @@ private Q_SLOTS:
         QCOMPARE(m->recall(QStringLiteral("support group"), q).size(), 1);
         o.contextWeight = 2;
         QCOMPARE(errorOf([&] { m->rememberConversation(turns, o); }).kind(), ErrorKind::InvalidArgument);
+    }
+
+    // Turns keep their speaker in metadata.speaker (unless their own metadata names one). Among turns
+    // equally related to a query, the turn of the speaker the query names comes first, and a turn that
+    // asks comes after the reply it gets.
+    void conversationTurnsOfTheNamedSpeakerAndRepliesComeFirst()
+    {
+        auto e = std::make_shared<FakeEmbedder>(4);
+        e->setVector(QStringLiteral("Ann: I paint landscapes."), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("Bob: I paint portraits."), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("Ann: What do you paint?"), {0, 0, 1, 0});
+        e->setVector(QStringLiteral("Bob: Mostly birds."), {0, 0, 0, 1});
+        e->setVector(QStringLiteral("What does Robert paint?"), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("What does anyone paint?"), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("what do you paint"), {0, 0, 1, 0});
+        auto m = open(e);
+        const QDateTime t0 = QDateTime(QDate(2024, 5, 1), QTime(9, 0), Qt::UTC);
+        ConversationOptions o;
+        o.defaults = fields(QStringLiteral("/chat"));
+        o.contextWindow = 0; // each turn alone: the vectors above are the stored ones
+        m->rememberConversation({{QStringLiteral("Ann"), QStringLiteral("I paint landscapes."), t0, Json::object()},
+                                 {QStringLiteral("Bob"), QStringLiteral("I paint portraits."), t0, Json{{"speaker", "Robert"}}}},
+                                o)
+            .waitForFinished();
+        RecallOptions q = shallow();
+        q.now = t0;
+        q.minRelevance = 0;
+        // Equally related to a query that names no speaker; Bob's own metadata names him Robert.
+        QList<MemoryMatch> matches = m->recall(QStringLiteral("What does anyone paint?"), q);
+        QCOMPARE(matches.size(), 2);
+        QCOMPARE(matches[0].score, matches[1].score);
+        QStringList speakers{QString::fromStdString(matches[0].record.metadata.value("speaker", "")),
+                             QString::fromStdString(matches[1].record.metadata.value("speaker", ""))};
+        speakers.sort();
+        QCOMPARE(speakers, (QStringList{QStringLiteral("Ann"), QStringLiteral("Robert")}));
+        const double equal = matches[0].score;
+        matches = m->recall(QStringLiteral("What does Robert paint?"), q);
+        QCOMPARE(matches.size(), 2);
+        QCOMPARE(matches[0].record.content, QStringLiteral("Bob: I paint portraits."));
+        QVERIFY(qAbs(matches[0].score - std::min(1.0, equal * (1 + 0.2))) < 1e-9);
+        QCOMPARE(matches[1].score, equal);
+
+        // A question and its reply: the reply's vector holds the question at three times a neighbour's
+        // weight (1.5, against 0.5 for the reply in the question's vector), its keyword context holds
+        // the question's words, and the question, a turn that asks, is lowered: the reply comes first
+        // though the question is the closer vector.
+        m->resetAll();
+        o.contextWindow = 1;
+        o.contextWeight = 0.5;
+        m->rememberConversation({{QStringLiteral("Ann"), QStringLiteral("What do you paint?"), t0, Json::object()},
+                                 {QStringLiteral("Bob"), QStringLiteral("Mostly birds."), t0, Json::object()}},
+                                o)
+            .waitForFinished();
+        matches = m->recall(QStringLiteral("what do you paint"), q);
+        QCOMPARE(matches.size(), 2);
+        QCOMPARE(matches[0].record.content, QStringLiteral("Bob: Mostly birds."));
+        QVERIFY(qAbs(matches[0].signalValues.semantic - 1.5 / std::sqrt(1 + 1.5 * 1.5)) < 1e-5);
+        QCOMPARE(matches[1].record.content, QStringLiteral("Ann: What do you paint?"));
+        QVERIFY(matches[1].signalValues.semantic > matches[0].signalValues.semantic);
     }
 
     void conversationTurnsAreFoundByTheirNeighboursWords()

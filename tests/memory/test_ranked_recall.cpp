@@ -203,6 +203,59 @@ private Q_SLOTS:
         QCOMPARE(everyRecord->hitRecordsRead(), 0);
     }
 
+    // Conversation turns, whose records weigh in after the signals (the speaker the query names, a
+    // turn that asks): still the same matches, scores and order as reading every candidate.
+    void conversationTurnsSameAsReadingEveryCandidate()
+    {
+        TempStore dir;
+        auto twoPhase = openCounting(dir.path(), Json::object(), true);
+        auto everyRecord = openCounting(dir.path(), Json::object(), false);
+        Memory a(MemoryConfig(), twoPhase, builtin());
+        Memory b(MemoryConfig(), everyRecord, builtin());
+        const QStringList speakers{QStringLiteral("Ann"), QStringLiteral("Bob"), QStringLiteral("Cleo")};
+        QRandomGenerator rng(7);
+        for (int session = 0; session < 10; ++session) {
+            QList<ConversationTurn> turns;
+            for (int t = 0; t < 30; ++t) {
+                QStringList w;
+                for (int k = 0, n = 3 + int(rng.bounded(6)); k < n; ++k)
+                    w << QLatin1String(kWords[rng.bounded(int(std::size(kWords)))]);
+                if (rng.bounded(5) == 0)
+                    w << speakers[rng.bounded(3)]; // a turn that names someone
+                const QString text = w.join(QLatin1Char(' ')) + (rng.bounded(3) == 0 ? QStringLiteral("?") : QStringLiteral("."));
+                turns << ConversationTurn{speakers[(session + t) % (t % 4 == 3 ? 3 : 2)], text, kNow.addDays(session - 10),
+                                          Json::object()};
+            }
+            QCOMPARE(a.rememberConversation(turns).result().stored, 30);
+        }
+        int compared = 0, named = 0;
+        const QStringList asked{QStringLiteral("what did Ann say about the invoice"), QStringLiteral("Bob deploy server"),
+                                QStringLiteral("cleo and ann in paris?"), QStringLiteral("guitar coffee"),
+                                QStringLiteral("kafka backup policy"), QStringLiteral("Bob")};
+        for (const QString &q : asked) {
+            for (int limit : {1, 3, 10, 25}) {
+                RecallOptions o;
+                o.depth = RecallDepth::Shallow;
+                o.limit = limit;
+                o.now = kNow;
+                const QList<MemoryMatch> got = a.recall(q, o);
+                const QList<MemoryMatch> want = b.recall(q, o);
+                const QString where = QStringLiteral("%1, limit %2").arg(q).arg(limit);
+                QVERIFY2(got.size() == want.size(), qPrintable(where));
+                for (qsizetype i = 0; i < want.size(); ++i) {
+                    QVERIFY2(got[i].record.id == want[i].record.id, qPrintable(where + QStringLiteral(", match %1").arg(i)));
+                    QVERIFY2(std::abs(got[i].score - want[i].score) < 1e-6, qPrintable(where));
+                    const QString speaker = QString::fromStdString(want[i].record.metadata.value("speaker", ""));
+                    if (q.contains(speaker, Qt::CaseInsensitive))
+                        ++named;
+                }
+                compared += int(want.size());
+            }
+        }
+        QVERIFY(compared > 100);
+        QVERIFY2(named > 20, "the queries should find turns of the speakers they name");
+    }
+
     // A record changed out of the filter, or deleted, after the search is left out, and the next
     // candidates take its place.
     void recordsChangedMeanwhileAreLeftOut()

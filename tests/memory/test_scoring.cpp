@@ -276,6 +276,99 @@ private Q_SLOTS:
         QVERIFY(qAbs(drown[1].score - (0.5 * 0.2 + (0.3 * 1.0 + 0.2 * 0.5) * (rel1 / best) * (rel1 / best)) / 1.5) < 1e-9);
     }
 
+    // A query names a speaker by the whole name, in any case; not by a part of a word or of the name.
+    void namesSpeaker_data()
+    {
+        QTest::addColumn<QString>("query");
+        QTest::addColumn<QString>("speaker");
+        QTest::addColumn<bool>("named");
+        QTest::newRow("the name") << "What does Melanie paint?"
+                                  << "Melanie" << true;
+        QTest::newRow("any case") << "what does melanie paint"
+                                  << "Melanie" << true;
+        QTest::newRow("possessive") << "Melanie's kids"
+                                    << "Melanie" << true;
+        QTest::newRow("at the end") << "hobbies of Jon"
+                                    << "Jon" << true;
+        QTest::newRow("two words") << "what did Dr. Ruth Smith say"
+                                   << "Ruth Smith" << true;
+        QTest::newRow("part of a word") << "What did Jonathan say?"
+                                        << "Jon" << false;
+        QTest::newRow("word within a name") << "Where is Smithfield?"
+                                            << "Smith" << false;
+        QTest::newRow("another person") << "What does Caroline paint?"
+                                        << "Melanie" << false;
+        QTest::newRow("half of the name") << "what did Ruth say"
+                                          << "Ruth Smith" << false;
+        QTest::newRow("accented") << "Was macht Zoë?"
+                                  << "Zoë" << true;
+        QTest::newRow("blank speaker") << "anything"
+                                       << "  " << false;
+    }
+    void namesSpeaker()
+    {
+        QFETCH(QString, query);
+        QFETCH(QString, speaker);
+        QFETCH(bool, named);
+        QCOMPARE(Scoring::namesSpeaker(query, speaker), named);
+    }
+
+    void asks_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<bool>("asks");
+        QTest::newRow("question") << "Mel: Did you go?" << true;
+        QTest::newRow("trailing spaces") << "Did you go?  \n"
+                                         << true;
+        QTest::newRow("statement, then a question") << "I went. Did you?" << true;
+        QTest::newRow("question, then a statement") << "Guess what? I went." << false;
+        QTest::newRow("statement") << "I went." << false;
+        QTest::newRow("empty") << "" << false;
+    }
+    void asks()
+    {
+        QFETCH(QString, text);
+        QFETCH(bool, asks);
+        QCOMPARE(Scoring::asks(text), asks);
+    }
+
+    // A conversation turn (metadata.speaker) is lifted when the query names its speaker and lowered
+    // when it asks; other records are left as they are; scores stay at most 1.
+    void turnFactor()
+    {
+        MemoryRecord said = MemoryRecord::create(QStringLiteral("Melanie: I painted a sunset."));
+        said.metadata = Json{{"speaker", "Melanie"}};
+        MemoryRecord asked = MemoryRecord::create(QStringLiteral("Melanie: Do you paint?"));
+        asked.metadata = Json{{"speaker", "Melanie"}};
+        MemoryRecord note = MemoryRecord::create(QStringLiteral("Melanie: do you paint?"));
+        MemoryRecord odd = note;
+        odd.metadata = Json{{"speaker", 3}};
+        const QString query = QStringLiteral("What does Melanie paint?");
+        QCOMPARE(Scoring::turnFactor(said, query), 1.0 + Scoring::kNamedSpeakerBoost);
+        QCOMPARE(Scoring::turnFactor(said, QStringLiteral("What does Caroline paint?")), 1.0);
+        QVERIFY(qAbs(Scoring::turnFactor(asked, query) - (1.0 + Scoring::kNamedSpeakerBoost) * (1.0 - Scoring::kQuestionTurnDiscount)) < 1e-12);
+        QCOMPARE(Scoring::turnFactor(asked, QStringLiteral("paint")), 1.0 - Scoring::kQuestionTurnDiscount);
+        QCOMPARE(Scoring::turnFactor(note, query), 1.0);
+        QCOMPARE(Scoring::turnFactor(odd, query), 1.0);
+        QVERIFY(Scoring::isNamedSpeakersTurn(said, query));
+        QVERIFY(!Scoring::isNamedSpeakersTurn(note, query));
+        QVERIFY(Scoring::isTurn(asked));
+        QVERIFY(!Scoring::isTurn(note));
+        QVERIFY(!Scoring::isTurn(odd));
+
+        QList<MemoryMatch> matches(3);
+        matches[0].record = said;
+        matches[0].score = 0.9;
+        matches[1].record = asked;
+        matches[1].score = 0.5;
+        matches[2].record = note;
+        matches[2].score = 0.4;
+        Scoring::weighTurns(matches, query);
+        QCOMPARE(matches[0].score, 1.0); // 0.9 * 1.2, at most 1
+        QVERIFY(qAbs(matches[1].score - 0.5 * 1.2 * 0.8) < 1e-12);
+        QCOMPARE(matches[2].score, 0.4);
+    }
+
     void cosine()
     {
         QCOMPARE(Scoring::cosine({1, 0}, {1, 0}), 1.0);
