@@ -384,32 +384,38 @@ int SqliteGraphStore::revertRecords(const QStringList &recordIds)
         return 0;
     int reverted = 0;
     inTransaction(QStringLiteral("reverting the graph of %1 records").arg(recordIds.size()), [&] {
-        for (const QString &recordId : recordIds) {
-            std::vector<std::pair<QString, qint64>> changes;
-            {
-                Statement q(m_storage, "SELECT change, row_id FROM graph_history WHERE record_id = ? ORDER BY seq DESC");
-                q.bindText(1, recordId);
-                while (q.step(QStringLiteral("reading the graph history")))
-                    changes.emplace_back(q.text(0), q.int64(1));
-            }
-            for (const auto &[change, rowId] : changes) {
-                if (change == QLatin1String("INVALIDATE")) {
-                    Statement q(m_storage, "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, "
-                                           "why = NULL WHERE id = ? AND invalidated_by = ?");
-                    q.bind(1, rowId).bindText(2, recordId).run(QStringLiteral("validating a relation again"));
-                } else {
-                    const int kind = change.endsWith(QLatin1String("ENTITY")) ? kEntity : kRelation;
-                    Statement q(m_storage, "DELETE FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
-                    q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("unlinking a graph row"));
-                }
-                ++reverted;
-            }
-            Statement forget(m_storage, "DELETE FROM graph_history WHERE record_id = ?");
-            forget.bindText(1, recordId).run(QStringLiteral("clearing the graph history of a record"));
-        }
+        for (const QString &recordId : recordIds)
+            reverted += revertLocked(recordId);
         deleteOrphans();
     });
     dropIndexes(); // rows deleted and validated again in bulk: read again on the next search
+    return reverted;
+}
+
+int SqliteGraphStore::revertLocked(const QString &recordId)
+{
+    int reverted = 0;
+    std::vector<std::pair<QString, qint64>> changes;
+    {
+        Statement q(m_storage, "SELECT change, row_id FROM graph_history WHERE record_id = ? ORDER BY seq DESC");
+        q.bindText(1, recordId);
+        while (q.step(QStringLiteral("reading the graph history")))
+            changes.emplace_back(q.text(0), q.int64(1));
+    }
+    for (const auto &[change, rowId] : changes) {
+        if (change == QLatin1String("INVALIDATE")) {
+            Statement q(m_storage, "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, "
+                                   "why = NULL WHERE id = ? AND invalidated_by = ?");
+            q.bind(1, rowId).bindText(2, recordId).run(QStringLiteral("validating a relation again"));
+        } else {
+            const int kind = change.endsWith(QLatin1String("ENTITY")) ? kEntity : kRelation;
+            Statement q(m_storage, "DELETE FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
+            q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("unlinking a graph row"));
+        }
+        ++reverted;
+    }
+    Statement forget(m_storage, "DELETE FROM graph_history WHERE record_id = ?");
+    forget.bindText(1, recordId).run(QStringLiteral("clearing the graph history of a record"));
     return reverted;
 }
 
@@ -423,6 +429,149 @@ void SqliteGraphStore::deleteOrphans()
                    "(SELECT 1 FROM graph_sources s WHERE s.kind = 0 AND s.row_id = graph_entities.id) "
                    "AND NOT EXISTS (SELECT 1 FROM graph_relations r WHERE r.src = graph_entities.id OR r.dst = graph_entities.id)",
                    doing);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking
+
+namespace {
+
+// One kind of damage check() finds: how many rows have it, what that means, and the SQL that mends it.
+struct GraphFault
+{
+    const char *count;
+    const char *what; // "%1 relations pointing at missing entities"
+    const char *mend;
+    const char *mended; // "deleted"
+};
+
+// In the order the repair mends them: what points at nothing first, then what the history lacks.
+const GraphFault kFaultsBeforeRecords[] = {
+    {"SELECT count(*) FROM graph_relations WHERE src NOT IN (SELECT id FROM graph_entities) "
+     "OR dst NOT IN (SELECT id FROM graph_entities)",
+     "%1 relations pointing at missing entities",
+     "DELETE FROM graph_relations WHERE src NOT IN (SELECT id FROM graph_entities) OR dst NOT IN (SELECT id FROM graph_entities)",
+     "deleted"},
+    {"SELECT count(*) FROM graph_sources WHERE (kind = 0 AND row_id NOT IN (SELECT id FROM graph_entities)) "
+     "OR (kind = 1 AND row_id NOT IN (SELECT id FROM graph_relations)) OR kind NOT IN (0, 1)",
+     "%1 provenance links (graph_sources) to missing entities or relations",
+     "DELETE FROM graph_sources WHERE (kind = 0 AND row_id NOT IN (SELECT id FROM graph_entities)) "
+     "OR (kind = 1 AND row_id NOT IN (SELECT id FROM graph_relations)) OR kind NOT IN (0, 1)",
+     "deleted"},
+    {"SELECT count(*) FROM graph_history WHERE (change IN ('ADD_ENTITY', 'LINK_ENTITY') AND row_id NOT IN "
+     "(SELECT id FROM graph_entities)) OR (change IN ('ADD_RELATION', 'LINK_RELATION', 'INVALIDATE') AND row_id NOT IN "
+     "(SELECT id FROM graph_relations))",
+     "%1 graph history entries for missing entities or relations",
+     "DELETE FROM graph_history WHERE (change IN ('ADD_ENTITY', 'LINK_ENTITY') AND row_id NOT IN "
+     "(SELECT id FROM graph_entities)) OR (change IN ('ADD_RELATION', 'LINK_RELATION', 'INVALIDATE') AND row_id NOT IN "
+     "(SELECT id FROM graph_relations))",
+     "deleted"},
+};
+
+const GraphFault kFaultsAfterRecords[] = {
+    {"SELECT count(*) FROM graph_relations WHERE valid = 0 AND (invalidated_by IS NULL OR invalidated_by NOT IN "
+     "(SELECT id FROM records))",
+     "%1 invalid relations whose invalidating record is missing",
+     "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, why = NULL WHERE valid = 0 AND "
+     "(invalidated_by IS NULL OR invalidated_by NOT IN (SELECT id FROM records))",
+     "made valid again"},
+    {"SELECT count(*) FROM graph_relations r WHERE r.valid = 0 AND NOT EXISTS (SELECT 1 FROM graph_history h WHERE "
+     "h.record_id = r.invalidated_by AND h.change = 'INVALIDATE' AND h.row_id = r.id)",
+     "%1 invalidations the graph history does not hold (an undo would not make them valid again)",
+     "INSERT INTO graph_history(record_id, change, row_id, at) SELECT r.invalidated_by, 'INVALIDATE', r.id, "
+     "coalesce(r.invalidated_at, r.created_at) FROM graph_relations r WHERE r.valid = 0 AND NOT EXISTS (SELECT 1 FROM "
+     "graph_history h WHERE h.record_id = r.invalidated_by AND h.change = 'INVALIDATE' AND h.row_id = r.id)",
+     "written to the history"},
+    {"SELECT count(*) FROM graph_sources s WHERE NOT EXISTS (SELECT 1 FROM graph_history h WHERE h.record_id = s.record_id "
+     "AND h.row_id = s.row_id AND h.change IN (CASE s.kind WHEN 0 THEN 'ADD_ENTITY' ELSE 'ADD_RELATION' END, "
+     "CASE s.kind WHEN 0 THEN 'LINK_ENTITY' ELSE 'LINK_RELATION' END))",
+     "%1 provenance links the graph history does not hold (an undo would not remove them)",
+     "INSERT INTO graph_history(record_id, change, row_id, at) SELECT s.record_id, CASE s.kind WHEN 0 THEN 'LINK_ENTITY' "
+     "ELSE 'LINK_RELATION' END, s.row_id, CAST(strftime('%s', 'now') AS INTEGER) * 1000 FROM graph_sources s WHERE NOT "
+     "EXISTS (SELECT 1 FROM graph_history h WHERE h.record_id = s.record_id AND h.row_id = s.row_id AND h.change IN "
+     "(CASE s.kind WHEN 0 THEN 'ADD_ENTITY' ELSE 'ADD_RELATION' END, CASE s.kind WHEN 0 THEN 'LINK_ENTITY' ELSE "
+     "'LINK_RELATION' END))",
+     "written to the history"},
+    {"SELECT (SELECT count(*) FROM graph_relations WHERE NOT EXISTS (SELECT 1 FROM graph_sources s WHERE s.kind = 1 AND "
+     "s.row_id = graph_relations.id)) + (SELECT count(*) FROM graph_entities WHERE NOT EXISTS (SELECT 1 FROM graph_sources s "
+     "WHERE s.kind = 0 AND s.row_id = graph_entities.id) AND NOT EXISTS (SELECT 1 FROM graph_relations r WHERE r.src = "
+     "graph_entities.id OR r.dst = graph_entities.id))",
+     "%1 entities and relations no record holds",
+     nullptr, // deleteOrphans()
+     "deleted"},
+};
+
+// The records the graph names (provenance or history) that the records table does not hold.
+constexpr const char kMissingRecords[] =
+    "SELECT record_id FROM graph_sources WHERE record_id NOT IN (SELECT id FROM records) UNION "
+    "SELECT record_id FROM graph_history WHERE record_id NOT IN (SELECT id FROM records)";
+
+} // namespace
+
+void SqliteGraphStore::checkLocked(bool repair, StoreCheck &report)
+{
+    if (!hasTables())
+        return;
+    const QString doing = QStringLiteral("checking the graph");
+    const auto count = [&](const char *sql) {
+        Statement q(m_storage, sql);
+        q.step(doing);
+        return q.int64(0);
+    };
+    const auto missingRecords = [&] {
+        QStringList ids;
+        Statement q(m_storage, kMissingRecords);
+        while (q.step(doing))
+            ids << q.text(0);
+        return ids;
+    };
+    const auto problem = [&](qint64 n, const QString &what) {
+        report.problems << QStringLiteral("the graph has %1; `mneme check --repair` mends it").arg(what.arg(n));
+    };
+    const auto faults = [&](const auto &list) {
+        for (const GraphFault &f : list) {
+            const qint64 n = count(f.count);
+            if (n == 0)
+                continue;
+            if (!repair) {
+                problem(n, QString::fromUtf8(f.what));
+                continue;
+            }
+            if (f.mend)
+                m_storage.exec(f.mend, QStringLiteral("mending the graph"));
+            else
+                deleteOrphans();
+            report.repaired << QStringLiteral("the graph: %1 %2").arg(QString::fromUtf8(f.what).arg(n), QString::fromUtf8(f.mended));
+        }
+    };
+    const auto check = [&] {
+        faults(kFaultsBeforeRecords);
+        const QStringList missing = missingRecords();
+        if (!missing.isEmpty()) {
+            const QString what = QStringLiteral("%1 records that no longer exist still in its provenance or history");
+            if (!repair) {
+                problem(missing.size(), what);
+            } else {
+                for (const QString &id : missing)
+                    revertLocked(id);
+                Statement links(m_storage, "DELETE FROM graph_sources WHERE record_id NOT IN (SELECT id FROM records)");
+                links.run(QStringLiteral("mending the graph"));
+                report.repaired << QStringLiteral("the graph: %1 reverted, as their deletion would have")
+                                       .arg(what.arg(missing.size()));
+            }
+        }
+        faults(kFaultsAfterRecords);
+    };
+    if (!repair) {
+        check();
+        return;
+    }
+    try {
+        inTransaction(QStringLiteral("the graph's repair"), check);
+    } catch (const Error &e) {
+        report.problems << QStringLiteral("the graph could not be repaired: %1").arg(e.message());
+    }
+    dropIndexes();
 }
 
 void SqliteGraphStore::reset(const QString &scopePrefix)
@@ -724,6 +873,32 @@ std::vector<ScoredRelation> SqliteGraphStore::similarRelations(const Embedding &
     });
     if (int(out.size()) > limit)
         out.resize(std::size_t(limit));
+    return out;
+}
+
+QHash<qint64, int> SqliteGraphStore::degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter)
+{
+    QMutexLocker lock(&m_storage.m_mutex);
+    m_storage.ensureOpen();
+    QHash<qint64, int> out;
+    for (qint64 id : entityIds)
+        out.insert(id, 0);
+    if (entityIds.empty() || !hasTables())
+        return out;
+    std::vector<QByteArray> args;
+    QByteArray seen = visible(filter, args);
+    if (!filter.includeInvalid && !filter.asOf.isValid())
+        seen += " AND t.valid = 1";
+    else if (filter.asOf.isValid() && !filter.includeInvalid)
+        seen += " AND t.created_at <= " + QByteArray::number(filter.asOf.toMSecsSinceEpoch());
+    Statement q(m_storage, "SELECT e.value, (SELECT count(*) FROM graph_relations t WHERE t.src = e.value AND " + seen
+                               + ") + (SELECT count(*) FROM graph_relations t WHERE t.dst = e.value AND " + seen
+                               + ") FROM json_each(?) e");
+    int next = q.bindAll(args, 1);
+    next = q.bindAll(args, next);
+    q.bindBytes(next, idsJson(entityIds));
+    while (q.step(QStringLiteral("counting the relations of entities")))
+        out.insert(q.int64(0), int(q.int64(1)));
     return out;
 }
 

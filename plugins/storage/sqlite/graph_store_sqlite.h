@@ -92,9 +92,21 @@ public:
     std::vector<GraphRelation> relationsOf(const std::vector<qint64> &entityIds, int hops, const GraphFilter &filter) override;
     std::vector<ScoredRelation> similarRelations(const Embedding &query, const GraphFilter &filter, double minScore,
                                                  int limit) override;
+    // Counted in place: the relations the filter's scopes and privacy see, valid ones only unless it
+    // asks for invalid ones or a past time (then every one created by then, an upper bound).
+    QHash<qint64, int> degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter) override;
+
+    // SqliteStorage::check's graph part (the caller holds the storage's mutex): relations pointing at
+    // missing entities, provenance (graph_sources) pointing at missing rows or records, history
+    // entries for missing rows, links and invalidations the history does not hold, and rows no record
+    // holds. Adds a sentence per problem to `report`; with `repair`, mends them in one transaction: what
+    // points at nothing is deleted, the graph changes of missing records are reverted (as their
+    // deletion would have), missing history entries are written, then orphans deleted.
+    void checkLocked(bool repair, StoreCheck &report);
 
 private:
     using Statement = SqliteStorage::Statement;
+    int revertLocked(const QString &recordId); // in a transaction; returns the changes reverted
     struct Resolved;
     // False on a store older than schema 5 opened read-only (no graph tables): reads find nothing.
     bool hasTables() const;

@@ -76,11 +76,12 @@ public:
         check(sqlite3_bind_blob64(m_st, i, e.data(), sqlite3_uint64(e.size() * sizeof(float)), SQLITE_TRANSIENT));
         return *this;
     }
-    // Binds `args` as texts from position `first`.
-    void bindAll(const std::vector<QByteArray> &args, int first = 1)
+    // Binds `args` as texts from position `first`; returns the position after them.
+    int bindAll(const std::vector<QByteArray> &args, int first = 1)
     {
         for (const QByteArray &a : args)
             bindBytes(first++, a);
+        return first;
     }
     void bindAll(const std::vector<std::variant<qint64, QByteArray, double>> &args, int first = 1)
     {

@@ -3354,12 +3354,18 @@ StoreCheck SqliteStorage::check(bool repair)
         if (!indexFile.isEmpty())
             report.repaired << QStringLiteral("the vector index file, from the records");
     }
+    graphLocked()->checkLocked(repair, report);
     return report;
 }
 
 GraphStore *SqliteStorage::graph()
 {
     QMutexLocker lock(&m_mutex);
+    return graphLocked();
+}
+
+SqliteGraphStore *SqliteStorage::graphLocked()
+{
     if (!m_graph)
         m_graph = std::make_unique<SqliteGraphStore>(*this);
     return m_graph.get();
