@@ -128,6 +128,7 @@ private Q_SLOTS:
     void resetOfASubtreeKeepsTheRest();
     void similarRelationsAreRankedByCosine();
     void checkFindsAndRepairsGraphDamage();
+    void vectorSearchesFollowEveryChange();
 };
 
 void TestGraphStore::normalizedNames_data()
@@ -456,6 +457,55 @@ void TestGraphStore::checkFindsAndRepairsGraphDamage()
     QCOMPARE(texts(g.relations(everything, -1)), QStringList{QStringLiteral("Alice -- lives_in -> Lisbon")});
     QCOMPARE(g.entitiesByName({QStringLiteral("alice")}, {})[0].recordIds, QStringList{QStringLiteral("r1")});
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+}
+
+// The in-process indexes of the entity and relation vectors against the tables: writes,
+// invalidations, reverts, privacy, and another connection's commits.
+void TestGraphStore::vectorSearchesFollowEveryChange()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    auto other = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    const auto sources = [&g](const Embedding &q, const GraphFilter &f = {}) {
+        QStringList out;
+        for (const ScoredRelation &s : g.similarRelations(q, f, 0.9, 10))
+            out << s.relation.sourceName + QLatin1Char(' ') + s.relation.destinationName;
+        return out;
+    };
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true, {1, 0})})}, {});
+    QCOMPARE(sources({1, 0}), QStringList{QStringLiteral("Alice Lisbon")}); // the indexes are read
+    // Written through this store: in the index at once; the relation it invalidates is not found now, but as of before.
+    g.write({extraction(origin(QStringLiteral("r2"), 3), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Porto"), true, {1, 0.01f})})}, {});
+    QCOMPARE(sources({1, 0}), QStringList{QStringLiteral("Alice Porto")});
+    GraphFilter then;
+    then.asOf = kBase.addDays(1);
+    QCOMPARE(sources({1, 0}, then), QStringList{QStringLiteral("Alice Lisbon")});
+    // Written by another connection: seen on the next search.
+    other->graph()->write({extraction(origin(QStringLiteral("r3"), 4, QStringLiteral("/"), QStringLiteral("bob"), true),
+                                      {triplet(QStringLiteral("Bob"), QStringLiteral("likes"), QStringLiteral("tea"), false, {0, 1})})},
+                          {});
+    QCOMPARE(sources({0, 1}), QStringList{QStringLiteral("Bob tea")});
+    GraphFilter reader;
+    reader.applyPrivacy = true;
+    reader.source = QStringLiteral("carol");
+    QVERIFY(sources({0, 1}, reader).isEmpty()); // private to bob
+    // Reverted: gone from the searches, and what it invalidated found again.
+    g.revertRecords({QStringLiteral("r2"), QStringLiteral("r3")});
+    QCOMPARE(sources({1, 0}), QStringList{QStringLiteral("Alice Lisbon")});
+    QVERIFY(sources({0, 1}).isEmpty());
+    // Entities resolve by similarity through the index too, and similarEntities finds them.
+    GraphTripletInput first = triplet(QStringLiteral("Carla"), QStringLiteral("likes"), QStringLiteral("coffee"));
+    first.source.embedding = {1, 0};
+    GraphTripletInput again = triplet(QStringLiteral("Karla"), QStringLiteral("likes"), QStringLiteral("tea"));
+    again.source.embedding = {1, 0.01f};
+    g.write({extraction(origin(QStringLiteral("r4"), 5), {first})}, {});
+    const GraphWriteResult w = g.write({extraction(origin(QStringLiteral("r5"), 6), {again})}, {});
+    QCOMPARE(w.entitiesResolved, 1); // Karla is Carla
+    const std::vector<ScoredEntity> near = g.similarEntities({1, 0}, {}, 0.9, 5);
+    QCOMPARE(near.size(), std::size_t(1));
+    QCOMPARE(near[0].entity.name, QStringLiteral("Carla"));
+    QCOMPARE(near[0].entity.recordIds, (QStringList{QStringLiteral("r4"), QStringLiteral("r5")}));
 }
 
 QTEST_GUILESS_MAIN(TestGraphStore)
