@@ -114,4 +114,16 @@ QString GraphChange::kindName(Kind k)
     return QString();
 }
 
+QHash<qint64, int> GraphStore::degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter)
+{
+    QHash<qint64, int> out;
+    for (qint64 id : entityIds)
+        out.insert(id, 0);
+    for (const GraphRelation &r : relationsOf(entityIds, 1, filter))
+        for (qint64 end : {r.sourceId, r.destinationId})
+            if (out.contains(end))
+                ++out[end];
+    return out;
+}
+
 } // namespace mneme

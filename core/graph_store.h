@@ -5,6 +5,7 @@
 #include <mneme/core/memory_record.h>
 
 #include <QDateTime>
+#include <QHash>
 #include <QString>
 #include <QStringList>
 #include <vector>
@@ -203,6 +204,10 @@ public:
     // Relations whose text embedding has a cosine similarity of at least minScore with `query`, best first.
     virtual std::vector<ScoredRelation> similarRelations(const Embedding &query, const GraphFilter &filter, double minScore,
                                                          int limit) = 0;
+    // The degree of each of these entities: how many relations the filter admits into or out of it
+    // (graph recall weighs an entity by it and does not expand a hub). This default counts what
+    // relationsOf() returns; a backend may count in place.
+    virtual QHash<qint64, int> degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter);
 };
 
 } // namespace mneme

@@ -104,6 +104,28 @@ const QSet<QString> &exclusiveLabels()
     return w;
 }
 
+// Third-person subjects, resolved to the last person the record named.
+const QSet<QString> &thirdPerson()
+{
+    static const QSet<QString> w{"he", "she", "they"};
+    return w;
+}
+
+// Where someone lives now: labels that all mean the residence, written as kResidence.
+const QSet<QString> &residenceLabels()
+{
+    static const QSet<QString> w{"lives_in", "live_in", "living_in", "lives_at", "live_at", "living_at", "resides_in",
+                                 "reside_in", "resides_at", "is_based_in", "based_in", "stays_in", "lived_in_now"};
+    return w;
+}
+
+// A completed move: the destination is the new residence.
+const QSet<QString> &moveLabels()
+{
+    static const QSet<QString> w{"moved_to", "moved_into", "relocated_to", "settled_in", "moved_back_to", "moved_in_to"};
+    return w;
+}
+
 QList<Word> wordsOf(const QString &sentence)
 {
     QList<Word> out;
@@ -295,13 +317,32 @@ bool possessives(const QList<Word> &w, const QString &speaker, ExtractedGraph &g
     return false;
 }
 
-void sentenceGraph(const QString &sentence, const QString &speaker, const QDateTime &at, ExtractedGraph &g)
+// The event of a dated sentence, named by what happened: "Alice moved to Porto".
+ExtractedEntity eventEntity(const ExtractedEntity &subject, const QString &label, const ExtractedEntity &object)
+{
+    QString name = subject.name + QLatin1Char(' ') + QString(label).replace(QLatin1Char('_'), QLatin1Char(' '));
+    if (!object.name.isEmpty())
+        name += QLatin1Char(' ') + object.name;
+    return {name, QStringLiteral("event")};
+}
+
+// `lastNamed`: the last person the record named (he, she and they as a subject mean them); updated.
+void sentenceGraph(const QString &sentence, const QString &speaker, const QDateTime &at, QString &lastNamed, ExtractedGraph &g)
 {
     const QList<Word> w = wordsOf(sentence);
     if (w.size() < 2)
         return;
-    if (possessives(w, speaker, g))
+    const qsizetype before = g.triplets.size();
+    const auto noteNamed = [&] {
+        for (qsizetype k = before; k < g.triplets.size(); ++k)
+            for (const ExtractedEntity &e : {g.triplets[k].source, g.triplets[k].destination})
+                if (e.type == QLatin1String("entity") || (e.type == QLatin1String("person") && e.name != speaker))
+                    lastNamed = e.name;
+    };
+    if (possessives(w, speaker, g)) {
+        noteNamed();
         return;
+    }
     int i = 0;
     // An opening clause ("Last week, I went ...") is passed over up to its comma.
     for (int k = 0; k < std::min<int>(w.size() - 1, 5); ++k)
@@ -310,7 +351,15 @@ void sentenceGraph(const QString &sentence, const QString &speaker, const QDateT
             break;
         }
     int end = i;
-    const ExtractedEntity subject = nounPhrase(w, i, &end, speaker, false);
+    ExtractedEntity subject;
+    if (i < w.size() && thirdPerson().contains(w[i].lower())) {
+        if (lastNamed.isEmpty())
+            return; // nobody to resolve it to
+        subject = {lastNamed, QStringLiteral("entity")};
+        end = i + 1;
+    } else {
+        subject = nounPhrase(w, i, &end, speaker, false);
+    }
     if (subject.name.isEmpty() || subject.type == QLatin1String("thing"))
         return;
     // The verb phrase.
@@ -373,10 +422,11 @@ void sentenceGraph(const QString &sentence, const QString &speaker, const QDateT
         addTriplet(g, subject, action + QLatin1Char('_') + l, place);
         k = placeEnd - 1;
     }
-    // A date: subject -action_on-> day.
+    // A date: the event (what the subject did) -happened_on-> the day.
     if (at.isValid())
         if (const std::optional<TimeRange> range = TimeExpression::parse(sentence, at))
-            addTriplet(g, subject, action + QStringLiteral("_on"), dateEntity(*range));
+            addTriplet(g, eventEntity(subject, label, object), QStringLiteral("happened_on"), dateEntity(*range));
+    noteNamed();
 }
 
 } // namespace
@@ -395,6 +445,26 @@ QString normalizedLabel(const QString &label)
     return out;
 }
 
+void withResidences(ExtractedGraph &g)
+{
+    QList<ExtractedTriplet> moves;
+    for (ExtractedTriplet &t : g.triplets) {
+        if (residenceLabels().contains(t.label)) {
+            t.label = kResidence;
+            t.exclusive = true;
+        } else if (moveLabels().contains(t.label)) {
+            moves << ExtractedTriplet{t.source, kResidence, t.destination, true, {}};
+        }
+    }
+    for (const ExtractedTriplet &m : std::as_const(moves)) {
+        bool known = false;
+        for (const ExtractedTriplet &t : std::as_const(g.triplets))
+            known = known || (t.source == m.source && t.label == m.label && t.destination == m.destination);
+        if (!known)
+            g.triplets << m;
+    }
+}
+
 bool isExclusiveLabel(const QString &label)
 {
     return exclusiveLabels().contains(label);
@@ -411,8 +481,10 @@ ExtractedGraph extract(const QString &text, const QDateTime &at)
         speaker = m.captured(1);
         body = body.mid(m.capturedEnd());
     }
+    QString lastNamed;
     for (const QString &sentence : StatementSplitter::split(body))
-        sentenceGraph(sentence, speaker, at, g);
+        sentenceGraph(sentence, speaker, at, lastNamed, g);
+    withResidences(g);
     return g;
 }
 

@@ -41,10 +41,19 @@ struct ExtractedGraph
 //     negation and preposition: "never_visited", "moved_to"), and the noun phrase after it;
 //   - places: "in / at / from / to" and a capitalised name -> subject -verb_in-> place;
 //   - dates (time_expression_p.h, read against the record's time `at`, so "yesterday" is a day)
-//     -> subject -verb_on-> date.
-// Pronouns other than the first person (he, she, they) are not resolved: such sentences give no triplet.
+//     -> an event entity named by what happened ("Alice moved to Porto") -happened_on-> date;
+//   - he, she and they as a subject: the last person the record named (none: no triplet). "You" is
+//     not resolved (a record does not say whom it addresses).
+// Then withResidences().
 namespace OfflineGraphExtractor {
 ExtractedGraph extract(const QString &text, const QDateTime &at);
+// The label of where someone lives (exclusive: one value at a time).
+inline const QString kResidence = QStringLiteral("lives_in");
+// The residence family, for either extractor: a residence label (lives_in, live_in, lives_at,
+// resides_in, based_in, ...) becomes kResidence, and a completed move (moved_to, moved_into,
+// relocated_to, settled_in, moved_back_to) also gives source -lives_in-> destination, so that a move
+// invalidates the residence before it.
+void withResidences(ExtractedGraph &g);
 // Whether a label (normalised) holds one value at a time: lives_in, works_at, married_to, age, ...
 bool isExclusiveLabel(const QString &label);
 // Lower case, runs of other characters than letters and digits made one '_'.

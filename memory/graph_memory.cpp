@@ -6,12 +6,21 @@
 #include <QHash>
 #include <QSet>
 #include <algorithm>
+#include <cmath>
 
 namespace mneme {
 
 namespace {
 
 constexpr const char *kGraphStep = AnalysisStep::GraphRelations;
+
+// An entity in more relations than this is a hub (a conversation's speaker, the user): that a query
+// names it says little about which of its relations are meant, so graph recall does not expand it
+// (the triplet path still finds its relations that read like the query).
+constexpr int kHubDegree = 40;
+// The evidence an entity gives its relations falls with its degree: whole up to this many relations,
+// then 1 / (1 + log2(degree / kSpecificDegree)).
+constexpr int kSpecificDegree = 4;
 
 // How sure one recall path alone is at best: a relation both paths find outranks one that only one
 // path finds fully (a relation of the query's entity whose text is also like the query, before the
@@ -221,6 +230,7 @@ std::vector<std::optional<ExtractedGraph>> GraphMemory::extractWithLlm(const std
         g.extractor = QStringLiteral("llm");
         g.entities = *entities[i];
         g.triplets = *triplets;
+        OfflineGraphExtractor::withResidences(g);
         out[i] = std::move(g);
     }
     if (failures.isEmpty())
@@ -336,6 +346,61 @@ std::optional<QList<ExtractedTriplet>> GraphMemory::readRelations(const Json &re
 // ---------------------------------------------------------------------------------------------
 // Recall
 
+QHash<qint64, double> GraphMemory::specificEntities(const QHash<qint64, double> &evidence, const GraphFilter &filter, int limit)
+{
+    std::vector<std::pair<double, qint64>> ranked;
+    const std::vector<qint64> ids(evidence.keyBegin(), evidence.keyEnd());
+    const QHash<qint64, int> degree = m_store.degrees(ids, filter);
+    for (qint64 id : ids) {
+        const int n = degree.value(id);
+        if (n > kHubDegree)
+            continue;
+        const double specificity = n <= kSpecificDegree ? 1.0 : 1.0 / (1.0 + std::log2(double(n) / kSpecificDegree));
+        ranked.emplace_back(evidence.value(id) * specificity, id);
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const auto &a, const auto &b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    if (int(ranked.size()) > limit)
+        ranked.resize(std::size_t(limit));
+    QHash<qint64, double> out;
+    for (const auto &[weight, id] : ranked)
+        out.insert(id, weight);
+    return out;
+}
+
+void GraphMemory::expandEntities(const QHash<qint64, double> &seeds, const GraphFilter &filter, int limit,
+                                 QHash<qint64, RelationMatch> &found)
+{
+    // Hop 1: the relations of the query's specific entities, each with its best end's weight.
+    const QHash<qint64, double> first = specificEntities(seeds, filter, limit);
+    if (first.isEmpty())
+        return;
+    QHash<qint64, double> reached; // the other ends, with half the evidence of the relation that reached them
+    for (const GraphRelation &r : m_store.relationsOf(std::vector<qint64>(first.keyBegin(), first.keyEnd()), 1, filter)) {
+        const double weight = std::max(first.value(r.sourceId), first.value(r.destinationId));
+        RelationMatch &m = found[r.id];
+        m.relation = r;
+        m.entityScore = std::max(m.entityScore, weight);
+        m.hops = 1;
+        for (qint64 end : {r.sourceId, r.destinationId})
+            if (!first.contains(end))
+                reached[end] = std::max(reached.value(end), weight / 2);
+    }
+    if (d.config.graphHops < 2 || reached.isEmpty())
+        return;
+    // Hop 2: the relations of the specific entities reached, not already found.
+    const QHash<qint64, double> second = specificEntities(reached, filter, limit);
+    if (second.isEmpty())
+        return;
+    for (const GraphRelation &r : m_store.relationsOf(std::vector<qint64>(second.keyBegin(), second.keyEnd()), 1, filter)) {
+        if (found.contains(r.id))
+            continue;
+        RelationMatch &m = found[r.id];
+        m.relation = r;
+        m.entityScore = std::max(second.value(r.sourceId), second.value(r.destinationId));
+        m.hops = 2;
+    }
+}
+
 QList<RelationMatch> GraphMemory::recall(const QString &query, const Embedding &queryVector, const GraphFilter &filter, int limit)
 {
     QHash<qint64, RelationMatch> found;
@@ -361,24 +426,8 @@ QList<RelationMatch> GraphMemory::recall(const QString &query, const Embedding &
             for (const ScoredEntity &s : m_store.similarEntities(v, filter, d.config.graphEntityThreshold, 3))
                 seeds[s.entity.id] = std::max(seeds.value(s.entity.id), std::min(1.0, s.score));
     }
-    if (!seeds.isEmpty()) {
-        const std::vector<qint64> ids(seeds.keyBegin(), seeds.keyEnd());
-        for (const GraphRelation &r : m_store.relationsOf(ids, d.config.graphHops, filter)) {
-            const double direct = std::max(seeds.value(r.sourceId), seeds.value(r.destinationId));
-            RelationMatch &m = take(r);
-            if (direct > 0) {
-                m.entityScore = std::max(m.entityScore, direct);
-                m.hops = 1;
-            } else {
-                // The second hop: half the evidence of the best seed it was reached from.
-                double best = 0;
-                for (double s : std::as_const(seeds))
-                    best = std::max(best, s);
-                m.entityScore = std::max(m.entityScore, best / 2);
-                m.hops = m.hops == 0 ? 2 : m.hops;
-            }
-        }
-    }
+    if (!seeds.isEmpty())
+        expandEntities(seeds, filter, limit, found);
 
     // 2. Triplet-semantic: the query against each relation's text.
     for (const ScoredRelation &s : m_store.similarRelations(queryVector, filter, d.config.graphRelationThreshold, 2 * limit))

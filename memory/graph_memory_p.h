@@ -8,6 +8,7 @@
 #include <mneme/core/record_filter.h>
 #include <mneme/memory/memory_match.h>
 
+#include <QHash>
 #include <QList>
 #include <QString>
 #include <optional>
@@ -59,6 +60,14 @@ private:
     std::vector<std::optional<ExtractedGraph>> extractWithLlm(const std::vector<MemoryRecord> &records);
     // The relations stored for these entity names, visible to the record (its scope and privacy).
     std::vector<GraphRelation> knownRelations(const MemoryRecord &record, const QList<ExtractedEntity> &entities);
+    // The entity-centric path: the relations of the query's entities (`seeds`, by id, with how surely
+    // the query names each) and, with graph_hops 2, of their neighbours, added to `found` with their
+    // entity score and hops. Hubs are not expanded; other entities weigh by their specificity.
+    void expandEntities(const QHash<qint64, double> &seeds, const GraphFilter &filter, int limit,
+                        QHash<qint64, RelationMatch> &found);
+    // Of these entities (by id, with their evidence), the `limit` best that are not hubs, each with its
+    // evidence times its specificity (its degree's weight).
+    QHash<qint64, double> specificEntities(const QHash<qint64, double> &evidence, const GraphFilter &filter, int limit);
 
     MemoryPrivate &d;
     GraphStore &m_store;

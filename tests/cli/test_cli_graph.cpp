@@ -6,6 +6,7 @@
 
 #include <QFile>
 #include <QtTest>
+#include <sqlite3.h>
 
 using namespace mneme;
 using Json = nlohmann::json;
@@ -31,6 +32,7 @@ public:
             args << QStringLiteral("--config") << m_dir.path(QStringLiteral("graph.json"));
         return runCli(QStringLiteral(MNEME_CLI), args, m_dir.dir());
     }
+    QString path() const { return m_dir.path(); }
     QString remember(const QString &text, const QString &at, const QStringList &extra = {}) const
     {
         const CliRun r = run(QStringList{QStringLiteral("remember"), text, QStringLiteral("--at"), at, QStringLiteral("--json")} + extra);
@@ -57,6 +59,7 @@ private Q_SLOTS:
     void privacy();
     void errors_data();
     void errors();
+    void checkMendsTheGraph();
 
 private:
     std::unique_ptr<Store> m_store;
@@ -203,6 +206,31 @@ void TestCliGraph::errors()
     const CliRun run = m_store->run(args);
     EXPECT_FAILURE(run, 2);
     QVERIFY2(run.err.contains(message.toUtf8()), run.describe().constData());
+}
+
+void TestCliGraph::checkMendsTheGraph()
+{
+    Store store;
+    QVERIFY(!store.remember(QStringLiteral("Alice lives in Lisbon."), QStringLiteral("2024-03-01")).isEmpty());
+    QVERIFY(!store.remember(QStringLiteral("Bob likes jazz."), QStringLiteral("2024-03-02")).isEmpty());
+    EXPECT_JSON_OK(store.run({QStringLiteral("check"), QStringLiteral("--json")}));
+    // An entity deleted behind the graph's back: its relation points at nothing.
+    sqlite3 *db = nullptr;
+    QCOMPARE(sqlite3_open(store.path().toUtf8().constData(), &db), SQLITE_OK);
+    QCOMPARE(sqlite3_exec(db, "DELETE FROM graph_entities WHERE norm = 'jazz'", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    const CliRun found = store.run({QStringLiteral("check"), QStringLiteral("--json")});
+    EXPECT_EXIT(found, 1);
+    QVERIFY(found.json()["problems"].size() >= 1);
+    for (const Json &p : found.json()["problems"])
+        QVERIFY2(QString::fromStdString(p.get<std::string>()).startsWith(QStringLiteral("the graph has")), p.dump().c_str());
+    const CliRun repaired = store.run({QStringLiteral("check"), QStringLiteral("--repair"), QStringLiteral("--json")});
+    EXPECT_JSON_OK(repaired);
+    QVERIFY(!repaired.json()["repaired"].empty());
+    EXPECT_JSON_OK(store.run({QStringLiteral("check"), QStringLiteral("--json")}));
+    const CliRun relations = store.run({QStringLiteral("graph"), QStringLiteral("relations"), QStringLiteral("--json")});
+    EXPECT_JSON_OK(relations);
+    QCOMPARE(relations.json().size(), std::size_t(1)); // Alice's, not the one that pointed at nothing
 }
 
 QTEST_GUILESS_MAIN(TestCliGraph)

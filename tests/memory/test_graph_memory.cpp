@@ -61,6 +61,7 @@ private Q_SLOTS:
     void everySavePathFeedsTheGraph();
     void sameEntityWrittenDifferentlyIsOneNode();
     void conflictInvalidatesNeverDeletes();
+    void aMoveInvalidatesTheOldResidence();
     void bothRecallPathsAndTimeTravel();
     void privacyAndScopes();
     void forgetRevertsAndUndoRestores();
@@ -144,8 +145,8 @@ void TestGraphMemory::everySavePathFeedsTheGraph()
     m.importRecords({MemoryRecord::create(QStringLiteral("Eve plays the violin."))}, false);
     QCOMPARE(texts(m.graph()->relations({}, -1)),
              (QStringList{QStringLiteral("Alice -- lives_in -> Lisbon"), QStringLiteral("Bob -- works_at -> Acme"),
-                          QStringLiteral("Carol -- likes -> chess"), QStringLiteral("Dan -- moved_to -> Oslo"),
-                          QStringLiteral("Eve -- plays -> violin")}));
+                          QStringLiteral("Carol -- likes -> chess"), QStringLiteral("Dan -- lives_in -> Oslo"),
+                          QStringLiteral("Dan -- moved_to -> Oslo"), QStringLiteral("Eve -- plays -> violin")}));
     // Each relation names the record it came from, and the (weaker) extractor that found it.
     const std::vector<GraphRelation> all = m.graph()->relations({}, -1);
     for (const GraphRelation &r : all) {
@@ -184,6 +185,25 @@ void TestGraphMemory::conflictInvalidatesNeverDeletes()
             QCOMPARE(r.invalidatedAt, kDay0.addDays(30));
             QVERIFY2(r.why.contains(moved.id), qPrintable(r.why));
         }
+}
+
+void TestGraphMemory::aMoveInvalidatesTheOldResidence()
+{
+    Memory m(config());
+    m.remember(QStringLiteral("Alice lives in Lisbon."), at(kDay0));
+    m.remember(QStringLiteral("Alice moved to Porto in May 2024."), at(kDay0.addDays(90)));
+    GraphFilter all;
+    all.includeInvalid = true;
+    QCOMPARE(texts(m.graph()->relations(all, -1)),
+             (QStringList{QStringLiteral("Alice -- lives_in -> Lisbon (invalid)"), QStringLiteral("Alice -- lives_in -> Porto"),
+                          QStringLiteral("Alice -- moved_to -> Porto"),
+                          QStringLiteral("Alice moved to Porto -- happened_on -> May 2024")}));
+    // As of before the move, Lisbon.
+    RecallOptions o;
+    o.asOf = kDay0.addDays(10);
+    const QList<RelationMatch> then = m.recallRelations(QStringLiteral("Where does Alice live?"), o);
+    QVERIFY(!then.isEmpty());
+    QCOMPARE(then.first().relation.text(), QStringLiteral("Alice -- lives_in -> Lisbon"));
 }
 
 void TestGraphMemory::bothRecallPathsAndTimeTravel()
@@ -350,7 +370,8 @@ void TestGraphMemory::llmExtraction()
     QSignalSpy started(&m, &Memory::llmCallStarted);
     QSignalSpy completed(&m, &Memory::analysisCompleted);
     m.remember(QStringLiteral("Alice has made her home in the Portuguese capital."), fields(QStringLiteral("/")));
-    QCOMPARE(texts(m.graph()->relations({}, -1)), QStringList{QStringLiteral("Alice -- resides_in -> Lisbon")});
+    // "resides_in" is of the residence family: written lives_in.
+    QCOMPARE(texts(m.graph()->relations({}, -1)), QStringList{QStringLiteral("Alice -- lives_in -> Lisbon")});
     QCOMPARE(m.graph()->entitiesByName({QStringLiteral("lisbon")}, {})[0].type, QStringLiteral("city"));
     QCOMPARE(m.graph()->relations({}, -1)[0].extractor, QStringLiteral("llm"));
     QStringList steps;
@@ -372,10 +393,10 @@ void TestGraphMemory::llmExtraction()
     m_llm->onJson(QStringLiteral("graph_entities"),
                   Json{{"entities", {{{"name", "Alice"}, {"type", "person"}}, {{"name", "Berlin"}, {"type", "city"}}}}});
     m_llm->onJson(QStringLiteral("graph_relations"),
-                  Json{{"relations", {{{"source", "Alice"}, {"relation", "moved_to"}, {"destination", "Berlin"}}}}, {"obsolete", {old, 99999}}});
-    m.remember(QStringLiteral("Alice left for Germany's capital."), fields(QStringLiteral("/")));
-    QVERIFY(m_llm->lastPrompt(QStringLiteral("graph_relations")).contains(QStringLiteral("[%1] Alice -- resides_in -> Lisbon").arg(old)));
-    QCOMPARE(texts(m.graph()->relations({}, -1)), QStringList{QStringLiteral("Alice -- moved_to -> Berlin")});
+                  Json{{"relations", {{{"source", "Alice"}, {"relation", "works_in"}, {"destination", "Berlin"}}}}, {"obsolete", {old, 99999}}});
+    m.remember(QStringLiteral("Alice left for a job in Germany's capital."), fields(QStringLiteral("/")));
+    QVERIFY(m_llm->lastPrompt(QStringLiteral("graph_relations")).contains(QStringLiteral("[%1] Alice -- lives_in -> Lisbon").arg(old)));
+    QCOMPARE(texts(m.graph()->relations({}, -1)), QStringList{QStringLiteral("Alice -- works_in -> Berlin")});
     GraphFilter all;
     all.includeInvalid = true;
     QCOMPARE(m.graph()->relations(all, -1).size(), std::size_t(2));

@@ -64,6 +64,37 @@ QStringList texts(const std::vector<GraphRelation> &relations)
     return out;
 }
 
+void rawExec(const QString &path, const QString &sql)
+{
+    sqlite3 *db = nullptr;
+    sqlite3_open_v2(path.toUtf8().constData(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    char *error = nullptr;
+    const int rc = sqlite3_exec(db, sql.toUtf8().constData(), nullptr, nullptr, &error);
+    const QString message = error ? QString::fromUtf8(error) : QString();
+    sqlite3_free(error);
+    sqlite3_close(db);
+    QVERIFY2(rc == SQLITE_OK, qPrintable(message));
+}
+
+MemoryRecord record(const QString &id)
+{
+    MemoryRecord r = MemoryRecord::create(QStringLiteral("the record ") + id);
+    r.id = id;
+    r.createdAt = kBase;
+    r.updatedAt = kBase;
+    return r;
+}
+
+// The problems of a check that are the graph's.
+QStringList graphProblems(const StoreCheck &check)
+{
+    QStringList out;
+    for (const QString &p : check.problems)
+        if (p.startsWith(QStringLiteral("the graph")))
+            out << p;
+    return out;
+}
+
 QString rawScalar(const QString &path, const QString &sql)
 {
     sqlite3 *db = nullptr;
@@ -96,6 +127,8 @@ private Q_SLOTS:
     void revertingARecordUndoesItsGraphChanges();
     void resetOfASubtreeKeepsTheRest();
     void similarRelationsAreRankedByCosine();
+    void checkFindsAndRepairsGraphDamage();
+    void vectorSearchesFollowEveryChange();
 };
 
 void TestGraphStore::normalizedNames_data()
@@ -132,6 +165,7 @@ void TestGraphStore::writesAndReadsBackAcrossReopening()
         auto store = openStore(tmp.path());
         QVERIFY(store->graph());
         QCOMPARE(store->schemaVersion(), 5);
+        store->save({record(QStringLiteral("r1"))});
         const GraphWriteResult w = store->graph()->write({extraction(origin(QStringLiteral("r1")),
                                                                      {triplet(QStringLiteral("Alice"), QStringLiteral("Lives in"),
                                                                               QStringLiteral("Lisbon"))})},
@@ -373,6 +407,105 @@ void TestGraphStore::similarRelationsAreRankedByCosine()
     QCOMPARE(hits[1].relation.sourceName, QStringLiteral("Bob"));
     QVERIFY(qAbs(hits[1].score - 0.6) < 1e-6);
     QCOMPARE(g.similarRelations({1, 0}, {}, 0.5, 1).size(), std::size_t(1));
+}
+
+void TestGraphStore::checkFindsAndRepairsGraphDamage()
+{
+    test::TempStore tmp;
+    const QString alice = QStringLiteral("Alice");
+    {
+        auto store = openStore(tmp.path());
+        store->save({record(QStringLiteral("r1")), record(QStringLiteral("r2"))});
+        GraphStore &g = *store->graph();
+        g.write({extraction(origin(QStringLiteral("r1")), {triplet(alice, QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true),
+                                                           triplet(alice, QStringLiteral("likes"), QStringLiteral("surfing"))})},
+                {});
+        g.write({extraction(origin(QStringLiteral("r2"), 3), {triplet(alice, QStringLiteral("lives_in"), QStringLiteral("Porto"), true)})}, {});
+        // The graph of a record deleted without its graph being reverted.
+        g.write({extraction(origin(QStringLiteral("gone"), 4), {triplet(QStringLiteral("Bob"), QStringLiteral("knows"), QStringLiteral("Carol"))})}, {});
+        QCOMPARE(graphProblems(store->check(false)).size(), 1);
+        rawExec(tmp.path(), QStringLiteral("DELETE FROM graph_entities WHERE norm = 'surfing'"));
+    }
+    rawExec(tmp.path(), QStringLiteral("DELETE FROM graph_history WHERE change IN ('INVALIDATE', 'LINK_ENTITY');"
+                                       "INSERT INTO graph_sources VALUES (0, 999, 'r1');"
+                                       "INSERT INTO graph_history(record_id, change, row_id, at) VALUES ('r1', 'ADD_RELATION', 999, 0)"));
+    const QString before = rawScalar(tmp.path(), QStringLiteral("SELECT (SELECT count(*) FROM graph_relations) || '/' || "
+                                                                "(SELECT count(*) FROM graph_sources) || '/' || (SELECT count(*) FROM graph_history)"));
+    auto store = openStore(tmp.path());
+    // Found, each with what to do, and nothing changed by looking.
+    const QStringList found = graphProblems(store->check(false));
+    QCOMPARE(found.size(), 6);
+    for (const QString &p : found)
+        QVERIFY2(p.contains(QStringLiteral("mneme check --repair")), qPrintable(p));
+    QVERIFY2(found.join(QLatin1Char('\n')).contains(QStringLiteral("1 relations pointing at missing entities")), qPrintable(found.join(QLatin1Char('\n'))));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT (SELECT count(*) FROM graph_relations) || '/' || (SELECT count(*) FROM "
+                                                  "graph_sources) || '/' || (SELECT count(*) FROM graph_history)")),
+             before);
+
+    const StoreCheck repaired = store->check(true);
+    QVERIFY2(graphProblems(repaired).isEmpty(), qPrintable(repaired.problems.join(QLatin1Char('\n'))));
+    QVERIFY(repaired.repaired.size() >= 6);
+    QVERIFY2(store->check(false).ok(), qPrintable(store->check(false).problems.join(QLatin1Char('\n'))));
+    GraphFilter everything;
+    everything.includeInvalid = true;
+    GraphStore &g = *store->graph();
+    QCOMPARE(texts(g.relations(everything, -1)),
+             (QStringList{QStringLiteral("Alice -- lives_in -> Lisbon (invalid)"), QStringLiteral("Alice -- lives_in -> Porto")}));
+    QVERIFY(g.entitiesByName({QStringLiteral("bob")}, {}).empty());
+    // The history holds again what undo needs: reverting r2 makes Lisbon valid and unlinks Alice from r2.
+    g.revertRecords({QStringLiteral("r2")});
+    QCOMPARE(texts(g.relations(everything, -1)), QStringList{QStringLiteral("Alice -- lives_in -> Lisbon")});
+    QCOMPARE(g.entitiesByName({QStringLiteral("alice")}, {})[0].recordIds, QStringList{QStringLiteral("r1")});
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
+}
+
+// The in-process indexes of the entity and relation vectors against the tables: writes,
+// invalidations, reverts, privacy, and another connection's commits.
+void TestGraphStore::vectorSearchesFollowEveryChange()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    auto other = openStore(tmp.path());
+    GraphStore &g = *store->graph();
+    const auto sources = [&g](const Embedding &q, const GraphFilter &f = {}) {
+        QStringList out;
+        for (const ScoredRelation &s : g.similarRelations(q, f, 0.9, 10))
+            out << s.relation.sourceName + QLatin1Char(' ') + s.relation.destinationName;
+        return out;
+    };
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true, {1, 0})})}, {});
+    QCOMPARE(sources({1, 0}), QStringList{QStringLiteral("Alice Lisbon")}); // the indexes are read
+    // Written through this store: in the index at once; the relation it invalidates is not found now, but as of before.
+    g.write({extraction(origin(QStringLiteral("r2"), 3), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Porto"), true, {1, 0.01f})})}, {});
+    QCOMPARE(sources({1, 0}), QStringList{QStringLiteral("Alice Porto")});
+    GraphFilter then;
+    then.asOf = kBase.addDays(1);
+    QCOMPARE(sources({1, 0}, then), QStringList{QStringLiteral("Alice Lisbon")});
+    // Written by another connection: seen on the next search.
+    other->graph()->write({extraction(origin(QStringLiteral("r3"), 4, QStringLiteral("/"), QStringLiteral("bob"), true),
+                                      {triplet(QStringLiteral("Bob"), QStringLiteral("likes"), QStringLiteral("tea"), false, {0, 1})})},
+                          {});
+    QCOMPARE(sources({0, 1}), QStringList{QStringLiteral("Bob tea")});
+    GraphFilter reader;
+    reader.applyPrivacy = true;
+    reader.source = QStringLiteral("carol");
+    QVERIFY(sources({0, 1}, reader).isEmpty()); // private to bob
+    // Reverted: gone from the searches, and what it invalidated found again.
+    g.revertRecords({QStringLiteral("r2"), QStringLiteral("r3")});
+    QCOMPARE(sources({1, 0}), QStringList{QStringLiteral("Alice Lisbon")});
+    QVERIFY(sources({0, 1}).isEmpty());
+    // Entities resolve by similarity through the index too, and similarEntities finds them.
+    GraphTripletInput first = triplet(QStringLiteral("Carla"), QStringLiteral("likes"), QStringLiteral("coffee"));
+    first.source.embedding = {1, 0};
+    GraphTripletInput again = triplet(QStringLiteral("Karla"), QStringLiteral("likes"), QStringLiteral("tea"));
+    again.source.embedding = {1, 0.01f};
+    g.write({extraction(origin(QStringLiteral("r4"), 5), {first})}, {});
+    const GraphWriteResult w = g.write({extraction(origin(QStringLiteral("r5"), 6), {again})}, {});
+    QCOMPARE(w.entitiesResolved, 1); // Karla is Carla
+    const std::vector<ScoredEntity> near = g.similarEntities({1, 0}, {}, 0.9, 5);
+    QCOMPARE(near.size(), std::size_t(1));
+    QCOMPARE(near[0].entity.name, QStringLiteral("Carla"));
+    QCOMPARE(near[0].entity.recordIds, (QStringList{QStringLiteral("r4"), QStringLiteral("r5")}));
 }
 
 QTEST_GUILESS_MAIN(TestGraphStore)

@@ -1,15 +1,13 @@
 #include "graph_store_sqlite.h"
 
-#include "sqlite_storage.h"
+#include "sqlite_statement.h"
 
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
-#include <mneme/core/vector_math.h>
 
 #include <QMutexLocker>
 #include <QSet>
 #include <algorithm>
-#include <cstring>
 #include <sqlite3.h>
 
 namespace mneme {
@@ -63,6 +61,47 @@ QByteArray textsJson(const QStringList &texts)
     return QByteArray::fromStdString(j.dump());
 }
 
+// The partition an entity resolves in (its category in the entity index): the scope, the privacy
+// and, for a private entity, the source.
+QString partitionOf(const QString &scope, bool isPrivate, const QString &source)
+{
+    return isPrivate ? scope + QChar(31) + QLatin1Char('1') + QChar(31) + source : scope + QChar(31) + QLatin1Char('0');
+}
+
+// A relation's category in the relation index.
+QString validityOf(bool valid)
+{
+    return valid ? QStringLiteral("valid") : QStringLiteral("invalid");
+}
+
+VectorIndex::Item indexItem(qint64 id, const QString &scope, const QString &source, bool isPrivate, qint64 createdMs,
+                            const QString &category)
+{
+    VectorIndex::Item item;
+    item.rowid = id;
+    item.scope = scope;
+    item.source = source;
+    item.isPrivate = isPrivate;
+    item.hasCreated = true;
+    item.createdMs = createdMs;
+    item.categories = {category};
+    return item;
+}
+
+// Adds the item with its vector; an empty index without a length takes the vector's, a vector of
+// another length is left out (as the scans it replaces skipped it).
+void put(VectorIndex &index, const VectorIndex::Item &item, const Embedding &e)
+{
+    if (e.empty())
+        return;
+    if (int(e.size()) != index.dimension()) {
+        if (index.size() != 0 || index.dimension() != 0)
+            return;
+        index.reset(int(e.size()));
+    }
+    index.upsert(item, e.data());
+}
+
 GraphChange::Kind kindFromName(const QString &name)
 {
     for (GraphChange::Kind k : {GraphChange::Kind::AddEntity, GraphChange::Kind::LinkEntity, GraphChange::Kind::AddRelation,
@@ -73,93 +112,6 @@ GraphChange::Kind kindFromName(const QString &name)
 }
 
 } // namespace
-
-// A statement on the storage's connection (its statement cache): reset and unbound when done.
-class SqliteGraphStore::Query
-{
-public:
-    Query(SqliteStorage &storage, const QByteArray &sql)
-        : m_storage(storage), m_st(storage.prepare(sql, &m_owned))
-    {
-    }
-    ~Query()
-    {
-        if (m_owned) {
-            sqlite3_finalize(m_st);
-        } else {
-            sqlite3_reset(m_st);
-            sqlite3_clear_bindings(m_st);
-        }
-    }
-    Query(const Query &) = delete;
-    Query &operator=(const Query &) = delete;
-
-    Query &bind(int i, qint64 v) { return check(sqlite3_bind_int64(m_st, i, v)); }
-    Query &bindDouble(int i, double v) { return check(sqlite3_bind_double(m_st, i, v)); }
-    Query &bindNull(int i) { return check(sqlite3_bind_null(m_st, i)); }
-    Query &bindText(int i, const QByteArray &utf8)
-    {
-        return check(sqlite3_bind_text64(m_st, i, utf8.constData(), sqlite3_uint64(utf8.size()), SQLITE_TRANSIENT, SQLITE_UTF8));
-    }
-    Query &bindText(int i, const QString &s) { return bindText(i, s.toUtf8()); }
-    Query &bindEmbedding(int i, const Embedding &e)
-    {
-        if (e.empty())
-            return bindNull(i);
-        return check(sqlite3_bind_blob64(m_st, i, e.data(), sqlite3_uint64(e.size() * sizeof(float)), SQLITE_TRANSIENT));
-    }
-    // Binds `args` as texts from position `first`; returns the next position.
-    int bindAll(const std::vector<QByteArray> &args, int first)
-    {
-        for (const QByteArray &a : args)
-            bindText(first++, a);
-        return first;
-    }
-    bool step(const QString &doing)
-    {
-        const int rc = sqlite3_step(m_st);
-        if (rc == SQLITE_ROW)
-            return true;
-        if (rc == SQLITE_DONE)
-            return false;
-        m_storage.fail(rc, doing);
-    }
-    void run(const QString &doing)
-    {
-        while (step(doing)) {
-        }
-    }
-    qint64 int64(int col) const { return sqlite3_column_int64(m_st, col); }
-    bool isNull(int col) const { return sqlite3_column_type(m_st, col) == SQLITE_NULL; }
-    QString text(int col) const
-    {
-        const auto *p = reinterpret_cast<const char *>(sqlite3_column_text(m_st, col));
-        return p ? QString::fromUtf8(p, sqlite3_column_bytes(m_st, col)) : QString();
-    }
-    Embedding embedding(int col) const
-    {
-        const int bytes = sqlite3_column_bytes(m_st, col);
-        const void *data = sqlite3_column_blob(m_st, col);
-        Embedding e;
-        if (data && bytes > 0 && bytes % int(sizeof(float)) == 0) {
-            e.resize(std::size_t(bytes) / sizeof(float));
-            std::memcpy(e.data(), data, std::size_t(bytes));
-        }
-        return e;
-    }
-
-private:
-    Query &check(int rc)
-    {
-        if (rc != SQLITE_OK)
-            m_storage.fail(rc, QStringLiteral("binding a value"));
-        return *this;
-    }
-
-    SqliteStorage &m_storage;
-    bool m_owned = false;
-    sqlite3_stmt *m_st;
-};
 
 SqliteGraphStore::SqliteGraphStore(SqliteStorage &storage)
     : m_storage(storage)
@@ -186,8 +138,92 @@ void SqliteGraphStore::inTransaction(const QString &doing, const std::function<v
         m_storage.exec("COMMIT", QStringLiteral("committing %1").arg(doing));
     } catch (...) {
         sqlite3_exec(m_storage.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        dropIndexes(); // they may hold rows the rollback removed
         throw;
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The vector indexes
+
+void SqliteGraphStore::ensureIndexes()
+{
+    {
+        Statement version(m_storage, "PRAGMA data_version");
+        version.step(QStringLiteral("checking for graph changes by other connections"));
+        const qint64 v = version.int64(0);
+        if (v != m_indexedDataVersion) {
+            dropIndexes();
+            m_indexedDataVersion = v;
+        }
+    }
+    if (m_entityIndex.isLoaded())
+        return;
+    const int dimension = m_storage.m_binding ? m_storage.m_binding->dimension : 0;
+    m_entityIndex.reset(dimension);
+    m_relationIndex.reset(dimension);
+    if (!hasTables())
+        return;
+    try {
+        Statement e(m_storage, "SELECT id, scope, source, private, created_at, embedding FROM graph_entities "
+                               "WHERE embedding IS NOT NULL");
+        while (e.step(QStringLiteral("reading the entity embeddings"))) {
+            const bool isPrivate = e.int64(3) != 0;
+            put(m_entityIndex, indexItem(e.int64(0), e.text(1), e.text(2), isPrivate, e.int64(4), partitionOf(e.text(1), isPrivate, e.text(2))),
+                e.embedding(5));
+        }
+        Statement r(m_storage, "SELECT id, scope, source, private, created_at, valid, embedding FROM graph_relations "
+                               "WHERE embedding IS NOT NULL");
+        while (r.step(QStringLiteral("reading the relation embeddings")))
+            put(m_relationIndex, indexItem(r.int64(0), r.text(1), r.text(2), r.int64(3) != 0, r.int64(4), validityOf(r.int64(5) != 0)),
+                r.embedding(6));
+    } catch (...) {
+        dropIndexes();
+        throw;
+    }
+}
+
+void SqliteGraphStore::dropIndexes()
+{
+    m_entityIndex.invalidate();
+    m_relationIndex.invalidate();
+}
+
+void SqliteGraphStore::indexEntity(qint64 id, const GraphOrigin &origin, const Embedding &embedding)
+{
+    if (m_entityIndex.isLoaded())
+        put(m_entityIndex,
+            indexItem(id, origin.scope, origin.source, origin.isPrivate, msOf(origin.at), partitionOf(origin.scope, origin.isPrivate, origin.source)),
+            embedding);
+}
+
+void SqliteGraphStore::indexRelation(qint64 id, const GraphOrigin &origin, const Embedding &embedding)
+{
+    if (m_relationIndex.isLoaded())
+        put(m_relationIndex, indexItem(id, origin.scope, origin.source, origin.isPrivate, msOf(origin.at), validityOf(true)), embedding);
+}
+
+void SqliteGraphStore::reindexValidity(qint64 relationId, bool valid)
+{
+    if (!m_relationIndex.isLoaded() || !m_relationIndex.contains(relationId))
+        return;
+    Statement q(m_storage, "SELECT scope, source, private, created_at FROM graph_relations WHERE id = ?");
+    q.bind(1, relationId);
+    if (q.step(QStringLiteral("reading a relation")))
+        m_relationIndex.updateAttributes(indexItem(relationId, q.text(0), q.text(1), q.int64(2) != 0, q.int64(3), validityOf(valid)));
+}
+
+RecordFilter SqliteGraphStore::indexFilter(const GraphFilter &filter)
+{
+    RecordFilter f;
+    for (const QString &s : filter.scopes)
+        f.scopes << ScopePath::normalize(s);
+    if (f.scopes.contains(QStringLiteral("/")))
+        f.scopes.clear();
+    f.applyPrivacy = filter.applyPrivacy;
+    f.includePrivate = filter.includePrivate;
+    f.source = filter.source;
+    return f;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +239,7 @@ GraphWriteResult SqliteGraphStore::write(const std::vector<GraphExtraction> &ext
     if (!any)
         return result;
     inTransaction(QStringLiteral("the graph of %1 records").arg(extractions.size()), [&] {
+        ensureIndexes(); // entities resolve by similarity through it
         for (const GraphExtraction &x : extractions)
             writeLocked(x, options, result);
     });
@@ -223,8 +260,8 @@ void SqliteGraphStore::writeLocked(const GraphExtraction &x, const GraphWriteOpt
         if (label.isEmpty() || src == 0 || dst == 0 || src == dst)
             continue;
         {
-            Query same(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst = ? AND valid = 1 "
-                                  "AND scope = ? AND private = ? AND (private = 0 OR source = ?) LIMIT 1");
+            Statement same(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst = ? AND valid = 1 "
+                                      "AND scope = ? AND private = ? AND (private = 0 OR source = ?) LIMIT 1");
             same.bind(1, src).bindText(2, label).bind(3, dst).bindText(4, x.origin.scope).bind(5, x.origin.isPrivate);
             same.bindText(6, x.origin.source);
             if (same.step(QStringLiteral("looking up a relation"))) {
@@ -235,13 +272,14 @@ void SqliteGraphStore::writeLocked(const GraphExtraction &x, const GraphWriteOpt
                 continue;
             }
         }
-        Query insert(m_storage, "INSERT INTO graph_relations(src, label, dst, created_at, scope, source, private, embedding, "
-                                "extractor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        Statement insert(m_storage, "INSERT INTO graph_relations(src, label, dst, created_at, scope, source, private, embedding, "
+                                    "extractor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
         insert.bind(1, src).bindText(2, label).bind(3, dst).bind(4, at).bindText(5, x.origin.scope);
         insert.bindText(6, x.origin.source).bind(7, x.origin.isPrivate).bindEmbedding(8, t.embedding);
         insert.bindText(9, t.extractor);
         insert.run(QStringLiteral("adding a relation"));
         const qint64 id = sqlite3_last_insert_rowid(m_storage.m_db);
+        indexRelation(id, x.origin, t.embedding);
         ++result.relationsAdded;
         link(kRelation, id, x.origin.recordId);
         note(x.origin.recordId, GraphChange::Kind::AddRelation, id, at);
@@ -250,8 +288,8 @@ void SqliteGraphStore::writeLocked(const GraphExtraction &x, const GraphWriteOpt
         // exclusive label), and what the extractor found it contradicts.
         std::vector<qint64> replaced = t.contradicts;
         if (t.exclusive) {
-            Query old(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst <> ? AND valid = 1 "
-                                 "AND id <> ? AND scope = ? AND private = ? AND (private = 0 OR source = ?)");
+            Statement old(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst <> ? AND valid = 1 "
+                                     "AND id <> ? AND scope = ? AND private = ? AND (private = 0 OR source = ?)");
             old.bind(1, src).bindText(2, label).bind(3, dst).bind(4, id).bindText(5, x.origin.scope);
             old.bind(6, x.origin.isPrivate).bindText(7, x.origin.source);
             while (old.step(QStringLiteral("looking up conflicting relations")))
@@ -280,25 +318,17 @@ qint64 SqliteGraphStore::resolveEntity(const GraphEntityInput &in, const GraphOr
     const QByteArray partition = "scope = ? AND private = ? AND (private = 0 OR source = ?)";
     qint64 found = 0;
     {
-        Query byName(m_storage, "SELECT id FROM graph_entities WHERE norm = ? AND " + partition + " ORDER BY id LIMIT 1");
+        Statement byName(m_storage, "SELECT id FROM graph_entities WHERE norm = ? AND " + partition + " ORDER BY id LIMIT 1");
         byName.bindText(1, norm).bindText(2, origin.scope).bind(3, origin.isPrivate).bindText(4, origin.source);
         if (byName.step(QStringLiteral("looking up an entity")))
             found = byName.int64(0);
     }
-    if (found == 0 && !in.embedding.empty() && options.entitySimilarity <= 1) {
-        Query all(m_storage, "SELECT id, embedding FROM graph_entities WHERE embedding IS NOT NULL AND " + partition);
-        all.bindText(1, origin.scope).bind(2, origin.isPrivate).bindText(3, origin.source);
-        double best = options.entitySimilarity;
-        while (all.step(QStringLiteral("comparing entities"))) {
-            const Embedding e = all.embedding(1);
-            if (e.size() != in.embedding.size())
-                continue;
-            const double c = VectorMath::cosine(e, in.embedding);
-            if (c >= best) {
-                best = c;
-                found = all.int64(0);
-            }
-        }
+    if (found == 0 && !in.embedding.empty() && options.entitySimilarity <= 1 && int(in.embedding.size()) == m_entityIndex.dimension()) {
+        RecordFilter same;
+        same.categories = {partitionOf(origin.scope, origin.isPrivate, origin.source)};
+        const std::vector<VectorIndex::Hit> best = m_entityIndex.search(in.embedding.data(), same, 1);
+        if (!best.empty() && best.front().score >= options.entitySimilarity)
+            found = best.front().rowid;
     }
     if (found != 0) {
         ++result.entitiesResolved;
@@ -308,12 +338,13 @@ qint64 SqliteGraphStore::resolveEntity(const GraphEntityInput &in, const GraphOr
         }
         return found;
     }
-    Query insert(m_storage, "INSERT INTO graph_entities(name, norm, type, scope, source, private, created_at, embedding) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement insert(m_storage, "INSERT INTO graph_entities(name, norm, type, scope, source, private, created_at, embedding) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
     insert.bindText(1, name).bindText(2, norm).bindText(3, in.type.trimmed().toLower()).bindText(4, origin.scope);
     insert.bindText(5, origin.source).bind(6, origin.isPrivate).bind(7, at).bindEmbedding(8, in.embedding);
     insert.run(QStringLiteral("adding an entity"));
     const qint64 id = sqlite3_last_insert_rowid(m_storage.m_db);
+    indexEntity(id, origin, in.embedding);
     ++result.entitiesAdded;
     link(kEntity, id, origin.recordId);
     note(origin.recordId, GraphChange::Kind::AddEntity, id, at);
@@ -322,13 +353,13 @@ qint64 SqliteGraphStore::resolveEntity(const GraphEntityInput &in, const GraphOr
 
 void SqliteGraphStore::link(int kind, qint64 rowId, const QString &recordId)
 {
-    Query q(m_storage, "INSERT OR IGNORE INTO graph_sources(kind, row_id, record_id) VALUES (?, ?, ?)");
+    Statement q(m_storage, "INSERT OR IGNORE INTO graph_sources(kind, row_id, record_id) VALUES (?, ?, ?)");
     q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("linking a graph row to its record"));
 }
 
 void SqliteGraphStore::note(const QString &recordId, GraphChange::Kind kind, qint64 rowId, qint64 atMs)
 {
-    Query q(m_storage, "INSERT INTO graph_history(record_id, change, row_id, at) VALUES (?, ?, ?, ?)");
+    Statement q(m_storage, "INSERT INTO graph_history(record_id, change, row_id, at) VALUES (?, ?, ?, ?)");
     q.bindText(1, recordId).bindText(2, GraphChange::kindName(kind)).bind(3, rowId).bind(4, atMs);
     q.run(QStringLiteral("writing the graph history"));
 }
@@ -336,12 +367,14 @@ void SqliteGraphStore::note(const QString &recordId, GraphChange::Kind kind, qin
 void SqliteGraphStore::invalidate(qint64 relationId, const QString &why, const GraphOrigin &origin)
 {
     const qint64 at = msOf(origin.at);
-    Query q(m_storage, "UPDATE graph_relations SET valid = 0, invalidated_at = ?, invalidated_by = ?, why = ? "
-                       "WHERE id = ? AND valid = 1");
+    Statement q(m_storage, "UPDATE graph_relations SET valid = 0, invalidated_at = ?, invalidated_by = ?, why = ? "
+                           "WHERE id = ? AND valid = 1");
     q.bind(1, at).bindText(2, origin.recordId).bindText(3, why).bind(4, relationId);
     q.run(QStringLiteral("invalidating a relation"));
-    if (sqlite3_changes(m_storage.m_db) > 0)
+    if (sqlite3_changes(m_storage.m_db) > 0) {
         note(origin.recordId, GraphChange::Kind::Invalidate, relationId, at);
+        reindexValidity(relationId, false);
+    }
 }
 
 int SqliteGraphStore::revertRecords(const QStringList &recordIds)
@@ -351,31 +384,38 @@ int SqliteGraphStore::revertRecords(const QStringList &recordIds)
         return 0;
     int reverted = 0;
     inTransaction(QStringLiteral("reverting the graph of %1 records").arg(recordIds.size()), [&] {
-        for (const QString &recordId : recordIds) {
-            std::vector<std::pair<QString, qint64>> changes;
-            {
-                Query q(m_storage, "SELECT change, row_id FROM graph_history WHERE record_id = ? ORDER BY seq DESC");
-                q.bindText(1, recordId);
-                while (q.step(QStringLiteral("reading the graph history")))
-                    changes.emplace_back(q.text(0), q.int64(1));
-            }
-            for (const auto &[change, rowId] : changes) {
-                if (change == QLatin1String("INVALIDATE")) {
-                    Query q(m_storage, "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, "
-                                       "why = NULL WHERE id = ? AND invalidated_by = ?");
-                    q.bind(1, rowId).bindText(2, recordId).run(QStringLiteral("validating a relation again"));
-                } else {
-                    const int kind = change.endsWith(QLatin1String("ENTITY")) ? kEntity : kRelation;
-                    Query q(m_storage, "DELETE FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
-                    q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("unlinking a graph row"));
-                }
-                ++reverted;
-            }
-            Query forget(m_storage, "DELETE FROM graph_history WHERE record_id = ?");
-            forget.bindText(1, recordId).run(QStringLiteral("clearing the graph history of a record"));
-        }
+        for (const QString &recordId : recordIds)
+            reverted += revertLocked(recordId);
         deleteOrphans();
     });
+    dropIndexes(); // rows deleted and validated again in bulk: read again on the next search
+    return reverted;
+}
+
+int SqliteGraphStore::revertLocked(const QString &recordId)
+{
+    int reverted = 0;
+    std::vector<std::pair<QString, qint64>> changes;
+    {
+        Statement q(m_storage, "SELECT change, row_id FROM graph_history WHERE record_id = ? ORDER BY seq DESC");
+        q.bindText(1, recordId);
+        while (q.step(QStringLiteral("reading the graph history")))
+            changes.emplace_back(q.text(0), q.int64(1));
+    }
+    for (const auto &[change, rowId] : changes) {
+        if (change == QLatin1String("INVALIDATE")) {
+            Statement q(m_storage, "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, "
+                                   "why = NULL WHERE id = ? AND invalidated_by = ?");
+            q.bind(1, rowId).bindText(2, recordId).run(QStringLiteral("validating a relation again"));
+        } else {
+            const int kind = change.endsWith(QLatin1String("ENTITY")) ? kEntity : kRelation;
+            Statement q(m_storage, "DELETE FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
+            q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("unlinking a graph row"));
+        }
+        ++reverted;
+    }
+    Statement forget(m_storage, "DELETE FROM graph_history WHERE record_id = ?");
+    forget.bindText(1, recordId).run(QStringLiteral("clearing the graph history of a record"));
     return reverted;
 }
 
@@ -389,6 +429,149 @@ void SqliteGraphStore::deleteOrphans()
                    "(SELECT 1 FROM graph_sources s WHERE s.kind = 0 AND s.row_id = graph_entities.id) "
                    "AND NOT EXISTS (SELECT 1 FROM graph_relations r WHERE r.src = graph_entities.id OR r.dst = graph_entities.id)",
                    doing);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking
+
+namespace {
+
+// One kind of damage check() finds: how many rows have it, what that means, and the SQL that mends it.
+struct GraphFault
+{
+    const char *count;
+    const char *what; // "%1 relations pointing at missing entities"
+    const char *mend;
+    const char *mended; // "deleted"
+};
+
+// In the order the repair mends them: what points at nothing first, then what the history lacks.
+const GraphFault kFaultsBeforeRecords[] = {
+    {"SELECT count(*) FROM graph_relations WHERE src NOT IN (SELECT id FROM graph_entities) "
+     "OR dst NOT IN (SELECT id FROM graph_entities)",
+     "%1 relations pointing at missing entities",
+     "DELETE FROM graph_relations WHERE src NOT IN (SELECT id FROM graph_entities) OR dst NOT IN (SELECT id FROM graph_entities)",
+     "deleted"},
+    {"SELECT count(*) FROM graph_sources WHERE (kind = 0 AND row_id NOT IN (SELECT id FROM graph_entities)) "
+     "OR (kind = 1 AND row_id NOT IN (SELECT id FROM graph_relations)) OR kind NOT IN (0, 1)",
+     "%1 provenance links (graph_sources) to missing entities or relations",
+     "DELETE FROM graph_sources WHERE (kind = 0 AND row_id NOT IN (SELECT id FROM graph_entities)) "
+     "OR (kind = 1 AND row_id NOT IN (SELECT id FROM graph_relations)) OR kind NOT IN (0, 1)",
+     "deleted"},
+    {"SELECT count(*) FROM graph_history WHERE (change IN ('ADD_ENTITY', 'LINK_ENTITY') AND row_id NOT IN "
+     "(SELECT id FROM graph_entities)) OR (change IN ('ADD_RELATION', 'LINK_RELATION', 'INVALIDATE') AND row_id NOT IN "
+     "(SELECT id FROM graph_relations))",
+     "%1 graph history entries for missing entities or relations",
+     "DELETE FROM graph_history WHERE (change IN ('ADD_ENTITY', 'LINK_ENTITY') AND row_id NOT IN "
+     "(SELECT id FROM graph_entities)) OR (change IN ('ADD_RELATION', 'LINK_RELATION', 'INVALIDATE') AND row_id NOT IN "
+     "(SELECT id FROM graph_relations))",
+     "deleted"},
+};
+
+const GraphFault kFaultsAfterRecords[] = {
+    {"SELECT count(*) FROM graph_relations WHERE valid = 0 AND (invalidated_by IS NULL OR invalidated_by NOT IN "
+     "(SELECT id FROM records))",
+     "%1 invalid relations whose invalidating record is missing",
+     "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, why = NULL WHERE valid = 0 AND "
+     "(invalidated_by IS NULL OR invalidated_by NOT IN (SELECT id FROM records))",
+     "made valid again"},
+    {"SELECT count(*) FROM graph_relations r WHERE r.valid = 0 AND NOT EXISTS (SELECT 1 FROM graph_history h WHERE "
+     "h.record_id = r.invalidated_by AND h.change = 'INVALIDATE' AND h.row_id = r.id)",
+     "%1 invalidations the graph history does not hold (an undo would not make them valid again)",
+     "INSERT INTO graph_history(record_id, change, row_id, at) SELECT r.invalidated_by, 'INVALIDATE', r.id, "
+     "coalesce(r.invalidated_at, r.created_at) FROM graph_relations r WHERE r.valid = 0 AND NOT EXISTS (SELECT 1 FROM "
+     "graph_history h WHERE h.record_id = r.invalidated_by AND h.change = 'INVALIDATE' AND h.row_id = r.id)",
+     "written to the history"},
+    {"SELECT count(*) FROM graph_sources s WHERE NOT EXISTS (SELECT 1 FROM graph_history h WHERE h.record_id = s.record_id "
+     "AND h.row_id = s.row_id AND h.change IN (CASE s.kind WHEN 0 THEN 'ADD_ENTITY' ELSE 'ADD_RELATION' END, "
+     "CASE s.kind WHEN 0 THEN 'LINK_ENTITY' ELSE 'LINK_RELATION' END))",
+     "%1 provenance links the graph history does not hold (an undo would not remove them)",
+     "INSERT INTO graph_history(record_id, change, row_id, at) SELECT s.record_id, CASE s.kind WHEN 0 THEN 'LINK_ENTITY' "
+     "ELSE 'LINK_RELATION' END, s.row_id, CAST(strftime('%s', 'now') AS INTEGER) * 1000 FROM graph_sources s WHERE NOT "
+     "EXISTS (SELECT 1 FROM graph_history h WHERE h.record_id = s.record_id AND h.row_id = s.row_id AND h.change IN "
+     "(CASE s.kind WHEN 0 THEN 'ADD_ENTITY' ELSE 'ADD_RELATION' END, CASE s.kind WHEN 0 THEN 'LINK_ENTITY' ELSE "
+     "'LINK_RELATION' END))",
+     "written to the history"},
+    {"SELECT (SELECT count(*) FROM graph_relations WHERE NOT EXISTS (SELECT 1 FROM graph_sources s WHERE s.kind = 1 AND "
+     "s.row_id = graph_relations.id)) + (SELECT count(*) FROM graph_entities WHERE NOT EXISTS (SELECT 1 FROM graph_sources s "
+     "WHERE s.kind = 0 AND s.row_id = graph_entities.id) AND NOT EXISTS (SELECT 1 FROM graph_relations r WHERE r.src = "
+     "graph_entities.id OR r.dst = graph_entities.id))",
+     "%1 entities and relations no record holds",
+     nullptr, // deleteOrphans()
+     "deleted"},
+};
+
+// The records the graph names (provenance or history) that the records table does not hold.
+constexpr const char kMissingRecords[] =
+    "SELECT record_id FROM graph_sources WHERE record_id NOT IN (SELECT id FROM records) UNION "
+    "SELECT record_id FROM graph_history WHERE record_id NOT IN (SELECT id FROM records)";
+
+} // namespace
+
+void SqliteGraphStore::checkLocked(bool repair, StoreCheck &report)
+{
+    if (!hasTables())
+        return;
+    const QString doing = QStringLiteral("checking the graph");
+    const auto count = [&](const char *sql) {
+        Statement q(m_storage, sql);
+        q.step(doing);
+        return q.int64(0);
+    };
+    const auto missingRecords = [&] {
+        QStringList ids;
+        Statement q(m_storage, kMissingRecords);
+        while (q.step(doing))
+            ids << q.text(0);
+        return ids;
+    };
+    const auto problem = [&](qint64 n, const QString &what) {
+        report.problems << QStringLiteral("the graph has %1; `mneme check --repair` mends it").arg(what.arg(n));
+    };
+    const auto faults = [&](const auto &list) {
+        for (const GraphFault &f : list) {
+            const qint64 n = count(f.count);
+            if (n == 0)
+                continue;
+            if (!repair) {
+                problem(n, QString::fromUtf8(f.what));
+                continue;
+            }
+            if (f.mend)
+                m_storage.exec(f.mend, QStringLiteral("mending the graph"));
+            else
+                deleteOrphans();
+            report.repaired << QStringLiteral("the graph: %1 %2").arg(QString::fromUtf8(f.what).arg(n), QString::fromUtf8(f.mended));
+        }
+    };
+    const auto check = [&] {
+        faults(kFaultsBeforeRecords);
+        const QStringList missing = missingRecords();
+        if (!missing.isEmpty()) {
+            const QString what = QStringLiteral("%1 records that no longer exist still in its provenance or history");
+            if (!repair) {
+                problem(missing.size(), what);
+            } else {
+                for (const QString &id : missing)
+                    revertLocked(id);
+                Statement links(m_storage, "DELETE FROM graph_sources WHERE record_id NOT IN (SELECT id FROM records)");
+                links.run(QStringLiteral("mending the graph"));
+                report.repaired << QStringLiteral("the graph: %1 reverted, as their deletion would have")
+                                       .arg(what.arg(missing.size()));
+            }
+        }
+        faults(kFaultsAfterRecords);
+    };
+    if (!repair) {
+        check();
+        return;
+    }
+    try {
+        inTransaction(QStringLiteral("the graph's repair"), check);
+    } catch (const Error &e) {
+        report.problems << QStringLiteral("the graph could not be repaired: %1").arg(e.message());
+    }
+    dropIndexes();
 }
 
 void SqliteGraphStore::reset(const QString &scopePrefix)
@@ -413,13 +596,13 @@ void SqliteGraphStore::reset(const QString &scopePrefix)
              {std::tuple{"graph_relations", kRelation, "('ADD_RELATION', 'LINK_RELATION', 'INVALIDATE')"},
               std::tuple{"graph_entities", kEntity, "('ADD_ENTITY', 'LINK_ENTITY')"}}) {
             const QByteArray ids = QByteArray("SELECT t.id FROM ") + table + " t WHERE " + where;
-            Query h(m_storage, QByteArray("DELETE FROM graph_history WHERE change IN ") + changes + " AND row_id IN (" + ids + ")");
+            Statement h(m_storage, QByteArray("DELETE FROM graph_history WHERE change IN ") + changes + " AND row_id IN (" + ids + ")");
             h.bindAll(args, 1);
             h.run(doing);
-            Query s(m_storage, "DELETE FROM graph_sources WHERE kind = " + QByteArray::number(kind) + " AND row_id IN (" + ids + ")");
+            Statement s(m_storage, "DELETE FROM graph_sources WHERE kind = " + QByteArray::number(kind) + " AND row_id IN (" + ids + ")");
             s.bindAll(args, 1);
             s.run(doing);
-            Query d(m_storage, QByteArray("DELETE FROM ") + table + " WHERE id IN (" + ids + ")");
+            Statement d(m_storage, QByteArray("DELETE FROM ") + table + " WHERE id IN (" + ids + ")");
             d.bindAll(args, 1);
             d.run(doing);
         }
@@ -429,6 +612,7 @@ void SqliteGraphStore::reset(const QString &scopePrefix)
                        doing);
         m_storage.exec("DELETE FROM graph_sources WHERE kind = 1 AND row_id NOT IN (SELECT id FROM graph_relations)", doing);
     });
+    dropIndexes();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -463,7 +647,7 @@ QByteArray SqliteGraphStore::visible(const GraphFilter &filter, std::vector<QByt
 QStringList SqliteGraphStore::recordsOf(int kind, qint64 rowId)
 {
     QStringList out;
-    Query q(m_storage, "SELECT record_id FROM graph_sources WHERE kind = ? AND row_id = ? ORDER BY record_id");
+    Statement q(m_storage, "SELECT record_id FROM graph_sources WHERE kind = ? AND row_id = ? ORDER BY record_id");
     q.bind(1, kind).bind(2, rowId);
     while (q.step(QStringLiteral("reading the records of a graph row")))
         out << q.text(0);
@@ -476,9 +660,9 @@ std::vector<GraphEntity> SqliteGraphStore::readEntities(const QByteArray &where,
     std::vector<GraphEntity> out;
     if (!hasTables())
         return out;
-    Query q(m_storage, "SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, "
-                       "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id), "
-                           + QByteArray(withEmbedding ? "t.embedding" : "NULL") + " FROM graph_entities t WHERE " + where + tail);
+    Statement q(m_storage, "SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, "
+                           "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id), "
+                               + QByteArray(withEmbedding ? "t.embedding" : "NULL") + " FROM graph_entities t WHERE " + where + tail);
     q.bindAll(args, 1);
     while (q.step(QStringLiteral("reading entities"))) {
         GraphEntity e;
@@ -509,12 +693,12 @@ std::vector<GraphRelation> SqliteGraphStore::readRelations(const QByteArray &whe
     all.insert(all.end(), args.begin(), args.end());
     if (!filter.includeInvalid && !filter.asOf.isValid())
         condition += " AND t.valid = 1";
-    Query q(m_storage, "SELECT t.id, t.src, a.name, t.label, t.dst, b.name, t.valid, t.created_at, t.invalidated_at, t.why, "
-                       "t.scope, t.source, t.private, "
-                       "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id), "
-                       "t.extractor "
-                       "FROM graph_relations t JOIN graph_entities a ON a.id = t.src JOIN graph_entities b ON b.id = t.dst WHERE "
-                           + condition + tail);
+    Statement q(m_storage, "SELECT t.id, t.src, a.name, t.label, t.dst, b.name, t.valid, t.created_at, t.invalidated_at, t.why, "
+                           "t.scope, t.source, t.private, "
+                           "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id), "
+                           "t.extractor "
+                           "FROM graph_relations t JOIN graph_entities a ON a.id = t.src JOIN graph_entities b ON b.id = t.dst WHERE "
+                               + condition + tail);
     q.bindAll(all, 1);
     while (q.step(QStringLiteral("reading relations"))) {
         GraphRelation r;
@@ -547,7 +731,7 @@ std::vector<GraphChange> SqliteGraphStore::changesOf(const QString &recordId)
     std::vector<GraphChange> out;
     if (!hasTables())
         return out;
-    Query q(m_storage, "SELECT seq, change, row_id, at FROM graph_history WHERE record_id = ? ORDER BY seq");
+    Statement q(m_storage, "SELECT seq, change, row_id, at FROM graph_history WHERE record_id = ? ORDER BY seq");
     q.bindText(1, recordId);
     while (q.step(QStringLiteral("reading the graph history"))) {
         GraphChange c;
@@ -591,22 +775,26 @@ std::vector<ScoredEntity> SqliteGraphStore::similarEntities(const Embedding &que
     std::vector<ScoredEntity> out;
     if (query.empty() || limit <= 0)
         return out;
-    std::vector<QByteArray> args;
-    const QByteArray where = "t.embedding IS NOT NULL AND " + visible(filter, args);
-    for (GraphEntity &e : readEntities(where, args, true)) {
-        if (e.embedding.size() != query.size())
-            continue;
-        const double c = VectorMath::cosine(e.embedding, query);
-        if (c >= minScore) {
-            e.embedding.clear();
-            out.push_back({std::move(e), c});
-        }
+    ensureIndexes();
+    if (int(query.size()) != m_entityIndex.dimension())
+        return out;
+    std::vector<qint64> ids;
+    QHash<qint64, double> score;
+    for (const VectorIndex::Hit &h : m_entityIndex.search(query.data(), indexFilter(filter), limit)) {
+        if (h.score < minScore)
+            break;
+        ids.push_back(h.rowid);
+        score.insert(h.rowid, h.score);
+    }
+    if (ids.empty())
+        return out;
+    for (GraphEntity &e : readEntities("t.id IN (SELECT value FROM json_each(?))", {idsJson(ids)}, false)) {
+        const double c = score.value(e.id);
+        out.push_back({std::move(e), c});
     }
     std::sort(out.begin(), out.end(), [](const ScoredEntity &a, const ScoredEntity &b) {
         return a.score != b.score ? a.score > b.score : a.entity.id < b.entity.id;
     });
-    if (int(out.size()) > limit)
-        out.resize(std::size_t(limit));
     return out;
 }
 
@@ -655,42 +843,62 @@ std::vector<ScoredRelation> SqliteGraphStore::similarRelations(const Embedding &
     std::vector<ScoredRelation> out;
     if (query.empty() || limit <= 0 || !hasTables())
         return out;
-    // The embeddings first (a narrow scan), then the rows of those close enough.
-    std::vector<QByteArray> args;
-    QByteArray where = "t.embedding IS NOT NULL AND " + visible(filter, args);
-    if (!filter.includeInvalid && !filter.asOf.isValid())
-        where += " AND t.valid = 1";
-    std::vector<std::pair<double, qint64>> close;
-    {
-        Query q(m_storage, "SELECT t.id, t.embedding FROM graph_relations t WHERE " + where);
-        q.bindAll(args, 1);
-        while (q.step(QStringLiteral("comparing relations"))) {
-            const Embedding e = q.embedding(1);
-            if (e.size() != query.size())
-                continue;
-            const double c = VectorMath::cosine(e, query);
-            if (c >= minScore)
-                close.emplace_back(c, q.int64(0));
-        }
-    }
-    std::sort(close.begin(), close.end(), [](const auto &a, const auto &b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    ensureIndexes();
+    if (int(query.size()) != m_relationIndex.dimension())
+        return out;
+    // Valid now: the index selects them itself. As of a time (or valid or not): every relation close
+    // enough and created by then, whose validity then readRelations() judges on the rows.
+    RecordFilter select = indexFilter(filter);
+    const bool now = !filter.includeInvalid && !filter.asOf.isValid();
+    if (now)
+        select.categories = {validityOf(true)};
+    else if (filter.asOf.isValid() && !filter.includeInvalid)
+        select.createdBefore = filter.asOf.addMSecs(1);
     std::vector<qint64> ids;
     QHash<qint64, double> score;
-    for (const auto &[c, id] : close) {
-        if (int(ids.size()) >= 4 * limit)
+    for (const VectorIndex::Hit &h : m_relationIndex.search(query.data(), select, now ? limit : -1)) {
+        if (h.score < minScore)
             break;
-        ids.push_back(id);
-        score.insert(id, c);
+        ids.push_back(h.rowid);
+        score.insert(h.rowid, h.score);
     }
     if (ids.empty())
         return out;
-    for (GraphRelation &r : readRelations("t.id IN (SELECT value FROM json_each(?))", {idsJson(ids)}, filter))
-        out.push_back({std::move(r), score.value(r.id)});
+    for (GraphRelation &r : readRelations("t.id IN (SELECT value FROM json_each(?))", {idsJson(ids)}, filter)) {
+        const double c = score.value(r.id);
+        out.push_back({std::move(r), c});
+    }
     std::sort(out.begin(), out.end(), [](const ScoredRelation &a, const ScoredRelation &b) {
         return a.score != b.score ? a.score > b.score : a.relation.id < b.relation.id;
     });
     if (int(out.size()) > limit)
         out.resize(std::size_t(limit));
+    return out;
+}
+
+QHash<qint64, int> SqliteGraphStore::degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter)
+{
+    QMutexLocker lock(&m_storage.m_mutex);
+    m_storage.ensureOpen();
+    QHash<qint64, int> out;
+    for (qint64 id : entityIds)
+        out.insert(id, 0);
+    if (entityIds.empty() || !hasTables())
+        return out;
+    std::vector<QByteArray> args;
+    QByteArray seen = visible(filter, args);
+    if (!filter.includeInvalid && !filter.asOf.isValid())
+        seen += " AND t.valid = 1";
+    else if (filter.asOf.isValid() && !filter.includeInvalid)
+        seen += " AND t.created_at <= " + QByteArray::number(filter.asOf.toMSecsSinceEpoch());
+    Statement q(m_storage, "SELECT e.value, (SELECT count(*) FROM graph_relations t WHERE t.src = e.value AND " + seen
+                               + ") + (SELECT count(*) FROM graph_relations t WHERE t.dst = e.value AND " + seen
+                               + ") FROM json_each(?) e");
+    int next = q.bindAll(args, 1);
+    next = q.bindAll(args, next);
+    q.bindBytes(next, idsJson(entityIds));
+    while (q.step(QStringLiteral("counting the relations of entities")))
+        out.insert(q.int64(0), int(q.int64(1)));
     return out;
 }
 

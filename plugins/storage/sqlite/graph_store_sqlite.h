@@ -1,15 +1,12 @@
 #pragma once
 
+#include "sqlite_storage.h"
 #include <mneme/core/graph_store.h>
 
 #include <QByteArray>
 #include <functional>
 
-struct sqlite3_stmt;
-
 namespace mneme {
-
-class SqliteStorage;
 
 // The graph tables a store gains at schema 5 (SqliteStorage's migration step 5; a step is never
 // edited once released). Entities and relations carry the scope, source and privacy of the record
@@ -68,7 +65,16 @@ CREATE INDEX graph_history_record ON graph_history(record_id, seq);
 )SQL";
 
 // The graph tables read and written on the SqliteStorage's own connection, under its mutex (the one
-// lock: every method takes it, as SqliteStorage's do). Owned by the SqliteStorage.
+// lock: every method takes it, as SqliteStorage's do; it also guards the two vector indexes below).
+// Owned by the SqliteStorage.
+//
+// The entity and relation embeddings are searched in process: two flat VectorIndex instances (the
+// ids, scope, source, privacy and creation time of the rows; an entity's category is the partition it
+// resolves in, a relation's is "valid" or "invalid"), read from the tables on the first search, kept in
+// step by this store's own writes, and dropped, to be read again on the next search, when a write
+// transaction rolls back, when rows are deleted in bulk (revertRecords, reset) or when another
+// connection has committed (PRAGMA data_version). Not persisted: reading them is one scan of the
+// graph tables, what a search cost before them.
 class SqliteGraphStore : public GraphStore
 {
 public:
@@ -86,9 +92,21 @@ public:
     std::vector<GraphRelation> relationsOf(const std::vector<qint64> &entityIds, int hops, const GraphFilter &filter) override;
     std::vector<ScoredRelation> similarRelations(const Embedding &query, const GraphFilter &filter, double minScore,
                                                  int limit) override;
+    // Counted in place: the relations the filter's scopes and privacy see, valid ones only unless it
+    // asks for invalid ones or a past time (then every one created by then, an upper bound).
+    QHash<qint64, int> degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter) override;
+
+    // SqliteStorage::check's graph part (the caller holds the storage's mutex): relations pointing at
+    // missing entities, provenance (graph_sources) pointing at missing rows or records, history
+    // entries for missing rows, links and invalidations the history does not hold, and rows no record
+    // holds. Adds a sentence per problem to `report`; with `repair`, mends them in one transaction: what
+    // points at nothing is deleted, the graph changes of missing records are reverted (as their
+    // deletion would have), missing history entries are written, then orphans deleted.
+    void checkLocked(bool repair, StoreCheck &report);
 
 private:
-    class Query;
+    using Statement = SqliteStorage::Statement;
+    int revertLocked(const QString &recordId); // in a transaction; returns the changes reverted
     struct Resolved;
     // False on a store older than schema 5 opened read-only (no graph tables): reads find nothing.
     bool hasTables() const;
@@ -108,7 +126,21 @@ private:
     void deleteOrphans();
     void inTransaction(const QString &doing, const std::function<void()> &work);
 
+    // The vector indexes, loaded (and current with other connections' commits) on return.
+    void ensureIndexes();
+    void dropIndexes();
+    // Adds a row just written to its index (when loaded: else the next load reads it).
+    void indexEntity(qint64 id, const GraphOrigin &origin, const Embedding &embedding);
+    void indexRelation(qint64 id, const GraphOrigin &origin, const Embedding &embedding);
+    // The index's copy of a relation whose validity changed.
+    void reindexValidity(qint64 relationId, bool valid);
+    // The filter's scopes and privacy as the indexes read them.
+    static RecordFilter indexFilter(const GraphFilter &filter);
+
     SqliteStorage &m_storage;
+    VectorIndex m_entityIndex;
+    VectorIndex m_relationIndex;
+    qint64 m_indexedDataVersion = -1; // PRAGMA data_version when the indexes were read
 };
 
 } // namespace mneme

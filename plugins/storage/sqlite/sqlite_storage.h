@@ -181,6 +181,7 @@ public:
     // (FTS5's integrity-check, rows and contents), the content-hash lookup tables against the
     // contents, the vector index file against its checksum and store. The repair rebuilds the keyword
     // index (keeping the keyword contexts it can still read), the lookup tables and the index file.
+    // Then the graph tables (SqliteGraphStore::checkLocked), mended with the repair.
     StoreCheck check(bool repair);
 
     // The graph tables (graph_store_sqlite.h), on this connection and under its mutex.
@@ -229,6 +230,7 @@ private:
     void configureWriting();
 
     // Plumbing.
+    SqliteGraphStore *graphLocked(); // graph(), the lock held
     void ensureOpen() const;
     void ensureWritable() const;
     [[noreturn]] void fail(int rc, const QString &doing) const;
