@@ -1,5 +1,7 @@
 #include "postgres_storage.h"
 
+#include "postgres_graph_store.h"
+
 #include "core/schema_migration_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/metadata_filter.h>
@@ -71,6 +73,7 @@ CREATE TABLE mneme_history (
 CREATE INDEX mneme_history_record ON mneme_history (record_id, seq);
 CREATE TABLE mneme_state (key text PRIMARY KEY, value text NOT NULL);
 )sql"},
+    {2, kPostgresGraphSchemaSql},
 };
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
@@ -908,7 +911,7 @@ StorageInfo PostgresStorage::info() const
     i.location = m_location;
     i.schemaVersion = m_version;
     i.binding = const_cast<PostgresStorage *>(this)->storedBinding();
-    i.capabilities = StorageInfo::AtomicDedup | StorageInfo::SharedWriters;
+    i.capabilities = StorageInfo::AtomicDedup | StorageInfo::SharedWriters | StorageInfo::Graph;
     return i;
 }
 
@@ -1166,6 +1169,14 @@ void PostgresStorage::close()
         PQfinish(m_conn);
     m_conn = nullptr;
     m_closed = true;
+}
+
+GraphStore *PostgresStorage::graph()
+{
+    QMutexLocker lock(&m_mutex);
+    if (!m_graph)
+        m_graph = std::make_unique<PostgresGraphStore>(*this);
+    return m_graph.get();
 }
 
 } // namespace mneme

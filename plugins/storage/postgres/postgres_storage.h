@@ -5,6 +5,7 @@
 #include <QByteArray>
 #include <QMutex>
 #include <QString>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -12,6 +13,8 @@ struct pg_conn;
 struct pg_result;
 
 namespace mneme {
+
+class PostgresGraphStore;
 
 // A store on a PostgreSQL server (15 or later), shared by processes on several hosts. One connection
 // a backend, guarded by one mutex (m_mutex: every member below it; no other lock). The password is
@@ -22,7 +25,8 @@ namespace mneme {
 // mneme_records (a row per record; scope indexed with text_pattern_ops for prefix searches; the
 // content's and the context's words as tsvector columns under GIN indexes; md5 of the content for the
 // lookup of identical records), mneme_history (every change), mneme_state (named JSON documents).
-// Vectors are float32 bytea in the records table and are searched exactly in this process.
+// Vectors are float32 bytea in the records table and are searched exactly in this process. The graph
+// tables (mneme_graph_*) are PostgresGraphStore's (postgres_graph_store.h), reached through graph().
 class PostgresStorage : public StorageBackend
 {
 public:
@@ -57,8 +61,11 @@ public:
     StateResult state(const StateRequest &request) override;
     StoreCheck inspect(InspectMode mode) override;
     void close() override;
+    GraphStore *graph() override;
 
 private:
+    friend class PostgresGraphStore; // works on this connection, under m_mutex
+
     class Result;
     class Transaction;
     // A statement's parameters, in text format except where binary (an embedding); null when unset.
@@ -116,6 +123,7 @@ private:
     pg_conn *m_conn = nullptr;
     bool m_closed = false;
     int m_version = 0;
+    std::unique_ptr<PostgresGraphStore> m_graph; // made by graph()
 };
 
 } // namespace mneme
