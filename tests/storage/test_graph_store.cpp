@@ -114,6 +114,12 @@ QString rawScalar(const QString &path, const QString &sql)
     return out;
 }
 
+struct Caught
+{
+    bool thrown = false;
+    ErrorKind kind = ErrorKind::Internal;
+};
+
 } // namespace
 
 class TestGraphStore : public QObject
@@ -133,6 +139,7 @@ private Q_SLOTS:
     void revertingARecordUndoesItsGraphChanges();
     void resetOfASubtreeKeepsTheRest();
     void similarRelationsAreRankedByCosine();
+    void rowsMoveWholeToAnotherStore();
 };
 
 void TestGraphStore::initTestCase()
@@ -423,6 +430,71 @@ void TestGraphStore::similarRelationsAreRankedByCosine()
     QCOMPARE(hits[1].relation.sourceName, QStringLiteral("Bob"));
     QVERIFY(qAbs(hits[1].score - 0.6) < 1e-6);
     QCOMPARE(g.similarRelations({1, 0}, {}, 0.5, 1).size(), std::size_t(1));
+}
+
+// dumpRows() and loadRows() (mneme migrate): the graph arrives whole, keys, invalidations and the
+// history kept, so undoing a record in the new store reverts what it did; loading twice adds nothing.
+void TestGraphStore::rowsMoveWholeToAnotherStore()
+{
+    test::TempStore a, b;
+    auto from = openStore(a.path());
+    auto to = openStore(b.path());
+    GraphStore &g = *from->graph();
+    g.write({extraction(origin(QStringLiteral("r1")), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Lisbon"), true, {1, 0})})}, {});
+    g.write({extraction(origin(QStringLiteral("r2"), 3, QStringLiteral("/team"), QStringLiteral("ana"), true),
+                        {triplet(QStringLiteral("Bob"), QStringLiteral("likes"), QStringLiteral("jazz"))}),
+             extraction(origin(QStringLiteral("r3"), 4), {triplet(QStringLiteral("Alice"), QStringLiteral("lives_in"), QStringLiteral("Porto"), true, {0, 1})})},
+            {});
+    for (int round = 0; round < 2; ++round)
+        for (GraphStore::Table table : {GraphStore::Table::Entities, GraphStore::Table::Relations, GraphStore::Table::History}) {
+            const char *key = table == GraphStore::Table::History ? "seq" : "id";
+            qint64 after = 0;
+            for (Json page = g.dumpRows(table, after, 2); !page.empty(); page = g.dumpRows(table, after, 2)) {
+                QVERIFY(page.size() <= 2);
+                to->graph()->loadRows(table, page);
+                after = page.back().at(key).get<qint64>();
+            }
+        }
+    GraphFilter all;
+    all.includeInvalid = true;
+    const std::vector<GraphRelation> before = g.relations(all, -1), after = to->graph()->relations(all, -1);
+    QCOMPARE(after.size(), before.size());
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        QCOMPARE(after[i].id, before[i].id);
+        QCOMPARE(after[i].text(), before[i].text());
+        QCOMPARE(after[i].valid, before[i].valid);
+        QCOMPARE(after[i].invalidatedAt, before[i].invalidatedAt);
+        QCOMPARE(after[i].why, before[i].why);
+        QCOMPARE(after[i].recordIds, before[i].recordIds);
+        QCOMPARE(after[i].isPrivate, before[i].isPrivate);
+        QCOMPARE(after[i].source, before[i].source);
+        QCOMPARE(after[i].scope, before[i].scope);
+    }
+    QCOMPARE(to->graph()->entities({}, -1, 0).size(), g.entities({}, -1, 0).size());
+    QCOMPARE(to->graph()->changesOf(QStringLiteral("r3")).size(), g.changesOf(QStringLiteral("r3")).size());
+    QCOMPARE(to->graph()->similarRelations({0, 1}, {}, 0.9, 5).size(), std::size_t(1));
+    // The moved history still undoes: Lisbon is valid again in the new store.
+    to->graph()->revertRecords({QStringLiteral("r3")});
+    QCOMPARE(texts(to->graph()->relations({}, -1)),
+             (QStringList{QStringLiteral("Alice -- lives_in -> Lisbon"), QStringLiteral("Bob -- likes -> jazz")}));
+    // New rows get keys of their own (no clash with the moved ones).
+    to->graph()->write({extraction(origin(QStringLiteral("r4"), 5), {triplet(QStringLiteral("Cid"), QStringLiteral("likes"), QStringLiteral("golf")),
+                                                                     triplet(QStringLiteral("Dan"), QStringLiteral("likes"), QStringLiteral("tea"))})},
+                       {});
+    QCOMPARE(to->graph()->relations({}, -1).size(), std::size_t(4));
+    QCOMPARE(to->graph()->entities({}, -1, 0).size(), std::size_t(8));
+    // A malformed row is refused and loads nothing.
+    const Caught bad = [&] {
+        try {
+            to->graph()->loadRows(GraphStore::Table::History, Json::array({Json{{"seq", 999}, {"record_id", "x"}}}));
+        } catch (const Error &e) {
+            return Caught{true, e.kind()};
+        }
+        return Caught{};
+    }();
+    QVERIFY(bad.thrown);
+    QCOMPARE(bad.kind, ErrorKind::InvalidArgument);
+    QVERIFY(to->graph()->changesOf(QStringLiteral("x")).empty());
 }
 
 QTEST_GUILESS_MAIN(TestGraphStore)

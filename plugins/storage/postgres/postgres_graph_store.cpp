@@ -714,4 +714,135 @@ std::vector<ScoredRelation> PostgresGraphStore::similarRelations(const Embedding
     return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Moving a graph between stores
+
+namespace {
+
+Json recordIdsJson(const QString &joined)
+{
+    Json ids = Json::array();
+    for (const QString &id : joined.split(QChar(31), Qt::SkipEmptyParts))
+        ids.push_back(id.toStdString());
+    return ids;
+}
+
+std::optional<QByteArray> textAt(const Json &row, const char *key)
+{
+    const Json &v = row.at(key);
+    return v.is_null() ? std::nullopt : std::optional(QByteArray::fromStdString(v.get<std::string>()));
+}
+
+std::optional<QByteArray> numberAt(const Json &row, const char *key)
+{
+    const Json &v = row.at(key);
+    return v.is_null() ? std::nullopt : std::optional(QByteArray::number(v.get<qint64>()));
+}
+
+} // namespace
+
+Json PostgresGraphStore::dumpRows(Table table, qint64 after, int limit)
+{
+    Session session(m_storage);
+    Json out = Json::array();
+    if (limit <= 0)
+        return out;
+    const auto embeddingJson = [](const Rows &r, int row, int col) { return r.isNull(row, col) ? Json() : Json(r.embedding(row, col)); };
+    const auto text = [](const Rows &r, int row, int col) { return r.text(row, col).toStdString(); };
+    Statement s(m_storage);
+    const QByteArray page = " > " + s.arg(after) + " ORDER BY 1 LIMIT " + s.arg(qint64(limit));
+    switch (table) {
+    case Table::Entities: {
+        const Rows r = s.run("SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, t.embedding, "
+                             "(SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
+                             "WHERE g.kind = 0 AND g.row_id = t.id) FROM mneme_graph_entities t WHERE t.id"
+                                 + page,
+                             QStringLiteral("reading entities"));
+        for (int i = 0; i < r.rows(); ++i)
+            out.push_back(Json{{"id", r.int64(i, 0)}, {"name", text(r, i, 1)}, {"norm", text(r, i, 2)}, {"type", text(r, i, 3)}, {"scope", text(r, i, 4)}, {"source", text(r, i, 5)}, {"private", r.boolean(i, 6)}, {"created_at", r.int64(i, 7)}, {"embedding", embeddingJson(r, i, 8)}, {"record_ids", recordIdsJson(r.text(i, 9))}});
+        break;
+    }
+    case Table::Relations: {
+        const Rows r = s.run("SELECT t.id, t.src, t.label, t.dst, t.valid, t.created_at, t.invalidated_at, t.invalidated_by, t.why, "
+                             "t.scope, t.source, t.private, t.extractor, t.embedding, "
+                             "(SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
+                             "WHERE g.kind = 1 AND g.row_id = t.id) FROM mneme_graph_relations t WHERE t.id"
+                                 + page,
+                             QStringLiteral("reading relations"));
+        for (int i = 0; i < r.rows(); ++i)
+            out.push_back(Json{{"id", r.int64(i, 0)}, {"src", r.int64(i, 1)}, {"label", text(r, i, 2)}, {"dst", r.int64(i, 3)}, {"valid", r.boolean(i, 4)}, {"created_at", r.int64(i, 5)}, {"invalidated_at", r.isNull(i, 6) ? Json() : Json(r.int64(i, 6))}, {"invalidated_by", r.isNull(i, 7) ? Json() : Json(text(r, i, 7))}, {"why", r.isNull(i, 8) ? Json() : Json(text(r, i, 8))}, {"scope", text(r, i, 9)}, {"source", text(r, i, 10)}, {"private", r.boolean(i, 11)}, {"extractor", text(r, i, 12)}, {"embedding", embeddingJson(r, i, 13)}, {"record_ids", recordIdsJson(r.text(i, 14))}});
+        break;
+    }
+    case Table::History: {
+        const Rows r = s.run("SELECT seq, record_id, change, row_id, at FROM mneme_graph_history WHERE seq" + page,
+                             QStringLiteral("reading the graph history"));
+        for (int i = 0; i < r.rows(); ++i)
+            out.push_back(Json{{"seq", r.int64(i, 0)}, {"record_id", text(r, i, 1)}, {"change", text(r, i, 2)}, {"row_id", r.int64(i, 3)}, {"at", r.int64(i, 4)}});
+        break;
+    }
+    }
+    return out;
+}
+
+void PostgresGraphStore::loadRows(Table table, const Json &rows)
+{
+    Session session(m_storage);
+    if (!rows.is_array())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("graph rows to load must be a JSON array"));
+    if (rows.empty())
+        return;
+    const auto linkAll = [&](int kind, const Json &row) {
+        for (const Json &id : row.at("record_ids"))
+            link(kind, row.at("id").get<qint64>(), QString::fromStdString(id.get<std::string>()));
+    };
+    const auto embeddingAt = [](const Json &row) { return row.at("embedding").is_null() ? Embedding() : row.at("embedding").get<Embedding>(); };
+    session.transaction(QStringLiteral("loading %1 graph rows").arg(rows.size()), [&] {
+        try {
+            for (const Json &row : rows) {
+                Statement s(m_storage);
+                switch (table) {
+                case Table::Entities:
+                    s.run("INSERT INTO mneme_graph_entities(id, name, norm, type, scope, source, private, created_at, embedding) "
+                          "VALUES ("
+                              + s.arg(numberAt(row, "id")) + ", " + s.arg(textAt(row, "name")) + ", " + s.arg(textAt(row, "norm"))
+                              + ", " + s.arg(textAt(row, "type")) + ", " + s.arg(textAt(row, "scope")) + ", "
+                              + s.arg(textAt(row, "source")) + ", " + s.flag(row.at("private").get<bool>()) + ", "
+                              + s.arg(numberAt(row, "created_at")) + ", " + s.embedding(embeddingAt(row)) + ") ON CONFLICT DO NOTHING",
+                          QStringLiteral("loading an entity"));
+                    linkAll(kEntity, row);
+                    break;
+                case Table::Relations:
+                    s.run("INSERT INTO mneme_graph_relations(id, src, label, dst, valid, created_at, invalidated_at, invalidated_by, "
+                          "why, scope, source, private, extractor, embedding) VALUES ("
+                              + s.arg(numberAt(row, "id")) + ", " + s.arg(numberAt(row, "src")) + ", " + s.arg(textAt(row, "label"))
+                              + ", " + s.arg(numberAt(row, "dst")) + ", " + s.flag(row.at("valid").get<bool>()) + ", "
+                              + s.arg(numberAt(row, "created_at")) + ", " + s.arg(numberAt(row, "invalidated_at")) + ", "
+                              + s.arg(textAt(row, "invalidated_by")) + ", " + s.arg(textAt(row, "why")) + ", "
+                              + s.arg(textAt(row, "scope")) + ", " + s.arg(textAt(row, "source")) + ", "
+                              + s.flag(row.at("private").get<bool>()) + ", " + s.arg(textAt(row, "extractor")) + ", "
+                              + s.embedding(embeddingAt(row)) + ") ON CONFLICT DO NOTHING",
+                          QStringLiteral("loading a relation"));
+                    linkAll(kRelation, row);
+                    break;
+                case Table::History:
+                    s.run("INSERT INTO mneme_graph_history(seq, record_id, change, row_id, at) VALUES (" + s.arg(numberAt(row, "seq"))
+                              + ", " + s.arg(textAt(row, "record_id")) + ", " + s.arg(textAt(row, "change")) + ", "
+                              + s.arg(numberAt(row, "row_id")) + ", " + s.arg(numberAt(row, "at")) + ") ON CONFLICT DO NOTHING",
+                          QStringLiteral("loading the graph history"));
+                    break;
+                }
+            }
+        } catch (const Json::exception &e) {
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("a graph row to load is malformed: %1").arg(QString::fromUtf8(e.what())));
+        }
+        // Rows written later get keys after the loaded ones.
+        const auto [name, key] = table == Table::Entities  ? std::pair{"mneme_graph_entities", "id"}
+                               : table == Table::Relations ? std::pair{"mneme_graph_relations", "id"}
+                                                           : std::pair{"mneme_graph_history", "seq"};
+        run(QByteArray("SELECT setval(pg_get_serial_sequence('") + name + "', '" + key + "'), (SELECT coalesce(max(" + key
+                + "), 0) + 1 FROM " + name + "), false)",
+            QStringLiteral("moving the graph keys on"));
+    });
+}
+
 } // namespace mneme

@@ -86,6 +86,8 @@ public:
     std::vector<GraphRelation> relationsOf(const std::vector<qint64> &entityIds, int hops, const GraphFilter &filter) override;
     std::vector<ScoredRelation> similarRelations(const Embedding &query, const GraphFilter &filter, double minScore,
                                                  int limit) override;
+    Json dumpRows(Table table, qint64 after, int limit) override;
+    void loadRows(Table table, const Json &rows) override;
 
 private:
     class Query;
