@@ -985,6 +985,15 @@ std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
     ensureOpen();
     if (request.limit == 0)
         return {};
+    // By creation time (the default listing, and `mneme migrate`'s pages) when SQL judges the whole
+    // filter: the page alone is read.
+    if (request.order.field == RecordOrder::Field::CreatedAt && filter.categories.isEmpty() && filter.metadata.empty()
+        && filter.contentContains.isEmpty()) {
+        QByteArray tail = request.order.descending ? "ORDER BY created_at DESC, id COLLATE \"C\"" : "ORDER BY created_at, id COLLATE \"C\"";
+        if (request.limit > 0)
+            tail += " LIMIT " + QByteArray::number(request.limit);
+        return select(filter, false, tail + " OFFSET " + QByteArray::number(std::max(request.offset, 0)));
+    }
     return sortedPage(select(filter, false), request.order, request.limit, request.offset);
 }
 
