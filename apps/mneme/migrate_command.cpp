@@ -203,7 +203,7 @@ void MigrateCommand::migrate()
         Json{{"source", from.location().toStdString()}, {"started_at", nowUtc().toString(Qt::ISODateWithMs).toStdString()}});
     marker.erase("finished_at");
     to->writeState(markerKey, marker);
-    if (resumed)
+    if (resumed && !m_ctx.json()) // --json says "resumed"
         console.notice(QStringLiteral("continuing the migration into %1 (started %2): the records it holds already are skipped")
                            .arg(to->location(), QString::fromStdString(marker.value("started_at", std::string()))));
 
