@@ -172,6 +172,13 @@ RecordFilter normalized(const RecordFilter &filter)
     return f;
 }
 
+// Whether SQL judges the whole filter (where() covers it: no categories, metadata or content
+// conditions, which are judged on the rows), so that a count or a page can be left to the server.
+bool judgedBySql(const RecordFilter &filter)
+{
+    return filter.categories.isEmpty() && filter.metadata.empty() && filter.contentContains.isEmpty();
+}
+
 void checkRecord(const MemoryRecord &r)
 {
     if (r.id.isEmpty())
@@ -987,8 +994,7 @@ std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
         return {};
     // By creation time (the default listing, and `mneme migrate`'s pages) when SQL judges the whole
     // filter: the page alone is read.
-    if (request.order.field == RecordOrder::Field::CreatedAt && filter.categories.isEmpty() && filter.metadata.empty()
-        && filter.contentContains.isEmpty()) {
+    if (request.order.field == RecordOrder::Field::CreatedAt && judgedBySql(filter)) {
         QByteArray tail = request.order.descending ? "ORDER BY created_at DESC, id COLLATE \"C\"" : "ORDER BY created_at, id COLLATE \"C\"";
         if (request.limit > 0)
             tail += " LIMIT " + QByteArray::number(request.limit);
@@ -1018,7 +1024,13 @@ Aggregate PostgresStorage::aggregate(const AggregateRequest &request)
     Aggregate out;
     switch (request.kind) {
     case AggregateRequest::Kind::Count:
-        out.count = int(select(filter, false).size());
+        if (judgedBySql(filter)) {
+            Params p;
+            const QByteArray w = where(filter, p);
+            out.count = int(exec("SELECT count(*) FROM mneme_records WHERE " + w, p, QStringLiteral("counting records")).int64(0, 0));
+        } else {
+            out.count = int(select(filter, false).size());
+        }
         break;
     case AggregateRequest::Kind::ScopeInfo: {
         const QString path = ScopePath::normalize(request.scope);
