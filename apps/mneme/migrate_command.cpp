@@ -24,11 +24,10 @@ QString describe(const EmbedderBinding &b)
 }
 
 // Whether `from` and `to` are one store reached twice (another spelling of the path or the dsn): a
-// state document written into the target is read back from the source, and deleted again.
+// state document written into the target is read back from the source, and deleted again. (Locations
+// do not tell: two schemas of one PostgreSQL database have the same.)
 bool sameStore(StorageBackend &from, StorageBackend &to)
 {
-    if (from.location() == to.location())
-        return true;
     const QString probe = QStringLiteral("mneme.migrate.probe.") + QUuid::createUuid().toString(QUuid::WithoutBraces);
     to.writeState(probe, Json{{"probe", true}});
     const bool same = from.readState(probe).has_value();

@@ -114,11 +114,17 @@ private Q_SLOTS:
         EXPECT_JSON_OK(home);
         QCOMPARE(home.json()["copied"], Json(3));
         const QString backConfig = sqliteConfig(QStringLiteral("back.db"));
+        // Between two schemas of one database (one location, two stores).
+        const QString sibling = PgCluster::freshDsn();
+        const CliRun across = run({QStringLiteral("--config"), onServer, QStringLiteral("migrate"), QStringLiteral("--to"), sibling, QStringLiteral("--json")});
+        EXPECT_JSON_OK(across);
+        QCOMPARE(across.json()["copied"], Json(3));
 
         const QList<QByteArray> before = sortedLines(exported(source, QStringLiteral("a.jsonl")));
         QCOMPARE(before.size(), 3);
         QCOMPARE(sortedLines(exported(onServer, QStringLiteral("b.jsonl"))), before);
         QCOMPARE(sortedLines(exported(backConfig, QStringLiteral("c.jsonl"))), before);
+        QCOMPARE(sortedLines(exported(postgresConfig(sibling), QStringLiteral("d.jsonl"))), before);
         QCOMPARE(graphOf(onServer), graphBefore);
         QCOMPARE(graphOf(backConfig), graphBefore);
         // The moved store works: recall finds by the moved embeddings, and the graph answers.
