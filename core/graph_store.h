@@ -208,6 +208,25 @@ public:
     // (graph recall weighs an entity by it and does not expand a hub). This default counts what
     // relationsOf() returns; a backend may count in place.
     virtual QHash<qint64, int> degrees(const std::vector<qint64> &entityIds, const GraphFilter &filter);
+
+    // --- Moving a graph whole between stores (`mneme migrate`) ---
+
+    enum class Table {
+        // {"id", "name", "norm", "type", "scope", "source", "private", "created_at", "embedding", "record_ids"}
+        Entities,
+        // {"id", "src", "label", "dst", "valid", "created_at", "invalidated_at", "invalidated_by", "why", "scope",
+        //  "source", "private", "extractor", "embedding", "record_ids"}
+        Relations,
+        // {"seq", "record_id", "change", "row_id", "at"}
+        History,
+    };
+    // Up to `limit` rows of `table` whose key ("id"; History: "seq") is above `after`, in key order:
+    // a JSON array of objects holding the stored columns as above (times in ms since the epoch, UTC;
+    // an embedding as an array of numbers or null; record_ids: the records the row came from).
+    virtual Json dumpRows(Table table, qint64 after, int limit) = 0;
+    // Stores rows of dumpRows(), keys kept, in one transaction; a row whose key is stored already is
+    // left as it is, so an interrupted move can be run again. Error(InvalidArgument) for a malformed row.
+    virtual void loadRows(Table table, const Json &rows) = 0;
 };
 
 } // namespace mneme

@@ -330,7 +330,7 @@ void MemoryPrivate::openParts(std::shared_ptr<StorageBackend> s, std::shared_ptr
         GraphStore *g = storage->graph();
         if (!g)
             throw Error(ErrorKind::InvalidArgument,
-                        QStringLiteral("graph_memory is on, but the storage backend of %1 keeps no graph; use the sqlite "
+                        QStringLiteral("graph_memory is on, but the storage backend of %1 keeps no graph; use the sqlite or postgres "
                                        "storage or set graph_memory to false")
                             .arg(storage->location()));
         graph = std::make_unique<GraphMemory>(*this, *g);

@@ -7,6 +7,7 @@
 #include "eval_commands.h"
 #include "flow_commands.h"
 #include "graph_commands.h"
+#include "migrate_command.h"
 #include "record_commands.h"
 #include "scope_commands.h"
 #include "server_commands.h"
@@ -79,6 +80,7 @@ void CliApp::dispatch(CommandContext &context)
     RecordCommands records(context);
     ScopeCommands scopes(context);
     TransferCommands transfer(context);
+    MigrateCommand migration(context);
     EvalCommands evaluations(context);
     FlowCommands flows(context);
     GraphCommands graphs(context);
@@ -103,6 +105,7 @@ void CliApp::dispatch(CommandContext &context)
         {QStringLiteral("check"), [&] { scopes.check(); }},
         {QStringLiteral("export"), [&] { transfer.exportRecords(); }},
         {QStringLiteral("import"), [&] { transfer.importRecords(); }},
+        {QStringLiteral("migrate"), [&] { migration.migrate(); }},
         {QStringLiteral("eval"), [&] { evaluations.eval(); }},
         {QStringLiteral("flow-graph"), [&] { flows.flowGraph(); }},
         {QStringLiteral("graph"), [&] { graphs.graph(); }},

@@ -143,6 +143,14 @@ QList<CommandSpec> buildTable()
                 1, 1,
                 {flag("keep-embeddings", "use the embeddings of the file (same embedder only)"),
                  flag("reembed", "embed every content again (the default)")}),
+        command("migrate", "--to TARGET",
+                "Copy the whole store (records with their embeddings, state, graph) into a PostgreSQL database or a SQLite "
+                "file, in batches; run it again to resume an interrupted migration. The store is only read.",
+                0, 0,
+                {value("to", "TARGET",
+                       "the store to fill: a PostgreSQL dsn (\"host=H dbname=D user=U\" or postgresql://U@H/D; the password "
+                       "from PGPASSWORD or .pgpass) or a SQLite file"),
+                 value("batch", "N", "records per write (default 1000)")}),
         command("eval", "locomo FILE",
                 "Retrieval evaluation on a LOCOMO-format file: each conversation's turns in a fresh in-memory store "
                 "(--config is used, --db is not), each question recalled shallow, turn-level evidence recall@k.",

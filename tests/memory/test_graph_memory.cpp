@@ -1,12 +1,17 @@
 // Graph memory through Memory: every save path feeds the graph, entities resolve, conflicts
 // invalidate, recall finds relations (entity and triplet paths, as of a time, within privacy and
 // scopes), deletes revert, and the LLM extractor over the real `openai` plugin against a scripted
-// server on loopback, including a malformed reply. Storage is the SQLite plugin on a real file.
+// server on loopback, including a malformed reply. Storage is the backend MNEME_CONTRACT_BACKENDS
+// names: the SQLite plugin on a real file (the default), or the postgres plugin on a fresh schema of the
+// cluster of the CTest fixture "postgres" (test_graph_memory_postgres).
 
 #include "fake_embedder.h"
 #include "memory_test_util.h"
 #include "scripted_llm.h"
 #include "temp_store.h"
+#if MNEME_TEST_WITH_POSTGRES
+#include "tests/postgres/pg_test_util.h"
+#endif
 #include <mneme/core/error.h>
 #include <mneme/memory/memory.h>
 
@@ -54,6 +59,7 @@ class TestGraphMemory : public QObject
 {
     Q_OBJECT
 private Q_SLOTS:
+    void initTestCase();
     void init();
     void offByDefault();
     void configIsChecked_data();
@@ -73,22 +79,41 @@ private Q_SLOTS:
 private:
     MemoryConfig config(bool graph = true, bool withLlm = false) const;
     std::unique_ptr<TempStore> m_dir;
+    QString m_dsn; // on PostgreSQL: this test function's store
     std::unique_ptr<ScriptedLlm> m_llm;
 };
 
 MemoryConfig TestGraphMemory::config(bool graph, bool withLlm) const
 {
     MemoryConfig c;
-    c.storage = Json{{"provider", "sqlite"}, {"config", {{"path", m_dir->path()}}}};
+    c.storage = m_dsn.isEmpty() ? Json{{"provider", "sqlite"}, {"config", {{"path", m_dir->path()}}}}
+                                : Json{{"provider", "postgres"}, {"config", {{"dsn", m_dsn.toStdString()}}}};
     c.graphMemory = graph;
     if (withLlm)
         c.llm = m_llm->config();
     return c;
 }
 
+void TestGraphMemory::initTestCase()
+{
+    const QString backend = qEnvironmentVariable("MNEME_CONTRACT_BACKENDS", QStringLiteral("sqlite"));
+    QVERIFY2(backend == QLatin1String("sqlite") || backend == QLatin1String("postgres"),
+             "MNEME_CONTRACT_BACKENDS names one backend: sqlite or postgres");
+#if MNEME_TEST_WITH_POSTGRES
+    if (backend == QLatin1String("postgres"))
+        QVERIFY2(test::PgCluster::load(qEnvironmentVariable("MNEME_PG_DIR")), "no PostgreSQL cluster: run the test through CTest");
+#else
+    QVERIFY2(backend == QLatin1String("sqlite"), "built without libpq");
+#endif
+}
+
 void TestGraphMemory::init()
 {
     m_dir = std::make_unique<TempStore>();
+#if MNEME_TEST_WITH_POSTGRES
+    if (qEnvironmentVariable("MNEME_CONTRACT_BACKENDS") == QLatin1String("postgres"))
+        m_dsn = test::PgCluster::freshDsn();
+#endif
     m_llm = std::make_unique<ScriptedLlm>();
 }
 

@@ -44,7 +44,10 @@ public:
     }
 
     // Runs one statement on the cluster's database as its owner; throws with the server's message.
-    static void run(const QString &sql, const QString &dsn = QString())
+    static void run(const QString &sql, const QString &dsn = QString()) { scalar(sql, dsn); }
+
+    // Runs one statement, as run(), and returns the first column of its first row (empty: none).
+    static QString scalar(const QString &sql, const QString &dsn = QString())
     {
         PGconn *c = PQconnectdb(dsn.toUtf8().constData());
         if (PQstatus(c) != CONNECTION_OK) {
@@ -55,10 +58,12 @@ public:
         PGresult *r = PQexec(c, sql.toUtf8().constData());
         const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
         const std::string message = PQerrorMessage(c);
+        const QString first = ok && PQntuples(r) > 0 && PQnfields(r) > 0 ? QString::fromUtf8(PQgetvalue(r, 0, 0)) : QString();
         PQclear(r);
         PQfinish(c);
         if (!ok)
             throw std::runtime_error(message);
+        return first;
     }
 };
 

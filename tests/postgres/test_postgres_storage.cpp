@@ -153,16 +153,40 @@ private Q_SLOTS:
     {
         const QString dsn = test::PgCluster::freshDsn();
         auto s = openPg(dsn);
-        QCOMPARE(s->info().schemaVersion, 2);
+        const int latest = s->info().schemaVersion;
+        QVERIFY(latest >= 3); // step 3: the graph tables
         s->close();
         auto again = openPg(dsn); // an existing schema is opened as it is
-        QCOMPARE(again->info().schemaVersion, 2);
+        QCOMPARE(again->info().schemaVersion, latest);
         again->close();
         test::PgCluster::run(QStringLiteral("UPDATE mneme_meta SET value = '99' WHERE key = 'schema_version'"), dsn);
         ErrorKind kind = ErrorKind::Internal;
         const QString message = errorOf([&] { openPg(dsn); }, &kind);
         QCOMPARE(kind, ErrorKind::SchemaTooNew);
         QVERIFY2(message.contains(QLatin1String("upgrade Mneme")), qPrintable(message));
+    }
+
+    // A store made before graph memory (schema 2) gains the graph tables when opened, its records kept.
+    void graphTablesArriveByMigration()
+    {
+        const QString dsn = test::PgCluster::freshDsn();
+        MemoryRecord r = MemoryRecord::create(QStringLiteral("Alice lives in Lisbon"));
+        {
+            auto s = openPg(dsn);
+            s->save({r});
+        }
+        test::PgCluster::run(QStringLiteral("DROP TABLE mneme_graph_entities, mneme_graph_relations, mneme_graph_sources, "
+                                            "mneme_graph_history; UPDATE mneme_meta SET value = '2' WHERE key = 'schema_version'"),
+                             dsn);
+        auto s = openPg(dsn);
+        QVERIFY(s->info().schemaVersion >= 3);
+        QVERIFY(s->info().has(StorageInfo::Graph));
+        QCOMPARE(s->get(r.id)->content, r.content);
+        GraphExtraction x;
+        x.origin = GraphOrigin{r.id, QStringLiteral("/"), QString(), false, r.createdAt};
+        x.entities.push_back({QStringLiteral("Alice"), QStringLiteral("person"), {}});
+        QCOMPARE(s->graph()->write({x}, {}).entitiesAdded, 1);
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM mneme_graph_history"), dsn), QStringLiteral("1"));
     }
 
     // Two processes (hosts, as far as the server can tell) save at once, each its own records and the

@@ -1,5 +1,7 @@
 #include "postgres_storage.h"
 
+#include "postgres_graph_store.h"
+
 #include "core/schema_migration_p.h"
 #include <mneme/core/error.h>
 #include <mneme/core/metadata_filter.h>
@@ -96,6 +98,7 @@ ALTER TABLE mneme_records ALTER COLUMN words DROP EXPRESSION;
 ALTER TABLE mneme_records ALTER COLUMN context_words DROP EXPRESSION;
 INSERT INTO mneme_meta(key, value) VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING;
 )sql"},
+    {3, kPostgresGraphSchemaSql},
 };
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
@@ -199,6 +202,13 @@ RecordFilter normalized(const RecordFilter &filter)
         s = ScopePath::normalize(s);
     (void)MetadataFilter::parse(f.metadata); // a malformed filter is refused before anything is read
     return f;
+}
+
+// Whether SQL judges the whole filter (where() covers it: no categories, metadata or content
+// conditions, which are judged on the rows), so that a count or a page can be left to the server.
+bool judgedBySql(const RecordFilter &filter)
+{
+    return filter.categories.isEmpty() && filter.metadata.empty() && filter.contentContains.isEmpty();
 }
 
 void checkRecord(const MemoryRecord &r)
@@ -435,6 +445,9 @@ private:
     CurrentConnection m_previous;
     pg_conn *m_conn = nullptr;
 };
+
+PostgresStorage::GraphLease::GraphLease(PostgresStorage &storage) : lease(std::make_unique<Lease>(storage)) {}
+PostgresStorage::GraphLease::~GraphLease() = default;
 
 // A transaction on the current connection. The rows it changes (changed()) go into one change-log
 // entry at commit().
@@ -1838,7 +1851,7 @@ StorageInfo PostgresStorage::info() const
     i.location = m_location;
     i.schemaVersion = m_version;
     i.binding = const_cast<PostgresStorage *>(this)->storedBinding();
-    i.capabilities = StorageInfo::SearchHits | StorageInfo::AtomicDedup | StorageInfo::SharedWriters;
+    i.capabilities = StorageInfo::SearchHits | StorageInfo::AtomicDedup | StorageInfo::SharedWriters | StorageInfo::Graph;
     return i;
 }
 
@@ -1924,6 +1937,14 @@ std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
     Lease lease(*this);
     if (request.limit == 0)
         return {};
+    // By creation time (the default listing, and `mneme migrate`'s pages) when SQL judges the whole
+    // filter: the page alone is read.
+    if (request.order.field == RecordOrder::Field::CreatedAt && judgedBySql(filter)) {
+        QByteArray tail = request.order.descending ? "ORDER BY created_at DESC, id COLLATE \"C\"" : "ORDER BY created_at, id COLLATE \"C\"";
+        if (request.limit > 0)
+            tail += " LIMIT " + QByteArray::number(request.limit);
+        return select(filter, false, tail + " OFFSET " + QByteArray::number(std::max(request.offset, 0)));
+    }
     return sortedPage(select(filter, false), request.order, request.limit, request.offset);
 }
 
@@ -1947,7 +1968,13 @@ Aggregate PostgresStorage::aggregate(const AggregateRequest &request)
     Aggregate out;
     switch (request.kind) {
     case AggregateRequest::Kind::Count:
-        out.count = int(select(filter, false).size());
+        if (judgedBySql(filter)) {
+            Params p;
+            const QByteArray w = where(filter, p);
+            out.count = int(exec("SELECT count(*) FROM mneme_records WHERE " + w, p, QStringLiteral("counting records")).int64(0, 0));
+        } else {
+            out.count = int(select(filter, false).size());
+        }
         break;
     case AggregateRequest::Kind::ScopeInfo: {
         const QString path = ScopePath::normalize(request.scope);
@@ -2115,6 +2142,14 @@ void PostgresStorage::close()
     m_open -= int(m_idle.size());
     m_idle.clear();
     m_poolFree.wakeAll();
+}
+
+GraphStore *PostgresStorage::graph()
+{
+    QMutexLocker lock(&m_graphMutex);
+    if (!m_graph)
+        m_graph = std::make_unique<PostgresGraphStore>(*this);
+    return m_graph.get();
 }
 
 } // namespace mneme

@@ -23,6 +23,8 @@ struct pg_result;
 
 namespace mneme {
 
+class PostgresGraphStore;
+
 // A store on a PostgreSQL server (15 or later), shared by processes on several hosts. The password is
 // never in the configuration: libpq reads it from PGPASSWORD or the .pgpass file (PGPASSFILE), and
 // no error, log line, index file or its name carries it.
@@ -50,6 +52,8 @@ namespace mneme {
 // The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
 // lease and m_indexLock like an operation; close() stops and joins it. The graph build thread
 // (GraphBuild) takes no lock: it owns its copy of the index until it marks itself done.
+// The graph tables (mneme_graph_*) are PostgresGraphStore's (postgres_graph_store.h), reached through
+// graph(); it takes a lease per call like an operation, and m_graphMutex only to create m_graph.
 class PostgresStorage : public StorageBackend
 {
 public:
@@ -111,6 +115,7 @@ public:
     StateResult state(const StateRequest &request) override;
     StoreCheck inspect(InspectMode mode) override;
     void close() override;
+    GraphStore *graph() override;
 
     // The server's `vector` extension (pgvector) version, empty when it is not installed in the
     // database. Detected at open and reported; searches use the in-process index either way.
@@ -126,9 +131,18 @@ public:
     void setBeforeCommitHook(std::function<void()> hook) { m_beforeCommit = std::move(hook); }
 
 private:
+    friend class PostgresGraphStore; // runs its statements on this store's connections (a Lease a call)
+
     class Result;
     class Transaction;
     class Lease;
+    // A Lease for the graph store, whose file cannot see Lease's definition.
+    struct GraphLease
+    {
+        explicit GraphLease(PostgresStorage &storage);
+        ~GraphLease();
+        std::unique_ptr<Lease> lease;
+    };
     struct GraphBuild;
     // A statement's parameters, in text format except where binary (an embedding); null when unset.
     struct Params
@@ -255,6 +269,9 @@ private:
     IndexStats m_stats;
 
     std::thread m_listener; // listenForChanges(), until close()
+
+    QMutex m_graphMutex;                         // m_graph's creation; taken alone
+    std::unique_ptr<PostgresGraphStore> m_graph; // made by graph()
 };
 
 } // namespace mneme

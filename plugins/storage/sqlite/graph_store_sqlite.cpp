@@ -902,4 +902,134 @@ QHash<qint64, int> SqliteGraphStore::degrees(const std::vector<qint64> &entityId
     return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Moving a graph between stores
+
+namespace {
+
+Json recordIdsJson(const QString &joined)
+{
+    Json ids = Json::array();
+    for (const QString &id : joined.split(QChar(31), Qt::SkipEmptyParts))
+        ids.push_back(id.toStdString());
+    return ids;
+}
+
+QString textAt(const Json &row, const char *key)
+{
+    const Json &v = row.at(key);
+    return v.is_null() ? QString() : QString::fromStdString(v.get<std::string>());
+}
+
+Embedding embeddingAt(const Json &row)
+{
+    const Json &v = row.at("embedding");
+    return v.is_null() ? Embedding() : v.get<Embedding>();
+}
+
+} // namespace
+
+Json SqliteGraphStore::dumpRows(Table table, qint64 after, int limit)
+{
+    QMutexLocker lock(&m_storage.m_mutex);
+    m_storage.ensureOpen();
+    Json out = Json::array();
+    if (!hasTables() || limit <= 0)
+        return out;
+    const auto embeddingJson = [](const Statement &q, int col) { return q.isNull(col) ? Json() : Json(q.embedding(col)); };
+    switch (table) {
+    case Table::Entities: {
+        Statement q(m_storage, "SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, t.embedding, "
+                               "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id) "
+                               "FROM graph_entities t WHERE t.id > ? ORDER BY t.id LIMIT ?");
+        q.bind(1, after).bind(2, limit);
+        while (q.step(QStringLiteral("reading entities")))
+            out.push_back(Json{{"id", q.int64(0)}, {"name", q.text(1).toStdString()}, {"norm", q.text(2).toStdString()}, {"type", q.text(3).toStdString()}, {"scope", q.text(4).toStdString()}, {"source", q.text(5).toStdString()}, {"private", q.int64(6) != 0}, {"created_at", q.int64(7)}, {"embedding", embeddingJson(q, 8)}, {"record_ids", recordIdsJson(q.text(9))}});
+        break;
+    }
+    case Table::Relations: {
+        Statement q(m_storage, "SELECT t.id, t.src, t.label, t.dst, t.valid, t.created_at, t.invalidated_at, t.invalidated_by, t.why, "
+                               "t.scope, t.source, t.private, t.extractor, t.embedding, "
+                               "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id) "
+                               "FROM graph_relations t WHERE t.id > ? ORDER BY t.id LIMIT ?");
+        q.bind(1, after).bind(2, limit);
+        while (q.step(QStringLiteral("reading relations")))
+            out.push_back(Json{{"id", q.int64(0)}, {"src", q.int64(1)}, {"label", q.text(2).toStdString()}, {"dst", q.int64(3)}, {"valid", q.int64(4) != 0}, {"created_at", q.int64(5)}, {"invalidated_at", q.isNull(6) ? Json() : Json(q.int64(6))}, {"invalidated_by", q.isNull(7) ? Json() : Json(q.text(7).toStdString())}, {"why", q.isNull(8) ? Json() : Json(q.text(8).toStdString())}, {"scope", q.text(9).toStdString()}, {"source", q.text(10).toStdString()}, {"private", q.int64(11) != 0}, {"extractor", q.text(12).toStdString()}, {"embedding", embeddingJson(q, 13)}, {"record_ids", recordIdsJson(q.text(14))}});
+        break;
+    }
+    case Table::History: {
+        Statement q(m_storage, "SELECT seq, record_id, change, row_id, at FROM graph_history WHERE seq > ? ORDER BY seq LIMIT ?");
+        q.bind(1, after).bind(2, limit);
+        while (q.step(QStringLiteral("reading the graph history")))
+            out.push_back(Json{{"seq", q.int64(0)}, {"record_id", q.text(1).toStdString()}, {"change", q.text(2).toStdString()}, {"row_id", q.int64(3)}, {"at", q.int64(4)}});
+        break;
+    }
+    }
+    return out;
+}
+
+void SqliteGraphStore::loadRows(Table table, const Json &rows)
+{
+    QMutexLocker lock(&m_storage.m_mutex);
+    if (!rows.is_array())
+        throw Error(ErrorKind::InvalidArgument, QStringLiteral("graph rows to load must be a JSON array"));
+    if (rows.empty())
+        return;
+    const auto linkAll = [&](int kind, const Json &row) {
+        for (const Json &id : row.at("record_ids"))
+            link(kind, row.at("id").get<qint64>(), QString::fromStdString(id.get<std::string>()));
+    };
+    inTransaction(QStringLiteral("loading %1 graph rows").arg(rows.size()), [&] {
+        try {
+            for (const Json &row : rows) {
+                switch (table) {
+                case Table::Entities: {
+                    Statement q(m_storage, "INSERT OR IGNORE INTO graph_entities(id, name, norm, type, scope, source, private, "
+                                           "created_at, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    q.bind(1, row.at("id").get<qint64>()).bindText(2, textAt(row, "name")).bindText(3, textAt(row, "norm"));
+                    q.bindText(4, textAt(row, "type")).bindText(5, textAt(row, "scope")).bindText(6, textAt(row, "source"));
+                    q.bind(7, row.at("private").get<bool>()).bind(8, row.at("created_at").get<qint64>());
+                    q.bindEmbedding(9, embeddingAt(row));
+                    q.run(QStringLiteral("loading an entity"));
+                    linkAll(kEntity, row);
+                    break;
+                }
+                case Table::Relations: {
+                    Statement q(m_storage, "INSERT OR IGNORE INTO graph_relations(id, src, label, dst, valid, created_at, "
+                                           "invalidated_at, invalidated_by, why, scope, source, private, extractor, embedding) "
+                                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    q.bind(1, row.at("id").get<qint64>()).bind(2, row.at("src").get<qint64>()).bindText(3, textAt(row, "label"));
+                    q.bind(4, row.at("dst").get<qint64>()).bind(5, row.at("valid").get<bool>());
+                    q.bind(6, row.at("created_at").get<qint64>());
+                    if (row.at("invalidated_at").is_null())
+                        q.bindNull(7);
+                    else
+                        q.bind(7, row.at("invalidated_at").get<qint64>());
+                    for (const auto &[i, key] : {std::pair{8, "invalidated_by"}, std::pair{9, "why"}})
+                        if (row.at(key).is_null())
+                            q.bindNull(i);
+                        else
+                            q.bindText(i, textAt(row, key));
+                    q.bindText(10, textAt(row, "scope")).bindText(11, textAt(row, "source")).bind(12, row.at("private").get<bool>());
+                    q.bindText(13, textAt(row, "extractor")).bindEmbedding(14, embeddingAt(row));
+                    q.run(QStringLiteral("loading a relation"));
+                    linkAll(kRelation, row);
+                    break;
+                }
+                case Table::History: {
+                    Statement q(m_storage, "INSERT OR IGNORE INTO graph_history(seq, record_id, change, row_id, at) VALUES (?, ?, ?, ?, ?)");
+                    q.bind(1, row.at("seq").get<qint64>()).bindText(2, textAt(row, "record_id")).bindText(3, textAt(row, "change"));
+                    q.bind(4, row.at("row_id").get<qint64>()).bind(5, row.at("at").get<qint64>());
+                    q.run(QStringLiteral("loading the graph history"));
+                    break;
+                }
+                }
+            }
+        } catch (const Json::exception &e) {
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("a graph row to load is malformed: %1").arg(QString::fromUtf8(e.what())));
+        }
+    });
+    dropIndexes(); // rows written around the indexes: the next search reads them again
+}
+
 } // namespace mneme

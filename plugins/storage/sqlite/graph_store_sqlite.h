@@ -103,6 +103,8 @@ public:
     // points at nothing is deleted, the graph changes of missing records are reverted (as their
     // deletion would have), missing history entries are written, then orphans deleted.
     void checkLocked(bool repair, StoreCheck &report);
+    Json dumpRows(Table table, qint64 after, int limit) override;
+    void loadRows(Table table, const Json &rows) override;
 
 private:
     using Statement = SqliteStorage::Statement;
