@@ -1,5 +1,6 @@
 #include "postgres_graph_store.h"
 
+#include "postgres_result.h"
 #include "postgres_storage.h"
 
 #include <mneme/core/error.h>
@@ -9,7 +10,6 @@
 #include <QHash>
 #include <QMutexLocker>
 #include <QSet>
-#include <QtEndian>
 #include <algorithm>
 #include <libpq-fe.h>
 
@@ -64,23 +64,6 @@ QByteArray textsJson(const QStringList &texts)
     return QByteArray::fromStdString(j.dump());
 }
 
-// Graph embeddings as the records' ones: float32, little-endian.
-QByteArray embeddingBytes(const Embedding &e)
-{
-    QByteArray out(qsizetype(e.size() * sizeof(float)), Qt::Uninitialized);
-    for (std::size_t i = 0; i < e.size(); ++i)
-        qToLittleEndian(e[i], out.data() + i * sizeof(float));
-    return out;
-}
-
-Embedding embeddingOf(const QByteArray &bytes)
-{
-    Embedding e(std::size_t(bytes.size()) / sizeof(float));
-    for (std::size_t i = 0; i < e.size(); ++i)
-        e[i] = qFromLittleEndian<float>(bytes.constData() + i * sizeof(float));
-    return e;
-}
-
 GraphChange::Kind kindFromName(const QString &name)
 {
     for (GraphChange::Kind k : {GraphChange::Kind::AddEntity, GraphChange::Kind::LinkEntity, GraphChange::Kind::AddRelation,
@@ -91,31 +74,6 @@ GraphChange::Kind kindFromName(const QString &name)
 }
 
 } // namespace
-
-// A statement's result rows (text format).
-class PostgresGraphStore::Rows
-{
-public:
-    explicit Rows(pg_result *r) : m_r(r) {}
-    Rows(Rows &&o) noexcept : m_r(std::exchange(o.m_r, nullptr)) {}
-    Rows(const Rows &) = delete;
-    Rows &operator=(const Rows &) = delete;
-    ~Rows() { PQclear(m_r); }
-    ExecStatusType status() const { return PQresultStatus(m_r); }
-    int rows() const { return PQntuples(m_r); }
-    bool isNull(int row, int col) const { return PQgetisnull(m_r, row, col); }
-    QString text(int row, int col) const { return QString::fromUtf8(PQgetvalue(m_r, row, col), PQgetlength(m_r, row, col)); }
-    qint64 int64(int row, int col) const { return QByteArray(PQgetvalue(m_r, row, col)).toLongLong(); }
-    bool boolean(int row, int col) const { return PQgetvalue(m_r, row, col)[0] == 't'; }
-    // A bytea column in the text format ("\\x0a1b...").
-    Embedding embedding(int row, int col) const
-    {
-        return embeddingOf(QByteArray::fromHex(QByteArray(PQgetvalue(m_r, row, col) + 2, PQgetlength(m_r, row, col) - 2)));
-    }
-
-private:
-    pg_result *m_r;
-};
 
 // One graph operation: leases a connection of the storage's pool for the operation (the thread's
 // current connection until it ends), and runs its transaction.
@@ -160,7 +118,7 @@ public:
     QByteArray flag(bool b) { return arg(std::optional(QByteArray(b ? "true" : "false"))) + "::boolean"; }
     QByteArray embedding(const Embedding &e)
     {
-        return arg(e.empty() ? std::nullopt : std::optional(embeddingBytes(e)), true) + "::bytea";
+        return arg(e.empty() ? std::nullopt : std::optional(pg::embeddingBytes(e)), true) + "::bytea";
     }
     QByteArray json(const QByteArray &array) { return arg(std::optional(array)) + "::jsonb"; }
 

@@ -90,7 +90,7 @@ public:
     void loadRows(Table table, const Json &rows) override;
 
 private:
-    class Rows;
+    using Rows = pg::Result;
     class Session;
     class Statement;
     void writeOne(const GraphExtraction &x, const GraphWriteOptions &options, GraphWriteResult &result);

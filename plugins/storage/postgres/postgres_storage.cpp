@@ -1,6 +1,7 @@
 #include "postgres_storage.h"
 
 #include "postgres_graph_store.h"
+#include "postgres_result.h"
 
 #include "core/schema_migration_p.h"
 #include <mneme/core/error.h>
@@ -164,23 +165,6 @@ QByteArray recordJson(const MemoryRecord &r)
     Json j;
     to_json(j, r);
     return jsonText(j);
-}
-
-// float32, little-endian, as the SQLite store keeps them.
-QByteArray embeddingBytes(const Embedding &e)
-{
-    QByteArray out(qsizetype(e.size() * sizeof(float)), Qt::Uninitialized);
-    for (std::size_t i = 0; i < e.size(); ++i)
-        qToLittleEndian(e[i], out.data() + i * sizeof(float));
-    return out;
-}
-
-Embedding embeddingOf(const QByteArray &bytes)
-{
-    Embedding e(std::size_t(bytes.size()) / sizeof(float));
-    for (std::size_t i = 0; i < e.size(); ++i)
-        e[i] = qFromLittleEndian<float>(bytes.constData() + i * sizeof(float));
-    return e;
 }
 
 // A LIKE pattern matching every text that starts with `prefix`.
@@ -347,44 +331,6 @@ thread_local CurrentConnection t_current;
 
 // ---------------------------------------------------------------------------------------------
 // Plumbing
-
-class PostgresStorage::Result
-{
-public:
-    explicit Result(pg_result *r) : m_r(r) {}
-    Result(Result &&o) noexcept : m_r(std::exchange(o.m_r, nullptr)) {}
-    Result(const Result &) = delete;
-    Result &operator=(const Result &) = delete;
-    ~Result() { PQclear(m_r); }
-    ExecStatusType status() const { return PQresultStatus(m_r); }
-    int rows() const { return PQntuples(m_r); }
-    bool isNull(int row, int col) const { return PQgetisnull(m_r, row, col); }
-    QString text(int row, int col) const { return QString::fromUtf8(PQgetvalue(m_r, row, col), PQgetlength(m_r, row, col)); }
-    QByteArray bytes(int row, int col) const { return QByteArray(PQgetvalue(m_r, row, col), PQgetlength(m_r, row, col)); }
-    qint64 int64(int row, int col) const { return QByteArray(PQgetvalue(m_r, row, col)).toLongLong(); }
-    double number(int row, int col) const { return QByteArray(PQgetvalue(m_r, row, col)).toDouble(); }
-    bool boolean(int row, int col) const { return PQgetvalue(m_r, row, col)[0] == 't'; }
-    QByteArray errorMessage() const { return PQresultErrorMessage(m_r); }
-    // A bytea column in the text format ("\x0a1b...").
-    QByteArray bytea(int row, int col) const { return QByteArray::fromHex(bytes(row, col).mid(2)); }
-    // Columns of a result in the binary format: int8, float8, bool, and text or bytea as they are.
-    qint64 binaryInt64(int row, int col) const { return qFromBigEndian<qint64>(PQgetvalue(m_r, row, col)); }
-    double binaryDouble(int row, int col) const
-    {
-        const quint64 bits = qFromBigEndian<quint64>(PQgetvalue(m_r, row, col));
-        double d;
-        std::memcpy(&d, &bits, sizeof d);
-        return d;
-    }
-    bool binaryBool(int row, int col) const { return PQgetvalue(m_r, row, col)[0] != 0; }
-    std::string_view view(int row, int col) const
-    {
-        return std::string_view(PQgetvalue(m_r, row, col), std::size_t(PQgetlength(m_r, row, col)));
-    }
-
-private:
-    pg_result *m_r;
-};
 
 // A connection of the pool, for one operation of the calling thread: taken from the idle ones, or
 // opened while fewer than pool_size are open, or waited for; made the thread's current connection
@@ -883,7 +829,7 @@ std::vector<MemoryRecord> PostgresStorage::select(const RecordFilter &filter, bo
         if (!filter.matches(m, conditions))
             continue;
         if (withEmbedding && !r.isNull(i, 14))
-            m.embedding = embeddingOf(r.bytea(i, 14));
+            m.embedding = pg::embeddingOf(r.bytea(i, 14));
         if (rids)
             rids->push_back(r.int64(i, 0));
         out.push_back(std::move(m));
@@ -901,7 +847,7 @@ std::optional<MemoryRecord> PostgresStorage::byId(const QString &id, bool withEm
         return std::nullopt;
     MemoryRecord m = recordAt(r, 0);
     if (withEmbedding && !r.isNull(0, 14))
-        m.embedding = embeddingOf(r.bytea(0, 14));
+        m.embedding = pg::embeddingOf(r.bytea(0, 14));
     if (rid)
         *rid = r.int64(0, 0);
     return m;
@@ -919,7 +865,7 @@ std::unordered_map<qint64, MemoryRecord> PostgresStorage::byRids(const std::vect
         for (int i = 0; i < r.rows(); ++i) {
             MemoryRecord m = recordAt(r, i);
             if (withEmbedding && !r.isNull(i, 14))
-                m.embedding = embeddingOf(r.bytea(i, 14));
+                m.embedding = pg::embeddingOf(r.bytea(i, 14));
             out.emplace(r.int64(i, 0), std::move(m));
         }
     }
@@ -1000,7 +946,7 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
     p.add(msOf(r.updatedAt, atMs));
     p.add(r.lastAccessed.isValid() ? std::optional(QByteArray::number(r.lastAccessed.toMSecsSinceEpoch())) : std::nullopt);
     p.add(qint64(r.accessCount));
-    p.add(r.embedding.empty() ? std::nullopt : std::optional(embeddingBytes(r.embedding)), true);
+    p.add(r.embedding.empty() ? std::nullopt : std::optional(pg::embeddingBytes(r.embedding)), true);
     p.add(r.context);
     return p;
 }

@@ -21,6 +21,10 @@
 struct pg_conn;
 struct pg_result;
 
+namespace mneme::pg {
+class Result;
+}
+
 namespace mneme {
 
 class PostgresGraphStore;
@@ -133,7 +137,7 @@ public:
 private:
     friend class PostgresGraphStore; // runs its statements on this store's connections (a Lease a call)
 
-    class Result;
+    using Result = pg::Result;
     class Transaction;
     class Lease;
     // A Lease for the graph store, whose file cannot see Lease's definition.
