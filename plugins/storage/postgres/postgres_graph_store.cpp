@@ -3,6 +3,7 @@
 #include "postgres_result.h"
 #include "postgres_storage.h"
 
+#include "plugins/storage/common/graph_rows.h"
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
 #include <mneme/core/vector_math.h>
@@ -17,61 +18,18 @@ namespace mneme {
 
 namespace {
 
+using graphrows::idsJson;
+using graphrows::kindFromName;
+using graphrows::msOf;
+using graphrows::normalizedLabel;
+using graphrows::textsJson;
+using graphrows::timeOf;
+
 constexpr int kEntity = 0;
 constexpr int kRelation = 1;
 
 // The lock every graph write takes (pg_advisory_xact_lock), beside the schema and embedder locks.
 constexpr qint64 kGraphLock = 0x6d6e656d65L + 16; // "mneme" + 16
-
-qint64 msOf(const QDateTime &t)
-{
-    return (t.isValid() ? t : QDateTime::currentDateTimeUtc()).toMSecsSinceEpoch();
-}
-
-QDateTime timeOf(qint64 ms)
-{
-    return QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
-}
-
-// "Lives in" -> "lives_in": lower case, runs of anything but letters and digits made one '_'.
-QString normalizedLabel(const QString &label)
-{
-    QString out;
-    for (const QChar c : label.toCaseFolded()) {
-        if (c.isLetterOrNumber())
-            out += c;
-        else if (!out.isEmpty() && !out.endsWith(QLatin1Char('_')))
-            out += QLatin1Char('_');
-    }
-    while (out.endsWith(QLatin1Char('_')))
-        out.chop(1);
-    return out;
-}
-
-QByteArray idsJson(const std::vector<qint64> &ids)
-{
-    Json j = Json::array();
-    for (qint64 id : ids)
-        j.push_back(id);
-    return QByteArray::fromStdString(j.dump());
-}
-
-QByteArray textsJson(const QStringList &texts)
-{
-    Json j = Json::array();
-    for (const QString &t : texts)
-        j.push_back(t.toStdString());
-    return QByteArray::fromStdString(j.dump());
-}
-
-GraphChange::Kind kindFromName(const QString &name)
-{
-    for (GraphChange::Kind k : {GraphChange::Kind::AddEntity, GraphChange::Kind::LinkEntity, GraphChange::Kind::AddRelation,
-                                GraphChange::Kind::LinkRelation, GraphChange::Kind::Invalidate})
-        if (GraphChange::kindName(k) == name)
-            return k;
-    return GraphChange::Kind::AddEntity;
-}
 
 } // namespace
 

@@ -2,6 +2,7 @@
 
 #include "sqlite_statement.h"
 
+#include "plugins/storage/common/graph_rows.h"
 #include <mneme/core/error.h>
 #include <mneme/core/scope_path.h>
 
@@ -14,52 +15,15 @@ namespace mneme {
 
 namespace {
 
+using graphrows::idsJson;
+using graphrows::kindFromName;
+using graphrows::msOf;
+using graphrows::normalizedLabel;
+using graphrows::textsJson;
+using graphrows::timeOf;
+
 constexpr int kEntity = 0;
 constexpr int kRelation = 1;
-
-qint64 msOf(const QDateTime &t)
-{
-    return (t.isValid() ? t : QDateTime::currentDateTimeUtc()).toMSecsSinceEpoch();
-}
-
-QDateTime timeOf(qint64 ms)
-{
-    return QDateTime::fromMSecsSinceEpoch(ms, Qt::UTC);
-}
-
-// "Lives in" -> "lives_in": lower case, runs of anything but letters and digits made one '_'.
-QString normalizedLabel(const QString &label)
-{
-    QString out;
-    for (const QChar c : label.toCaseFolded()) {
-        if (c.isLetterOrNumber())
-            out += c;
-        else if (!out.isEmpty() && !out.endsWith(QLatin1Char('_')))
-            out += QLatin1Char('_');
-    }
-    while (out.endsWith(QLatin1Char('_')))
-        out.chop(1);
-    return out;
-}
-
-QByteArray idsJson(const std::vector<qint64> &ids)
-{
-    QByteArray out("[");
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        if (i)
-            out += ',';
-        out += QByteArray::number(ids[i]);
-    }
-    return out + ']';
-}
-
-QByteArray textsJson(const QStringList &texts)
-{
-    Json j = Json::array();
-    for (const QString &t : texts)
-        j.push_back(t.toStdString());
-    return QByteArray::fromStdString(j.dump());
-}
 
 // The partition an entity resolves in (its category in the entity index): the scope, the privacy
 // and, for a private entity, the source.
@@ -100,15 +64,6 @@ void put(VectorIndex &index, const VectorIndex::Item &item, const Embedding &e)
         index.reset(int(e.size()));
     }
     index.upsert(item, e.data());
-}
-
-GraphChange::Kind kindFromName(const QString &name)
-{
-    for (GraphChange::Kind k : {GraphChange::Kind::AddEntity, GraphChange::Kind::LinkEntity, GraphChange::Kind::AddRelation,
-                                GraphChange::Kind::LinkRelation, GraphChange::Kind::Invalidate})
-        if (GraphChange::kindName(k) == name)
-            return k;
-    return GraphChange::Kind::AddEntity;
 }
 
 } // namespace
