@@ -293,15 +293,20 @@ void McpHttpTransport::send(const Json &message)
 
     auto reply = std::make_shared<PostReply>();
     QPointer<McpHttpTransport> self(this);
-    // Called on the network thread: the bytes are read here, on this object's thread, in order.
+    // Called on the network thread: the bytes are read here, on this object's thread, in order. The
+    // answer to initialize is read only once the whole reply is in, with its session header: the client
+    // answers it at once (notifications/initialized), and that must carry the session.
     const Json id = sent.isRequest() ? sent.id : Json();
-    const HttpClient::ChunkHandler onChunk = [self, reply, id](const QByteArray &chunk) {
+    const bool initializing = sent.isRequest() && sent.method == QLatin1String("initialize");
+    const HttpClient::ChunkHandler onChunk = [self, reply, id, initializing](const QByteArray &chunk) {
         QMetaObject::invokeMethod(
             self.data(),
-            [self, reply, chunk, id] {
+            [self, reply, chunk, id, initializing] {
                 if (!self)
                     return;
                 reply->bytes += chunk;
+                if (initializing)
+                    return;
                 if (!reply->decided) {
                     const QByteArray start = reply->bytes.trimmed();
                     if (start.isEmpty())
@@ -320,7 +325,6 @@ void McpHttpTransport::send(const Json &message)
             Qt::QueuedConnection);
     };
     const bool hadSession = !m_session.isEmpty();
-    const bool initializing = sent.isRequest() && sent.method == QLatin1String("initialize");
     auto *watch = new QFutureWatcher<HttpResponse>(this);
     connect(watch, &QFutureWatcherBase::finished, this, [this, watch, reply, id, hadSession, initializing] {
         watch->deleteLater();

@@ -107,6 +107,7 @@ private Q_SLOTS:
 
     void httpGarbage();
     void httpErrorStatus();
+    void httpSessionReachesTheFirstNotification();
     void httpConnectionRefused();
 };
 
@@ -596,6 +597,43 @@ void TestMcpClient::httpErrorStatus()
     QVERIFY2(e.message().contains(QLatin1String("Bad Request: nope")), qPrintable(e.message()));
     QVERIFY(!e.message().contains(QLatin1String("very-secret-token-123")));
     QCOMPARE(server.requests().front().header("Authorization"), QByteArray("Bearer very-secret-token-123"));
+}
+
+// A server that answers initialize on an event stream it keeps open a while after the answer (as
+// servers may, to send more on it), and refuses whatever comes without the session it handed out:
+// the client's notifications/initialized, sent at once, must already carry the session.
+void TestMcpClient::httpSessionReachesTheFirstNotification()
+{
+    ScriptedHttpServer server;
+    server.setHandler([](const RecordedRequest &request) {
+        const Json message = request.json();
+        const std::string method = message.value("method", "");
+        if (method == "initialize") {
+            const Json answer = {{"jsonrpc", "2.0"},
+                                 {"id", message["id"]},
+                                 {"result",
+                                  {{"protocolVersion", "2025-03-26"},
+                                   {"capabilities", {{"tools", Json::object()}}},
+                                   {"serverInfo", {{"name", "slow-stream"}, {"version", "1"}}}}}};
+            ScriptedReply reply = ScriptedReply::sse({"data: " + QByteArray::fromStdString(answer.dump()) + "\n\n", ": still here\n\n"}, 500);
+            reply.headers.append(qMakePair(QByteArray("Mcp-Session-Id"), QByteArray("session-1")));
+            return reply;
+        }
+        if (request.header("Mcp-Session-Id") != "session-1")
+            return ScriptedReply::json(R"({"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}})", 400);
+        if (!message.contains("id"))
+            return ScriptedReply::json("", 202);
+        return ScriptedReply::json(QByteArray::fromStdString(Json({{"jsonrpc", "2.0"}, {"id", message["id"]}, {"result", {{"tools", Json::array()}}}}).dump()));
+    });
+    McpClient client(McpServerConfig::http(QStringLiteral("slow-stream"), QUrl(server.baseUrl().toString() + QStringLiteral("/mcp"))));
+    QFuture<void> started = client.start();
+    QVERIFY(waitFor(started));
+    const Error e = errorOf(started);
+    QVERIFY2(e.message() == QLatin1String("no error"), qPrintable(e.message()));
+    const QList<RecordedRequest> requests = server.requests();
+    QVERIFY(requests.size() >= 2);
+    for (int i = 1; i < requests.size(); ++i)
+        QCOMPARE(requests[i].header("Mcp-Session-Id"), QByteArray("session-1"));
 }
 
 void TestMcpClient::httpConnectionRefused()
