@@ -52,6 +52,25 @@ VectorIndex::Item indexItem(qint64 id, const QString &scope, const QString &sour
     return item;
 }
 
+// The hits of an index search (best first) scoring at least minScore: their rows, and each one's score.
+struct Matches
+{
+    std::vector<qint64> ids;
+    QHash<qint64, double> score;
+};
+
+Matches matches(const std::vector<VectorIndex::Hit> &hits, double minScore)
+{
+    Matches out;
+    for (const VectorIndex::Hit &h : hits) {
+        if (h.score < minScore)
+            break;
+        out.ids.push_back(h.rowid);
+        out.score.insert(h.rowid, h.score);
+    }
+    return out;
+}
+
 // Adds the item with its vector; an empty index without a length takes the vector's, a vector of
 // another length is left out (as the scans it replaces skipped it).
 void put(VectorIndex &index, const VectorIndex::Item &item, const Embedding &e)
@@ -733,18 +752,11 @@ std::vector<ScoredEntity> SqliteGraphStore::similarEntities(const Embedding &que
     ensureIndexes();
     if (int(query.size()) != m_entityIndex.dimension())
         return out;
-    std::vector<qint64> ids;
-    QHash<qint64, double> score;
-    for (const VectorIndex::Hit &h : m_entityIndex.search(query.data(), indexFilter(filter), limit)) {
-        if (h.score < minScore)
-            break;
-        ids.push_back(h.rowid);
-        score.insert(h.rowid, h.score);
-    }
-    if (ids.empty())
+    const Matches found = matches(m_entityIndex.search(query.data(), indexFilter(filter), limit), minScore);
+    if (found.ids.empty())
         return out;
-    for (GraphEntity &e : readEntities("t.id IN (SELECT value FROM json_each(?))", {idsJson(ids)}, false)) {
-        const double c = score.value(e.id);
+    for (GraphEntity &e : readEntities("t.id IN (SELECT value FROM json_each(?))", {idsJson(found.ids)}, false)) {
+        const double c = found.score.value(e.id);
         out.push_back({std::move(e), c});
     }
     std::sort(out.begin(), out.end(), [](const ScoredEntity &a, const ScoredEntity &b) {
@@ -809,18 +821,11 @@ std::vector<ScoredRelation> SqliteGraphStore::similarRelations(const Embedding &
         select.categories = {validityOf(true)};
     else if (filter.asOf.isValid() && !filter.includeInvalid)
         select.createdBefore = filter.asOf.addMSecs(1);
-    std::vector<qint64> ids;
-    QHash<qint64, double> score;
-    for (const VectorIndex::Hit &h : m_relationIndex.search(query.data(), select, now ? limit : -1)) {
-        if (h.score < minScore)
-            break;
-        ids.push_back(h.rowid);
-        score.insert(h.rowid, h.score);
-    }
-    if (ids.empty())
+    const Matches found = matches(m_relationIndex.search(query.data(), select, now ? limit : -1), minScore);
+    if (found.ids.empty())
         return out;
-    for (GraphRelation &r : readRelations("t.id IN (SELECT value FROM json_each(?))", {idsJson(ids)}, filter)) {
-        const double c = score.value(r.id);
+    for (GraphRelation &r : readRelations("t.id IN (SELECT value FROM json_each(?))", {idsJson(found.ids)}, filter)) {
+        const double c = found.score.value(r.id);
         out.push_back({std::move(r), c});
     }
     std::sort(out.begin(), out.end(), [](const ScoredRelation &a, const ScoredRelation &b) {
