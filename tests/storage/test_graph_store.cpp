@@ -335,6 +335,12 @@ void TestGraphStore::exclusiveLabelInvalidatesNeverDeletes()
             stop.contradicts.push_back(r.id);
     QCOMPARE(g.write({extraction(origin(QStringLiteral("r3"), 11), {stop})}, {}).relationsInvalidated, 1);
     QCOMPARE(g.relations({}, -1).size(), std::size_t(3));
+    // Naming it again once it is invalid changes nothing: not counted, nothing in the record's history.
+    GraphTripletInput again = triplet(QStringLiteral("Alice"), QStringLiteral("avoids"), QStringLiteral("tea"));
+    again.contradicts = stop.contradicts;
+    QCOMPARE(g.write({extraction(origin(QStringLiteral("r4"), 12), {again})}, {}).relationsInvalidated, 0);
+    for (const GraphChange &c : g.changesOf(QStringLiteral("r4")))
+        QVERIFY(c.kind != GraphChange::Kind::Invalidate);
 }
 
 void TestGraphStore::asOfSeesRelationsValidThen()

@@ -66,4 +66,72 @@ inline GraphChange::Kind kindFromName(const QString &name)
     return GraphChange::Kind::AddEntity;
 }
 
+// Graph dumps (GraphStore::dumpRows): the columns each table's dump reads, in this order (a table
+// aliased t; the entities and relations then add their record ids joined by char 31), and the JSON
+// object of a row read so. `Row` reads the current row's column c: int64(c), text(c), isNull(c),
+// flag(c) and embedding(c).
+inline constexpr char kEntityDumpColumns[] = "t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, t.embedding";
+inline constexpr char kRelationDumpColumns[] = "t.id, t.src, t.label, t.dst, t.valid, t.created_at, t.invalidated_at, "
+                                               "t.invalidated_by, t.why, t.scope, t.source, t.private, t.extractor, t.embedding";
+inline constexpr char kHistoryDumpColumns[] = "seq, record_id, change, row_id, at";
+
+inline Json recordIdsJson(const QString &joined)
+{
+    Json ids = Json::array();
+    for (const QString &id : joined.split(QChar(31), Qt::SkipEmptyParts))
+        ids.push_back(id.toStdString());
+    return ids;
+}
+
+template<class Row>
+Json nullableText(const Row &r, int c)
+{
+    return r.isNull(c) ? Json() : Json(r.text(c).toStdString());
+}
+
+template<class Row>
+Json entityDumpJson(const Row &r)
+{
+    return Json{{"id", r.int64(0)},
+                {"name", r.text(1).toStdString()},
+                {"norm", r.text(2).toStdString()},
+                {"type", r.text(3).toStdString()},
+                {"scope", r.text(4).toStdString()},
+                {"source", r.text(5).toStdString()},
+                {"private", r.flag(6)},
+                {"created_at", r.int64(7)},
+                {"embedding", r.isNull(8) ? Json() : Json(r.embedding(8))},
+                {"record_ids", recordIdsJson(r.text(9))}};
+}
+
+template<class Row>
+Json relationDumpJson(const Row &r)
+{
+    return Json{{"id", r.int64(0)},
+                {"src", r.int64(1)},
+                {"label", r.text(2).toStdString()},
+                {"dst", r.int64(3)},
+                {"valid", r.flag(4)},
+                {"created_at", r.int64(5)},
+                {"invalidated_at", r.isNull(6) ? Json() : Json(r.int64(6))},
+                {"invalidated_by", nullableText(r, 7)},
+                {"why", nullableText(r, 8)},
+                {"scope", r.text(9).toStdString()},
+                {"source", r.text(10).toStdString()},
+                {"private", r.flag(11)},
+                {"extractor", r.text(12).toStdString()},
+                {"embedding", r.isNull(13) ? Json() : Json(r.embedding(13))},
+                {"record_ids", recordIdsJson(r.text(14))}};
+}
+
+template<class Row>
+Json historyDumpJson(const Row &r)
+{
+    return Json{{"seq", r.int64(0)},
+                {"record_id", r.text(1).toStdString()},
+                {"change", r.text(2).toStdString()},
+                {"row_id", r.int64(3)},
+                {"at", r.int64(4)}};
+}
+
 } // namespace mneme::graphrows

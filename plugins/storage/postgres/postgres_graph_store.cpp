@@ -25,8 +25,8 @@ using graphrows::normalizedLabel;
 using graphrows::textsJson;
 using graphrows::timeOf;
 
-constexpr int kEntity = 0;
-constexpr int kRelation = 1;
+constexpr int kEntity = graphrows::kEntityRow;
+constexpr int kRelation = graphrows::kRelationRow;
 
 // The lock every graph write takes (pg_advisory_xact_lock), beside the schema and embedder locks.
 constexpr qint64 kGraphLock = 0x6d6e656d65L + 16; // "mneme" + 16
@@ -133,143 +133,108 @@ GraphWriteResult PostgresGraphStore::write(const std::vector<GraphExtraction> &e
         return result;
     session.transaction(QStringLiteral("writing the graph of %1 records").arg(extractions.size()), [&] {
         for (const GraphExtraction &x : extractions)
-            writeOne(x, options, result);
+            writeExtraction(x, options, result);
     });
     return result;
 }
 
-void PostgresGraphStore::writeOne(const GraphExtraction &x, const GraphWriteOptions &options, GraphWriteResult &result)
+// The partition a record may join, for a statement over a table of entities or relations.
+QByteArray PostgresGraphStore::partition(const GraphOrigin &origin, Statement &s)
 {
-    if (x.origin.recordId.isEmpty())
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a graph extraction needs the id of the record it came from"));
-    const qint64 at = msOf(x.origin.at);
-    for (const GraphEntityInput &e : x.entities)
-        resolveEntity(e, x.origin, options, result);
-    for (const GraphTripletInput &t : x.triplets) {
-        const QString label = normalizedLabel(t.label);
-        const qint64 src = resolveEntity(t.source, x.origin, options, result);
-        const qint64 dst = resolveEntity(t.destination, x.origin, options, result);
-        if (label.isEmpty() || src == 0 || dst == 0 || src == dst)
-            continue;
-        // The relations a record may join: its scope and privacy; a private record's, its source's only.
-        Statement same(m_storage);
-        const Rows found = same.run(
-            "SELECT id FROM mneme_graph_relations WHERE src = " + same.arg(src) + " AND label = " + same.arg(label)
-                + " AND dst = " + same.arg(dst) + " AND valid AND scope = " + same.arg(x.origin.scope)
-                + " AND private = " + same.flag(x.origin.isPrivate) + " AND (NOT private OR source = "
-                + same.arg(x.origin.source) + ") ORDER BY id LIMIT 1",
-            QStringLiteral("looking up a relation"));
-        if (found.rows()) {
-            const qint64 id = found.int64(0, 0);
-            ++result.relationsLinked;
-            link(kRelation, id, x.origin.recordId);
-            note(x.origin.recordId, GraphChange::Kind::LinkRelation, id, at);
-            continue;
-        }
-        Statement insert(m_storage);
-        const qint64 id =
-            insert
-                .run("INSERT INTO mneme_graph_relations(src, label, dst, created_at, scope, source, private, embedding, extractor) "
-                     "VALUES ("
-                         + insert.arg(src) + ", " + insert.arg(label) + ", " + insert.arg(dst) + ", " + insert.arg(at) + ", "
-                         + insert.arg(x.origin.scope) + ", " + insert.arg(x.origin.source) + ", " + insert.flag(x.origin.isPrivate)
-                         + ", " + insert.embedding(t.embedding) + ", " + insert.arg(t.extractor) + ") RETURNING id",
-                     QStringLiteral("adding a relation"))
-                .int64(0, 0);
-        ++result.relationsAdded;
-        link(kRelation, id, x.origin.recordId);
-        note(x.origin.recordId, GraphChange::Kind::AddRelation, id, at);
-
-        // What the new relation replaces: the same source and label with another destination (an
-        // exclusive label), and what the extractor found it contradicts.
-        std::vector<qint64> replaced = t.contradicts;
-        if (t.exclusive) {
-            Statement old(m_storage);
-            const Rows r = old.run(
-                "SELECT id FROM mneme_graph_relations WHERE src = " + old.arg(src) + " AND label = " + old.arg(label)
-                    + " AND dst <> " + old.arg(dst) + " AND valid AND id <> " + old.arg(id) + " AND scope = "
-                    + old.arg(x.origin.scope) + " AND private = " + old.flag(x.origin.isPrivate)
-                    + " AND (NOT private OR source = " + old.arg(x.origin.source) + ") ORDER BY id",
-                QStringLiteral("looking up conflicting relations"));
-            for (int i = 0; i < r.rows(); ++i)
-                replaced.push_back(r.int64(i, 0));
-        }
-        const QString why = QStringLiteral("replaced by \"%1 %2 %3\" (record %4)")
-                                .arg(t.source.name, label, t.destination.name, x.origin.recordId);
-        for (qint64 old : replaced) {
-            if (old == id)
-                continue;
-            invalidate(old, why, x.origin);
-            ++result.relationsInvalidated;
-        }
-    }
+    return " AND scope = " + s.arg(origin.scope) + " AND private = " + s.flag(origin.isPrivate)
+         + " AND (NOT private OR source = " + s.arg(origin.source) + ")";
 }
 
-qint64 PostgresGraphStore::resolveEntity(const GraphEntityInput &in, const GraphOrigin &origin, const GraphWriteOptions &options,
-                                         GraphWriteResult &result)
+qint64 PostgresGraphStore::firstId(Statement &s, const QByteArray &sql, const QString &doing)
 {
-    const QString name = in.name.simplified();
-    const QString norm = GraphEntity::normalize(name);
-    if (norm.isEmpty())
-        return 0;
-    const qint64 at = msOf(origin.at);
-    // The entities a record may join: its scope and privacy; a private record's, its source's only.
-    const auto partition = [&](Statement &s) {
-        return " AND scope = " + s.arg(origin.scope) + " AND private = " + s.flag(origin.isPrivate)
-             + " AND (NOT private OR source = " + s.arg(origin.source) + ")";
-    };
+    const Rows r = s.run(sql, doing);
+    return r.rows() ? r.int64(0, 0) : 0;
+}
+
+qint64 PostgresGraphStore::entityNamed(const QString &norm, const GraphOrigin &origin)
+{
+    Statement s(m_storage);
+    return firstId(s, "SELECT id FROM mneme_graph_entities WHERE norm = " + s.arg(norm) + partition(origin, s) + " ORDER BY id LIMIT 1",
+                   QStringLiteral("looking up an entity"));
+}
+
+qint64 PostgresGraphStore::entityLike(const Embedding &name, const GraphOrigin &origin, double minScore)
+{
+    Statement s(m_storage);
+    const Rows r = s.run("SELECT id, embedding FROM mneme_graph_entities WHERE embedding IS NOT NULL" + partition(origin, s)
+                             + " ORDER BY id",
+                         QStringLiteral("comparing entities"));
     qint64 found = 0;
-    {
-        Statement byName(m_storage);
-        const QByteArray sql = "SELECT id FROM mneme_graph_entities WHERE norm = " + byName.arg(norm) + partition(byName)
-                             + " ORDER BY id LIMIT 1";
-        const Rows r = byName.run(sql, QStringLiteral("looking up an entity"));
-        if (r.rows())
-            found = r.int64(0, 0);
-    }
-    if (found == 0 && !in.embedding.empty() && options.entitySimilarity <= 1) {
-        Statement all(m_storage);
-        const QByteArray sql = "SELECT id, embedding FROM mneme_graph_entities WHERE embedding IS NOT NULL" + partition(all)
-                             + " ORDER BY id";
-        const Rows r = all.run(sql, QStringLiteral("comparing entities"));
-        double best = options.entitySimilarity;
-        for (int i = 0; i < r.rows(); ++i) {
-            const Embedding e = r.embedding(i, 1);
-            if (e.size() != in.embedding.size())
-                continue;
-            const double c = VectorMath::cosine(e, in.embedding);
-            if (c >= best) {
-                best = c;
-                found = r.int64(i, 0);
-            }
+    double best = minScore;
+    for (int i = 0; i < r.rows(); ++i) {
+        const Embedding e = r.embedding(i, 1);
+        if (e.size() != name.size())
+            continue;
+        const double c = VectorMath::cosine(e, name);
+        if (c >= best) {
+            best = c;
+            found = r.int64(i, 0);
         }
     }
-    if (found != 0) {
-        ++result.entitiesResolved;
-        Statement linked(m_storage);
-        const bool already = linked
-                                 .run("SELECT 1 FROM mneme_graph_sources WHERE kind = 0 AND row_id = " + linked.arg(found)
-                                          + " AND record_id = " + linked.arg(origin.recordId),
-                                      QStringLiteral("reading the records of an entity"))
-                                 .rows()
-                           > 0;
-        if (!already) {
-            link(kEntity, found, origin.recordId);
-            note(origin.recordId, GraphChange::Kind::LinkEntity, found, at);
-        }
-        return found;
-    }
-    Statement insert(m_storage);
-    const QByteArray sql = "INSERT INTO mneme_graph_entities(name, norm, type, scope, source, private, created_at, embedding) "
-                           "VALUES ("
-                         + insert.arg(name) + ", " + insert.arg(norm) + ", " + insert.arg(in.type.trimmed().toLower()) + ", "
-                         + insert.arg(origin.scope) + ", " + insert.arg(origin.source) + ", " + insert.flag(origin.isPrivate) + ", "
-                         + insert.arg(at) + ", " + insert.embedding(in.embedding) + ") RETURNING id";
-    const qint64 id = insert.run(sql, QStringLiteral("adding an entity")).int64(0, 0);
-    ++result.entitiesAdded;
-    link(kEntity, id, origin.recordId);
-    note(origin.recordId, GraphChange::Kind::AddEntity, id, at);
-    return id;
+    return found;
+}
+
+qint64 PostgresGraphStore::addEntity(const QString &name, const QString &norm, const QString &type, const GraphOrigin &origin,
+                                     const Embedding &embedding)
+{
+    Statement s(m_storage);
+    return firstId(s,
+                   "INSERT INTO mneme_graph_entities(name, norm, type, scope, source, private, created_at, embedding) VALUES ("
+                       + s.arg(name) + ", " + s.arg(norm) + ", " + s.arg(type) + ", " + s.arg(origin.scope) + ", "
+                       + s.arg(origin.source) + ", " + s.flag(origin.isPrivate) + ", " + s.arg(msOf(origin.at)) + ", "
+                       + s.embedding(embedding) + ") RETURNING id",
+                   QStringLiteral("adding an entity"));
+}
+
+bool PostgresGraphStore::isLinked(int kind, qint64 rowId, const QString &recordId)
+{
+    Statement s(m_storage);
+    return firstId(s,
+                   "SELECT 1 FROM mneme_graph_sources WHERE kind = " + s.arg(qint64(kind)) + " AND row_id = " + s.arg(rowId)
+                       + " AND record_id = " + s.arg(recordId),
+                   QStringLiteral("reading the records of a graph row"))
+        != 0;
+}
+
+qint64 PostgresGraphStore::validRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin)
+{
+    Statement s(m_storage);
+    return firstId(s,
+                   "SELECT id FROM mneme_graph_relations WHERE src = " + s.arg(src) + " AND label = " + s.arg(label)
+                       + " AND dst = " + s.arg(dst) + " AND valid" + partition(origin, s) + " ORDER BY id LIMIT 1",
+                   QStringLiteral("looking up a relation"));
+}
+
+qint64 PostgresGraphStore::addRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin,
+                                       const GraphTripletInput &t)
+{
+    Statement s(m_storage);
+    return firstId(s,
+                   "INSERT INTO mneme_graph_relations(src, label, dst, created_at, scope, source, private, embedding, extractor) "
+                   "VALUES ("
+                       + s.arg(src) + ", " + s.arg(label) + ", " + s.arg(dst) + ", " + s.arg(msOf(origin.at)) + ", "
+                       + s.arg(origin.scope) + ", " + s.arg(origin.source) + ", " + s.flag(origin.isPrivate) + ", "
+                       + s.embedding(t.embedding) + ", " + s.arg(t.extractor) + ") RETURNING id",
+                   QStringLiteral("adding a relation"));
+}
+
+std::vector<qint64> PostgresGraphStore::otherDestinations(qint64 src, const QString &label, qint64 dst, qint64 except,
+                                                          const GraphOrigin &origin)
+{
+    Statement s(m_storage);
+    const Rows r = s.run("SELECT id FROM mneme_graph_relations WHERE src = " + s.arg(src) + " AND label = " + s.arg(label)
+                             + " AND dst <> " + s.arg(dst) + " AND valid AND id <> " + s.arg(except) + partition(origin, s)
+                             + " ORDER BY id",
+                         QStringLiteral("looking up conflicting relations"));
+    std::vector<qint64> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back(r.int64(i, 0));
+    return out;
 }
 
 void PostgresGraphStore::link(int kind, qint64 rowId, const QString &recordId)
@@ -288,16 +253,48 @@ void PostgresGraphStore::note(const QString &recordId, GraphChange::Kind kind, q
           QStringLiteral("writing the graph history"));
 }
 
-void PostgresGraphStore::invalidate(qint64 relationId, const QString &why, const GraphOrigin &origin)
+bool PostgresGraphStore::markInvalid(qint64 relationId, const QString &why, const QString &byRecord, qint64 atMs)
 {
-    const qint64 at = msOf(origin.at);
     Statement s(m_storage);
-    const Rows r =
-        s.run("UPDATE mneme_graph_relations SET valid = false, invalidated_at = " + s.arg(at) + ", invalidated_by = "
-                  + s.arg(origin.recordId) + ", why = " + s.arg(why) + " WHERE id = " + s.arg(relationId) + " AND valid RETURNING id",
-              QStringLiteral("invalidating a relation"));
-    if (r.rows() > 0)
-        note(origin.recordId, GraphChange::Kind::Invalidate, relationId, at);
+    return firstId(s,
+                   "UPDATE mneme_graph_relations SET valid = false, invalidated_at = " + s.arg(atMs) + ", invalidated_by = "
+                       + s.arg(byRecord) + ", why = " + s.arg(why) + " WHERE id = " + s.arg(relationId) + " AND valid RETURNING id",
+                   QStringLiteral("invalidating a relation"))
+        != 0;
+}
+
+std::vector<std::pair<GraphChange::Kind, qint64>> PostgresGraphStore::historyOf(const QString &recordId)
+{
+    Statement s(m_storage);
+    const Rows r = s.run("SELECT change, row_id FROM mneme_graph_history WHERE record_id = " + s.arg(recordId) + " ORDER BY seq DESC",
+                         QStringLiteral("reading the graph history"));
+    std::vector<std::pair<GraphChange::Kind, qint64>> out;
+    for (int i = 0; i < r.rows(); ++i)
+        out.emplace_back(kindFromName(r.text(i, 0)), r.int64(i, 1));
+    return out;
+}
+
+void PostgresGraphStore::markValidAgain(qint64 relationId, const QString &recordId)
+{
+    Statement s(m_storage);
+    s.run("UPDATE mneme_graph_relations SET valid = true, invalidated_at = NULL, invalidated_by = NULL, why = NULL WHERE id = "
+              + s.arg(relationId) + " AND invalidated_by = " + s.arg(recordId),
+          QStringLiteral("validating a relation again"));
+}
+
+void PostgresGraphStore::unlink(int kind, qint64 rowId, const QString &recordId)
+{
+    Statement s(m_storage);
+    s.run("DELETE FROM mneme_graph_sources WHERE kind = " + s.arg(qint64(kind)) + " AND row_id = " + s.arg(rowId)
+              + " AND record_id = " + s.arg(recordId),
+          QStringLiteral("unlinking a graph row"));
+}
+
+void PostgresGraphStore::forgetHistory(const QString &recordId)
+{
+    Statement s(m_storage);
+    s.run("DELETE FROM mneme_graph_history WHERE record_id = " + s.arg(recordId),
+          QStringLiteral("clearing the graph history of a record"));
 }
 
 int PostgresGraphStore::revertRecords(const QStringList &recordIds)
@@ -307,32 +304,8 @@ int PostgresGraphStore::revertRecords(const QStringList &recordIds)
         return 0;
     int reverted = 0;
     session.transaction(QStringLiteral("reverting the graph of %1 records").arg(recordIds.size()), [&] {
-        for (const QString &recordId : recordIds) {
-            Statement q(m_storage);
-            const Rows changes =
-                q.run("SELECT change, row_id FROM mneme_graph_history WHERE record_id = " + q.arg(recordId) + " ORDER BY seq DESC",
-                      QStringLiteral("reading the graph history"));
-            for (int i = 0; i < changes.rows(); ++i) {
-                const QString change = changes.text(i, 0);
-                const qint64 rowId = changes.int64(i, 1);
-                Statement s(m_storage);
-                if (change == QLatin1String("INVALIDATE")) {
-                    s.run("UPDATE mneme_graph_relations SET valid = true, invalidated_at = NULL, invalidated_by = NULL, why = NULL "
-                          "WHERE id = "
-                              + s.arg(rowId) + " AND invalidated_by = " + s.arg(recordId),
-                          QStringLiteral("validating a relation again"));
-                } else {
-                    const qint64 kind = change.endsWith(QLatin1String("ENTITY")) ? kEntity : kRelation;
-                    s.run("DELETE FROM mneme_graph_sources WHERE kind = " + s.arg(kind) + " AND row_id = " + s.arg(rowId)
-                              + " AND record_id = " + s.arg(recordId),
-                          QStringLiteral("unlinking a graph row"));
-                }
-                ++reverted;
-            }
-            Statement forget(m_storage);
-            forget.run("DELETE FROM mneme_graph_history WHERE record_id = " + forget.arg(recordId),
-                       QStringLiteral("clearing the graph history of a record"));
-        }
+        for (const QString &recordId : recordIds)
+            reverted += revertRecord(recordId);
         deleteOrphans();
     });
     return reverted;
@@ -634,13 +607,17 @@ std::vector<ScoredRelation> PostgresGraphStore::similarRelations(const Embedding
 
 namespace {
 
-Json recordIdsJson(const QString &joined)
+// A dump's row as graph_rows.h reads it: row i of a result.
+struct DumpRow
 {
-    Json ids = Json::array();
-    for (const QString &id : joined.split(QChar(31), Qt::SkipEmptyParts))
-        ids.push_back(id.toStdString());
-    return ids;
-}
+    const pg::Result &r;
+    int i;
+    qint64 int64(int c) const { return r.int64(i, c); }
+    QString text(int c) const { return r.text(i, c); }
+    bool isNull(int c) const { return r.isNull(i, c); }
+    bool flag(int c) const { return r.boolean(i, c); }
+    Embedding embedding(int c) const { return r.embedding(i, c); }
+};
 
 std::optional<QByteArray> textAt(const Json &row, const char *key)
 {
@@ -662,39 +639,32 @@ Json PostgresGraphStore::dumpRows(Table table, qint64 after, int limit)
     Json out = Json::array();
     if (limit <= 0)
         return out;
-    const auto embeddingJson = [](const Rows &r, int row, int col) { return r.isNull(row, col) ? Json() : Json(r.embedding(row, col)); };
-    const auto text = [](const Rows &r, int row, int col) { return r.text(row, col).toStdString(); };
     Statement s(m_storage);
     const QByteArray page = " > " + s.arg(after) + " ORDER BY 1 LIMIT " + s.arg(qint64(limit));
+    const auto readAll = [&](const QByteArray &sql, const QString &doing, Json (*toJson)(const DumpRow &)) {
+        const Rows r = s.run(sql, doing);
+        for (int i = 0; i < r.rows(); ++i)
+            out.push_back(toJson(DumpRow{r, i}));
+    };
     switch (table) {
-    case Table::Entities: {
-        const Rows r = s.run("SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, t.embedding, "
-                             "(SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
-                             "WHERE g.kind = 0 AND g.row_id = t.id) FROM mneme_graph_entities t WHERE t.id"
-                                 + page,
-                             QStringLiteral("reading entities"));
-        for (int i = 0; i < r.rows(); ++i)
-            out.push_back(Json{{"id", r.int64(i, 0)}, {"name", text(r, i, 1)}, {"norm", text(r, i, 2)}, {"type", text(r, i, 3)}, {"scope", text(r, i, 4)}, {"source", text(r, i, 5)}, {"private", r.boolean(i, 6)}, {"created_at", r.int64(i, 7)}, {"embedding", embeddingJson(r, i, 8)}, {"record_ids", recordIdsJson(r.text(i, 9))}});
+    case Table::Entities:
+        readAll("SELECT " + QByteArray(graphrows::kEntityDumpColumns)
+                    + ", (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
+                      "WHERE g.kind = 0 AND g.row_id = t.id) FROM mneme_graph_entities t WHERE t.id"
+                    + page,
+                QStringLiteral("reading entities"), graphrows::entityDumpJson<DumpRow>);
         break;
-    }
-    case Table::Relations: {
-        const Rows r = s.run("SELECT t.id, t.src, t.label, t.dst, t.valid, t.created_at, t.invalidated_at, t.invalidated_by, t.why, "
-                             "t.scope, t.source, t.private, t.extractor, t.embedding, "
-                             "(SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
-                             "WHERE g.kind = 1 AND g.row_id = t.id) FROM mneme_graph_relations t WHERE t.id"
-                                 + page,
-                             QStringLiteral("reading relations"));
-        for (int i = 0; i < r.rows(); ++i)
-            out.push_back(Json{{"id", r.int64(i, 0)}, {"src", r.int64(i, 1)}, {"label", text(r, i, 2)}, {"dst", r.int64(i, 3)}, {"valid", r.boolean(i, 4)}, {"created_at", r.int64(i, 5)}, {"invalidated_at", r.isNull(i, 6) ? Json() : Json(r.int64(i, 6))}, {"invalidated_by", r.isNull(i, 7) ? Json() : Json(text(r, i, 7))}, {"why", r.isNull(i, 8) ? Json() : Json(text(r, i, 8))}, {"scope", text(r, i, 9)}, {"source", text(r, i, 10)}, {"private", r.boolean(i, 11)}, {"extractor", text(r, i, 12)}, {"embedding", embeddingJson(r, i, 13)}, {"record_ids", recordIdsJson(r.text(i, 14))}});
+    case Table::Relations:
+        readAll("SELECT " + QByteArray(graphrows::kRelationDumpColumns)
+                    + ", (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
+                      "WHERE g.kind = 1 AND g.row_id = t.id) FROM mneme_graph_relations t WHERE t.id"
+                    + page,
+                QStringLiteral("reading relations"), graphrows::relationDumpJson<DumpRow>);
         break;
-    }
-    case Table::History: {
-        const Rows r = s.run("SELECT seq, record_id, change, row_id, at FROM mneme_graph_history WHERE seq" + page,
-                             QStringLiteral("reading the graph history"));
-        for (int i = 0; i < r.rows(); ++i)
-            out.push_back(Json{{"seq", r.int64(i, 0)}, {"record_id", text(r, i, 1)}, {"change", text(r, i, 2)}, {"row_id", r.int64(i, 3)}, {"at", r.int64(i, 4)}});
+    case Table::History:
+        readAll("SELECT " + QByteArray(graphrows::kHistoryDumpColumns) + " FROM mneme_graph_history WHERE seq" + page,
+                QStringLiteral("reading the graph history"), graphrows::historyDumpJson<DumpRow>);
         break;
-    }
     }
     return out;
 }

@@ -2,6 +2,8 @@
 
 #include "postgres_storage.h"
 
+#include "plugins/storage/common/graph_write_steps.h"
+
 #include <mneme/core/graph_store.h>
 
 #include <QByteArray>
@@ -69,7 +71,7 @@ CREATE INDEX mneme_graph_history_record ON mneme_graph_history (record_id, seq);
 // one lock: every method takes it, as PostgresStorage's do). Writers on other connections (other
 // processes, other hosts) are serialised by a transaction advisory lock every graph write takes
 // first, so two of them never resolve the same new entity twice. Owned by the PostgresStorage.
-class PostgresGraphStore : public GraphStore
+class PostgresGraphStore : public GraphStore, private graphrows::GraphWriteSteps
 {
 public:
     explicit PostgresGraphStore(PostgresStorage &storage);
@@ -93,12 +95,27 @@ private:
     using Rows = pg::Result;
     class Session;
     class Statement;
-    void writeOne(const GraphExtraction &x, const GraphWriteOptions &options, GraphWriteResult &result);
-    qint64 resolveEntity(const GraphEntityInput &in, const GraphOrigin &origin, const GraphWriteOptions &options,
-                         GraphWriteResult &result);
-    void link(int kind, qint64 rowId, const QString &recordId);
-    void note(const QString &recordId, GraphChange::Kind kind, qint64 rowId, qint64 atMs);
-    void invalidate(qint64 relationId, const QString &why, const GraphOrigin &origin);
+    // The write and revert steps (graph_write_steps.h), each a statement on the leased connection, in
+    // the Session's transaction.
+    qint64 entityNamed(const QString &norm, const GraphOrigin &origin) override;
+    qint64 entityLike(const Embedding &name, const GraphOrigin &origin, double minScore) override;
+    qint64 addEntity(const QString &name, const QString &norm, const QString &type, const GraphOrigin &origin,
+                     const Embedding &embedding) override;
+    bool isLinked(int kind, qint64 rowId, const QString &recordId) override;
+    qint64 validRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin) override;
+    qint64 addRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin, const GraphTripletInput &t) override;
+    std::vector<qint64> otherDestinations(qint64 src, const QString &label, qint64 dst, qint64 except,
+                                          const GraphOrigin &origin) override;
+    void link(int kind, qint64 rowId, const QString &recordId) override;
+    void note(const QString &recordId, GraphChange::Kind kind, qint64 rowId, qint64 atMs) override;
+    bool markInvalid(qint64 relationId, const QString &why, const QString &byRecord, qint64 atMs) override;
+    std::vector<std::pair<GraphChange::Kind, qint64>> historyOf(const QString &recordId) override;
+    void markValidAgain(qint64 relationId, const QString &recordId) override;
+    void unlink(int kind, qint64 rowId, const QString &recordId) override;
+    void forgetHistory(const QString &recordId) override;
+    static QByteArray partition(const GraphOrigin &origin, Statement &s);
+    // The first column of the statement's first row as an id; 0 without a row.
+    static qint64 firstId(Statement &s, const QByteArray &sql, const QString &doing);
     void deleteOrphans();
     // Plumbing on the storage's connection (the caller holds a Session). The statement's result rows;
     // Error(Storage) with the server's message on failure.

@@ -22,8 +22,8 @@ using graphrows::normalizedLabel;
 using graphrows::textsJson;
 using graphrows::timeOf;
 
-constexpr int kEntity = 0;
-constexpr int kRelation = 1;
+constexpr int kEntity = graphrows::kEntityRow;
+constexpr int kRelation = graphrows::kRelationRow;
 
 // The partition an entity resolves in (its category in the entity index): the scope, the privacy
 // and, for a private entity, the source.
@@ -215,114 +215,83 @@ GraphWriteResult SqliteGraphStore::write(const std::vector<GraphExtraction> &ext
     inTransaction(QStringLiteral("the graph of %1 records").arg(extractions.size()), [&] {
         ensureIndexes(); // entities resolve by similarity through it
         for (const GraphExtraction &x : extractions)
-            writeLocked(x, options, result);
+            writeExtraction(x, options, result);
     });
     return result;
 }
 
-void SqliteGraphStore::writeLocked(const GraphExtraction &x, const GraphWriteOptions &options, GraphWriteResult &result)
+qint64 SqliteGraphStore::entityNamed(const QString &norm, const GraphOrigin &origin)
 {
-    if (x.origin.recordId.isEmpty())
-        throw Error(ErrorKind::InvalidArgument, QStringLiteral("a graph extraction needs the id of the record it came from"));
-    const qint64 at = msOf(x.origin.at);
-    for (const GraphEntityInput &e : x.entities)
-        resolveEntity(e, x.origin, options, result);
-    for (const GraphTripletInput &t : x.triplets) {
-        const QString label = normalizedLabel(t.label);
-        const qint64 src = resolveEntity(t.source, x.origin, options, result);
-        const qint64 dst = resolveEntity(t.destination, x.origin, options, result);
-        if (label.isEmpty() || src == 0 || dst == 0 || src == dst)
-            continue;
-        {
-            Statement same(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst = ? AND valid = 1 "
-                                      "AND scope = ? AND private = ? AND (private = 0 OR source = ?) LIMIT 1");
-            same.bind(1, src).bindText(2, label).bind(3, dst).bindText(4, x.origin.scope).bind(5, x.origin.isPrivate);
-            same.bindText(6, x.origin.source);
-            if (same.step(QStringLiteral("looking up a relation"))) {
-                const qint64 id = same.int64(0);
-                ++result.relationsLinked;
-                link(kRelation, id, x.origin.recordId);
-                note(x.origin.recordId, GraphChange::Kind::LinkRelation, id, at);
-                continue;
-            }
-        }
-        Statement insert(m_storage, "INSERT INTO graph_relations(src, label, dst, created_at, scope, source, private, embedding, "
-                                    "extractor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        insert.bind(1, src).bindText(2, label).bind(3, dst).bind(4, at).bindText(5, x.origin.scope);
-        insert.bindText(6, x.origin.source).bind(7, x.origin.isPrivate).bindEmbedding(8, t.embedding);
-        insert.bindText(9, t.extractor);
-        insert.run(QStringLiteral("adding a relation"));
-        const qint64 id = sqlite3_last_insert_rowid(m_storage.m_db);
-        indexRelation(id, x.origin, t.embedding);
-        ++result.relationsAdded;
-        link(kRelation, id, x.origin.recordId);
-        note(x.origin.recordId, GraphChange::Kind::AddRelation, id, at);
-
-        // What the new relation replaces: the same source and label with another destination (an
-        // exclusive label), and what the extractor found it contradicts.
-        std::vector<qint64> replaced = t.contradicts;
-        if (t.exclusive) {
-            Statement old(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst <> ? AND valid = 1 "
-                                     "AND id <> ? AND scope = ? AND private = ? AND (private = 0 OR source = ?)");
-            old.bind(1, src).bindText(2, label).bind(3, dst).bind(4, id).bindText(5, x.origin.scope);
-            old.bind(6, x.origin.isPrivate).bindText(7, x.origin.source);
-            while (old.step(QStringLiteral("looking up conflicting relations")))
-                replaced.push_back(old.int64(0));
-        }
-        const QString why = QStringLiteral("replaced by \"%1 %2 %3\" (record %4)")
-                                .arg(t.source.name, label, t.destination.name, x.origin.recordId);
-        for (qint64 old : replaced) {
-            if (old == id)
-                continue;
-            invalidate(old, why, x.origin);
-            ++result.relationsInvalidated;
-        }
-    }
+    Statement q(m_storage, "SELECT id FROM graph_entities WHERE norm = ? AND scope = ? AND private = ? "
+                           "AND (private = 0 OR source = ?) ORDER BY id LIMIT 1");
+    q.bindText(1, norm).bindText(2, origin.scope).bind(3, origin.isPrivate).bindText(4, origin.source);
+    return q.step(QStringLiteral("looking up an entity")) ? q.int64(0) : 0;
 }
 
-qint64 SqliteGraphStore::resolveEntity(const GraphEntityInput &in, const GraphOrigin &origin,
-                                       const GraphWriteOptions &options, GraphWriteResult &result)
+qint64 SqliteGraphStore::entityLike(const Embedding &name, const GraphOrigin &origin, double minScore)
 {
-    const QString name = in.name.simplified();
-    const QString norm = GraphEntity::normalize(name);
-    if (norm.isEmpty())
+    if (int(name.size()) != m_entityIndex.dimension())
         return 0;
-    const qint64 at = msOf(origin.at);
-    // The entities a record may join: its scope and privacy; a private record's, its source's only.
-    const QByteArray partition = "scope = ? AND private = ? AND (private = 0 OR source = ?)";
-    qint64 found = 0;
-    {
-        Statement byName(m_storage, "SELECT id FROM graph_entities WHERE norm = ? AND " + partition + " ORDER BY id LIMIT 1");
-        byName.bindText(1, norm).bindText(2, origin.scope).bind(3, origin.isPrivate).bindText(4, origin.source);
-        if (byName.step(QStringLiteral("looking up an entity")))
-            found = byName.int64(0);
-    }
-    if (found == 0 && !in.embedding.empty() && options.entitySimilarity <= 1 && int(in.embedding.size()) == m_entityIndex.dimension()) {
-        RecordFilter same;
-        same.categories = {partitionOf(origin.scope, origin.isPrivate, origin.source)};
-        const std::vector<VectorIndex::Hit> best = m_entityIndex.search(in.embedding.data(), same, 1);
-        if (!best.empty() && best.front().score >= options.entitySimilarity)
-            found = best.front().rowid;
-    }
-    if (found != 0) {
-        ++result.entitiesResolved;
-        if (!recordsOf(kEntity, found).contains(origin.recordId)) {
-            link(kEntity, found, origin.recordId);
-            note(origin.recordId, GraphChange::Kind::LinkEntity, found, at);
-        }
-        return found;
-    }
+    RecordFilter same;
+    same.categories = {partitionOf(origin.scope, origin.isPrivate, origin.source)};
+    const std::vector<VectorIndex::Hit> best = m_entityIndex.search(name.data(), same, 1);
+    return !best.empty() && best.front().score >= minScore ? best.front().rowid : 0;
+}
+
+qint64 SqliteGraphStore::addEntity(const QString &name, const QString &norm, const QString &type, const GraphOrigin &origin,
+                                   const Embedding &embedding)
+{
     Statement insert(m_storage, "INSERT INTO graph_entities(name, norm, type, scope, source, private, created_at, embedding) "
                                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-    insert.bindText(1, name).bindText(2, norm).bindText(3, in.type.trimmed().toLower()).bindText(4, origin.scope);
-    insert.bindText(5, origin.source).bind(6, origin.isPrivate).bind(7, at).bindEmbedding(8, in.embedding);
+    insert.bindText(1, name).bindText(2, norm).bindText(3, type).bindText(4, origin.scope);
+    insert.bindText(5, origin.source).bind(6, origin.isPrivate).bind(7, msOf(origin.at)).bindEmbedding(8, embedding);
     insert.run(QStringLiteral("adding an entity"));
     const qint64 id = sqlite3_last_insert_rowid(m_storage.m_db);
-    indexEntity(id, origin, in.embedding);
-    ++result.entitiesAdded;
-    link(kEntity, id, origin.recordId);
-    note(origin.recordId, GraphChange::Kind::AddEntity, id, at);
+    indexEntity(id, origin, embedding);
     return id;
+}
+
+bool SqliteGraphStore::isLinked(int kind, qint64 rowId, const QString &recordId)
+{
+    Statement q(m_storage, "SELECT 1 FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
+    q.bind(1, kind).bind(2, rowId).bindText(3, recordId);
+    return q.step(QStringLiteral("reading the records of a graph row"));
+}
+
+qint64 SqliteGraphStore::validRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin)
+{
+    Statement q(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst = ? AND valid = 1 "
+                           "AND scope = ? AND private = ? AND (private = 0 OR source = ?) ORDER BY id LIMIT 1");
+    q.bind(1, src).bindText(2, label).bind(3, dst).bindText(4, origin.scope).bind(5, origin.isPrivate);
+    q.bindText(6, origin.source);
+    return q.step(QStringLiteral("looking up a relation")) ? q.int64(0) : 0;
+}
+
+qint64 SqliteGraphStore::addRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin,
+                                     const GraphTripletInput &t)
+{
+    Statement insert(m_storage, "INSERT INTO graph_relations(src, label, dst, created_at, scope, source, private, embedding, "
+                                "extractor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert.bind(1, src).bindText(2, label).bind(3, dst).bind(4, msOf(origin.at)).bindText(5, origin.scope);
+    insert.bindText(6, origin.source).bind(7, origin.isPrivate).bindEmbedding(8, t.embedding);
+    insert.bindText(9, t.extractor);
+    insert.run(QStringLiteral("adding a relation"));
+    const qint64 id = sqlite3_last_insert_rowid(m_storage.m_db);
+    indexRelation(id, origin, t.embedding);
+    return id;
+}
+
+std::vector<qint64> SqliteGraphStore::otherDestinations(qint64 src, const QString &label, qint64 dst, qint64 except,
+                                                        const GraphOrigin &origin)
+{
+    Statement q(m_storage, "SELECT id FROM graph_relations WHERE src = ? AND label = ? AND dst <> ? AND valid = 1 "
+                           "AND id <> ? AND scope = ? AND private = ? AND (private = 0 OR source = ?) ORDER BY id");
+    q.bind(1, src).bindText(2, label).bind(3, dst).bind(4, except).bindText(5, origin.scope);
+    q.bind(6, origin.isPrivate).bindText(7, origin.source);
+    std::vector<qint64> out;
+    while (q.step(QStringLiteral("looking up conflicting relations")))
+        out.push_back(q.int64(0));
+    return out;
 }
 
 void SqliteGraphStore::link(int kind, qint64 rowId, const QString &recordId)
@@ -338,17 +307,45 @@ void SqliteGraphStore::note(const QString &recordId, GraphChange::Kind kind, qin
     q.run(QStringLiteral("writing the graph history"));
 }
 
-void SqliteGraphStore::invalidate(qint64 relationId, const QString &why, const GraphOrigin &origin)
+bool SqliteGraphStore::markInvalid(qint64 relationId, const QString &why, const QString &byRecord, qint64 atMs)
 {
-    const qint64 at = msOf(origin.at);
     Statement q(m_storage, "UPDATE graph_relations SET valid = 0, invalidated_at = ?, invalidated_by = ?, why = ? "
                            "WHERE id = ? AND valid = 1");
-    q.bind(1, at).bindText(2, origin.recordId).bindText(3, why).bind(4, relationId);
+    q.bind(1, atMs).bindText(2, byRecord).bindText(3, why).bind(4, relationId);
     q.run(QStringLiteral("invalidating a relation"));
-    if (sqlite3_changes(m_storage.m_db) > 0) {
-        note(origin.recordId, GraphChange::Kind::Invalidate, relationId, at);
-        reindexValidity(relationId, false);
-    }
+    if (sqlite3_changes(m_storage.m_db) == 0)
+        return false;
+    reindexValidity(relationId, false);
+    return true;
+}
+
+std::vector<std::pair<GraphChange::Kind, qint64>> SqliteGraphStore::historyOf(const QString &recordId)
+{
+    std::vector<std::pair<GraphChange::Kind, qint64>> out;
+    Statement q(m_storage, "SELECT change, row_id FROM graph_history WHERE record_id = ? ORDER BY seq DESC");
+    q.bindText(1, recordId);
+    while (q.step(QStringLiteral("reading the graph history")))
+        out.emplace_back(kindFromName(q.text(0)), q.int64(1));
+    return out;
+}
+
+void SqliteGraphStore::markValidAgain(qint64 relationId, const QString &recordId)
+{
+    Statement q(m_storage, "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, "
+                           "why = NULL WHERE id = ? AND invalidated_by = ?");
+    q.bind(1, relationId).bindText(2, recordId).run(QStringLiteral("validating a relation again"));
+}
+
+void SqliteGraphStore::unlink(int kind, qint64 rowId, const QString &recordId)
+{
+    Statement q(m_storage, "DELETE FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
+    q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("unlinking a graph row"));
+}
+
+void SqliteGraphStore::forgetHistory(const QString &recordId)
+{
+    Statement q(m_storage, "DELETE FROM graph_history WHERE record_id = ?");
+    q.bindText(1, recordId).run(QStringLiteral("clearing the graph history of a record"));
 }
 
 int SqliteGraphStore::revertRecords(const QStringList &recordIds)
@@ -359,37 +356,10 @@ int SqliteGraphStore::revertRecords(const QStringList &recordIds)
     int reverted = 0;
     inTransaction(QStringLiteral("reverting the graph of %1 records").arg(recordIds.size()), [&] {
         for (const QString &recordId : recordIds)
-            reverted += revertLocked(recordId);
+            reverted += revertRecord(recordId);
         deleteOrphans();
     });
     dropIndexes(); // rows deleted and validated again in bulk: read again on the next search
-    return reverted;
-}
-
-int SqliteGraphStore::revertLocked(const QString &recordId)
-{
-    int reverted = 0;
-    std::vector<std::pair<QString, qint64>> changes;
-    {
-        Statement q(m_storage, "SELECT change, row_id FROM graph_history WHERE record_id = ? ORDER BY seq DESC");
-        q.bindText(1, recordId);
-        while (q.step(QStringLiteral("reading the graph history")))
-            changes.emplace_back(q.text(0), q.int64(1));
-    }
-    for (const auto &[change, rowId] : changes) {
-        if (change == QLatin1String("INVALIDATE")) {
-            Statement q(m_storage, "UPDATE graph_relations SET valid = 1, invalidated_at = NULL, invalidated_by = NULL, "
-                                   "why = NULL WHERE id = ? AND invalidated_by = ?");
-            q.bind(1, rowId).bindText(2, recordId).run(QStringLiteral("validating a relation again"));
-        } else {
-            const int kind = change.endsWith(QLatin1String("ENTITY")) ? kEntity : kRelation;
-            Statement q(m_storage, "DELETE FROM graph_sources WHERE kind = ? AND row_id = ? AND record_id = ?");
-            q.bind(1, kind).bind(2, rowId).bindText(3, recordId).run(QStringLiteral("unlinking a graph row"));
-        }
-        ++reverted;
-    }
-    Statement forget(m_storage, "DELETE FROM graph_history WHERE record_id = ?");
-    forget.bindText(1, recordId).run(QStringLiteral("clearing the graph history of a record"));
     return reverted;
 }
 
@@ -527,7 +497,7 @@ void SqliteGraphStore::checkLocked(bool repair, StoreCheck &report)
                 problem(missing.size(), what);
             } else {
                 for (const QString &id : missing)
-                    revertLocked(id);
+                    revertRecord(id);
                 Statement links(m_storage, "DELETE FROM graph_sources WHERE record_id NOT IN (SELECT id FROM records)");
                 links.run(QStringLiteral("mending the graph"));
                 report.repaired << QStringLiteral("the graph: %1 reverted, as their deletion would have")
@@ -616,16 +586,6 @@ QByteArray SqliteGraphStore::visible(const GraphFilter &filter, std::vector<QByt
         args.push_back(filter.source.toUtf8());
     }
     return sql;
-}
-
-QStringList SqliteGraphStore::recordsOf(int kind, qint64 rowId)
-{
-    QStringList out;
-    Statement q(m_storage, "SELECT record_id FROM graph_sources WHERE kind = ? AND row_id = ? ORDER BY record_id");
-    q.bind(1, kind).bind(2, rowId);
-    while (q.step(QStringLiteral("reading the records of a graph row")))
-        out << q.text(0);
-    return out;
 }
 
 std::vector<GraphEntity> SqliteGraphStore::readEntities(const QByteArray &where, const std::vector<QByteArray> &args,
@@ -867,13 +827,17 @@ QHash<qint64, int> SqliteGraphStore::degrees(const std::vector<qint64> &entityId
 
 namespace {
 
-Json recordIdsJson(const QString &joined)
+// A dump's row as graph_rows.h reads it: the statement's current row.
+template<class Statement>
+struct DumpRow
 {
-    Json ids = Json::array();
-    for (const QString &id : joined.split(QChar(31), Qt::SkipEmptyParts))
-        ids.push_back(id.toStdString());
-    return ids;
-}
+    const Statement &q;
+    qint64 int64(int c) const { return q.int64(c); }
+    QString text(int c) const { return q.text(c); }
+    bool isNull(int c) const { return q.isNull(c); }
+    bool flag(int c) const { return q.int64(c) != 0; }
+    Embedding embedding(int c) const { return q.embedding(c); }
+};
 
 QString textAt(const Json &row, const char *key)
 {
@@ -896,34 +860,32 @@ Json SqliteGraphStore::dumpRows(Table table, qint64 after, int limit)
     Json out = Json::array();
     if (!hasTables() || limit <= 0)
         return out;
-    const auto embeddingJson = [](const Statement &q, int col) { return q.isNull(col) ? Json() : Json(q.embedding(col)); };
+    const QByteArray page = " ORDER BY 1 LIMIT ?";
+    const auto readAll = [&](const QByteArray &sql, const QString &doing, Json (*toJson)(const DumpRow<Statement> &)) {
+        Statement q(m_storage, sql);
+        q.bind(1, after).bind(2, limit);
+        while (q.step(doing))
+            out.push_back(toJson(DumpRow<Statement>{q}));
+    };
     switch (table) {
-    case Table::Entities: {
-        Statement q(m_storage, "SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, t.embedding, "
-                               "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id) "
-                               "FROM graph_entities t WHERE t.id > ? ORDER BY t.id LIMIT ?");
-        q.bind(1, after).bind(2, limit);
-        while (q.step(QStringLiteral("reading entities")))
-            out.push_back(Json{{"id", q.int64(0)}, {"name", q.text(1).toStdString()}, {"norm", q.text(2).toStdString()}, {"type", q.text(3).toStdString()}, {"scope", q.text(4).toStdString()}, {"source", q.text(5).toStdString()}, {"private", q.int64(6) != 0}, {"created_at", q.int64(7)}, {"embedding", embeddingJson(q, 8)}, {"record_ids", recordIdsJson(q.text(9))}});
+    case Table::Entities:
+        readAll("SELECT " + QByteArray(graphrows::kEntityDumpColumns)
+                    + ", (SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id) "
+                      "FROM graph_entities t WHERE t.id > ?"
+                    + page,
+                QStringLiteral("reading entities"), graphrows::entityDumpJson<DumpRow<Statement>>);
         break;
-    }
-    case Table::Relations: {
-        Statement q(m_storage, "SELECT t.id, t.src, t.label, t.dst, t.valid, t.created_at, t.invalidated_at, t.invalidated_by, t.why, "
-                               "t.scope, t.source, t.private, t.extractor, t.embedding, "
-                               "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id) "
-                               "FROM graph_relations t WHERE t.id > ? ORDER BY t.id LIMIT ?");
-        q.bind(1, after).bind(2, limit);
-        while (q.step(QStringLiteral("reading relations")))
-            out.push_back(Json{{"id", q.int64(0)}, {"src", q.int64(1)}, {"label", q.text(2).toStdString()}, {"dst", q.int64(3)}, {"valid", q.int64(4) != 0}, {"created_at", q.int64(5)}, {"invalidated_at", q.isNull(6) ? Json() : Json(q.int64(6))}, {"invalidated_by", q.isNull(7) ? Json() : Json(q.text(7).toStdString())}, {"why", q.isNull(8) ? Json() : Json(q.text(8).toStdString())}, {"scope", q.text(9).toStdString()}, {"source", q.text(10).toStdString()}, {"private", q.int64(11) != 0}, {"extractor", q.text(12).toStdString()}, {"embedding", embeddingJson(q, 13)}, {"record_ids", recordIdsJson(q.text(14))}});
+    case Table::Relations:
+        readAll("SELECT " + QByteArray(graphrows::kRelationDumpColumns)
+                    + ", (SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id) "
+                      "FROM graph_relations t WHERE t.id > ?"
+                    + page,
+                QStringLiteral("reading relations"), graphrows::relationDumpJson<DumpRow<Statement>>);
         break;
-    }
-    case Table::History: {
-        Statement q(m_storage, "SELECT seq, record_id, change, row_id, at FROM graph_history WHERE seq > ? ORDER BY seq LIMIT ?");
-        q.bind(1, after).bind(2, limit);
-        while (q.step(QStringLiteral("reading the graph history")))
-            out.push_back(Json{{"seq", q.int64(0)}, {"record_id", q.text(1).toStdString()}, {"change", q.text(2).toStdString()}, {"row_id", q.int64(3)}, {"at", q.int64(4)}});
+    case Table::History:
+        readAll("SELECT " + QByteArray(graphrows::kHistoryDumpColumns) + " FROM graph_history WHERE seq > ?" + page,
+                QStringLiteral("reading the graph history"), graphrows::historyDumpJson<DumpRow<Statement>>);
         break;
-    }
     }
     return out;
 }

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "sqlite_storage.h"
+
+#include "plugins/storage/common/graph_write_steps.h"
 #include <mneme/core/graph_store.h>
 
 #include <QByteArray>
@@ -75,7 +77,7 @@ CREATE INDEX graph_history_record ON graph_history(record_id, seq);
 // transaction rolls back, when rows are deleted in bulk (revertRecords, reset) or when another
 // connection has committed (PRAGMA data_version). Not persisted: reading them is one scan of the
 // graph tables, what a search cost before them.
-class SqliteGraphStore : public GraphStore
+class SqliteGraphStore : public GraphStore, private graphrows::GraphWriteSteps
 {
 public:
     explicit SqliteGraphStore(SqliteStorage &storage);
@@ -108,23 +110,32 @@ public:
 
 private:
     using Statement = SqliteStorage::Statement;
-    int revertLocked(const QString &recordId); // in a transaction; returns the changes reverted
     struct Resolved;
     // False on a store older than schema 5 opened read-only (no graph tables): reads find nothing.
     bool hasTables() const;
-    void writeLocked(const GraphExtraction &x, const GraphWriteOptions &options, GraphWriteResult &result);
-    qint64 resolveEntity(const GraphEntityInput &in, const GraphOrigin &origin, const GraphWriteOptions &options,
-                         GraphWriteResult &result);
-    void link(int kind, qint64 rowId, const QString &recordId);
-    void note(const QString &recordId, GraphChange::Kind kind, qint64 rowId, qint64 atMs);
-    void invalidate(qint64 relationId, const QString &why, const GraphOrigin &origin);
+    // The write and revert steps (graph_write_steps.h), on the connection, in the caller's transaction.
+    qint64 entityNamed(const QString &norm, const GraphOrigin &origin) override;
+    qint64 entityLike(const Embedding &name, const GraphOrigin &origin, double minScore) override;
+    qint64 addEntity(const QString &name, const QString &norm, const QString &type, const GraphOrigin &origin,
+                     const Embedding &embedding) override;
+    bool isLinked(int kind, qint64 rowId, const QString &recordId) override;
+    qint64 validRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin) override;
+    qint64 addRelation(qint64 src, const QString &label, qint64 dst, const GraphOrigin &origin, const GraphTripletInput &t) override;
+    std::vector<qint64> otherDestinations(qint64 src, const QString &label, qint64 dst, qint64 except,
+                                          const GraphOrigin &origin) override;
+    void link(int kind, qint64 rowId, const QString &recordId) override;
+    void note(const QString &recordId, GraphChange::Kind kind, qint64 rowId, qint64 atMs) override;
+    bool markInvalid(qint64 relationId, const QString &why, const QString &byRecord, qint64 atMs) override;
+    std::vector<std::pair<GraphChange::Kind, qint64>> historyOf(const QString &recordId) override;
+    void markValidAgain(qint64 relationId, const QString &recordId) override;
+    void unlink(int kind, qint64 rowId, const QString &recordId) override;
+    void forgetHistory(const QString &recordId) override;
     // SQL conditions for the filter's scopes and privacy over a table (alias t), its arguments appended.
     QByteArray visible(const GraphFilter &filter, std::vector<QByteArray> &args) const;
     std::vector<GraphEntity> readEntities(const QByteArray &where, const std::vector<QByteArray> &args, bool withEmbedding,
                                           const QByteArray &tail = {});
     std::vector<GraphRelation> readRelations(const QByteArray &where, const std::vector<QByteArray> &args,
                                              const GraphFilter &filter, const QByteArray &tail = {});
-    QStringList recordsOf(int kind, qint64 rowId);
     void deleteOrphans();
     void inTransaction(const QString &doing, const std::function<void()> &work);
 
