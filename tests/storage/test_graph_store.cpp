@@ -219,7 +219,7 @@ void TestGraphStore::writesAndReadsBackAcrossReopening()
         QVERIFY(store->graph());
         QVERIFY(store->info().has(StorageInfo::Graph));
         if (onSqlite())
-            QCOMPARE(store->schemaVersion(), 5);
+            QCOMPARE(store->schemaVersion(), 6);
         store->save({record(QStringLiteral("r1"))});
         const GraphWriteResult w = store->graph()->write({extraction(origin(QStringLiteral("r1")),
                                                                      {triplet(QStringLiteral("Alice"), QStringLiteral("Lives in"),

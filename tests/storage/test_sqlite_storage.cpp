@@ -398,6 +398,7 @@ private Q_SLOTS:
     void metadataConditionsEverywhere_data();
     void metadataConditionsEverywhere();
     void cachedAnswersStayExact();
+    void categoryCountsFollowEveryWrite();
     void scopeSamplesAndSameContent();
     void backgroundBuildAnswersExactly();
     void backgroundBuildEqualsOneBuiltAfterwards();
@@ -413,12 +414,12 @@ void TestSqliteStorage::pluginIsRegistered()
     test::TempStore tmp;
     auto store = openStore(tmp.path(QStringLiteral("nested/folder/memory.db")));
     QVERIFY(QFile::exists(tmp.path(QStringLiteral("nested/folder/memory.db"))));
-    QCOMPARE(SqliteStorage::latestSchemaVersion(), 5);
-    QCOMPARE(store->schemaVersion(), 5);
+    QCOMPARE(SqliteStorage::latestSchemaVersion(), 6);
+    QCOMPARE(store->schemaVersion(), 6);
     QCOMPARE(store->location(), tmp.path(QStringLiteral("nested/folder/memory.db")));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA journal_mode")), QStringLiteral("wal"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("5"));
-    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("5"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("PRAGMA user_version")), QStringLiteral("6"));
+    QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("6"));
     QCOMPARE(rawScalar(store->location(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("1"));
     QVERIFY(rawScalar(store->location(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")).startsWith(QLatin1String("mneme ")));
 }
@@ -1466,7 +1467,7 @@ void TestSqliteStorage::schemaTooNewLeavesFileUntouched()
     const Caught c = catchError([&] { openStore(tmp.path()); });
     VERIFY_ERROR(c, ErrorKind::SchemaTooNew);
     QVERIFY2(c.message.contains(QLatin1String("newer Mneme")) && c.message.contains(QLatin1String("schema 99"))
-                 && c.message.contains(QLatin1String("up to 5")) && c.message.contains(QLatin1String("upgrade Mneme")),
+                 && c.message.contains(QLatin1String("up to 6")) && c.message.contains(QLatin1String("upgrade Mneme")),
              qPrintable(c.message));
     QVERIFY(c.message.contains(tmp.path()));
     VERIFY_ERROR(catchError([&] { openStore(tmp.path(), Json{{"read_only", true}}); }), ErrorKind::SchemaTooNew);
@@ -1844,7 +1845,7 @@ void TestSqliteStorage::schemaV1IsMigrated()
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'state'")), QStringLiteral("0"));
     {
         auto store = openStore(tmp.path());
-        QCOMPARE(store->schemaVersion(), 5);
+        QCOMPARE(store->schemaVersion(), 6);
         // The records, their index, history and binding came through.
         QCOMPARE(store->count({}), 2);
         const auto first = store->get(QStringLiteral("v1-first"), true);
@@ -1874,8 +1875,8 @@ void TestSqliteStorage::schemaV1IsMigrated()
         store->save({added});
         QCOMPARE(store->keywordSearch(QStringLiteral("albatross"), {}, 5, 0.3).size(), std::size_t(1));
     }
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("5"));
-    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("5"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA user_version")), QStringLiteral("6"));
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'schema_version'")), QStringLiteral("6"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts WHERE context = ''")), QStringLiteral("2"));
     // v4: the stored hashes moved to the lookup table (the v1 rows' hashes as they were written), the
     // record added after the upgrade went to the recent table, and the index on the column is gone.
@@ -1884,11 +1885,15 @@ void TestSqliteStorage::schemaV1IsMigrated()
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT group_concat(rid) FROM content_hashes_recent")), QStringLiteral("3"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM sqlite_master WHERE name = 'records_content_hash'")),
              QStringLiteral("0"));
+    // v6: the category counts of the records as they were, and of the one added since.
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT group_concat(scope || '|' || source || '|' || private || '|' || category || '|' || n) "
+                                                  "FROM category_counts")),
+             QStringLiteral("/crew/a|agent-a|0|habits|1"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'created_by'")), QStringLiteral("mneme 0.1.0"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT value FROM meta WHERE key = 'store_id'")), QStringLiteral("v1-store"));
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("PRAGMA integrity_check")), QStringLiteral("ok"));
     auto reopened = openStore(tmp.path());
-    QCOMPARE(reopened->schemaVersion(), 5);
+    QCOMPARE(reopened->schemaVersion(), 6);
     QCOMPARE(reopened->findExact(QStringLiteral("a new record"), QStringLiteral("/"), QString(), false)->content,
              QStringLiteral("a new record"));
     QCOMPARE(reopened->count({}), 3);
@@ -3148,6 +3153,90 @@ void TestSqliteStorage::cachedAnswersStayExact()
     store->remove(gone);
     QCOMPARE(answers(*store), fresh());
     QCOMPARE(answers(*store), QStringLiteral("w=1 x=2 /a,/d /a:four /a:three /d:five"));
+}
+
+// categories() reads the counts' table (schema 6): after every kind of write it gives what counting
+// the records gives, for filters on scope, source and privacy; check() finds a damaged table and
+// --repair rebuilds it.
+void TestSqliteStorage::categoryCountsFollowEveryWrite()
+{
+    test::TempStore tmp;
+    auto store = openDirect(tmp.path());
+    const auto record = [](const QString &content, const QString &scope, const QStringList &categories, const QString &source = QString(),
+                           bool isPrivate = false) {
+        MemoryRecord r = makeRecord(content, scope, {1, 0});
+        r.categories = categories;
+        r.source = source;
+        r.isPrivate = isPrivate;
+        return r;
+    };
+    std::vector<RecordFilter> filters(5);
+    filters[1].scopes = {QStringLiteral("/a")};
+    filters[2].applyPrivacy = true; // what source "me" may see
+    filters[2].source = QStringLiteral("me");
+    filters[3].onlySource = QStringLiteral("me");
+    filters[4].applyPrivacy = true; // shared records only, under /a
+    filters[4].scopes = {QStringLiteral("/a")};
+    // The counts by reading every record the filter selects.
+    const auto counted = [&](const RecordFilter &f) {
+        QMap<QString, int> out;
+        for (const MemoryRecord &r : store->list(f, 1000, 0)) {
+            QStringList cats = r.categories;
+            cats.removeDuplicates();
+            for (const QString &c : std::as_const(cats))
+                ++out[c];
+        }
+        return out;
+    };
+    const auto same = [&](const char *after) {
+        for (std::size_t i = 0; i < filters.size(); ++i) {
+            auto fresh = openDirect(tmp.path()); // no cached answer
+            if (fresh->categories(filters[i]) != counted(filters[i])) {
+                qWarning("after %s, filter %zu: %s", after, i, qPrintable(QStringList(fresh->categories(filters[i]).keys()).join(',')));
+                return false;
+            }
+        }
+        return store->check(false).ok();
+    };
+    MemoryRecord mine = record(QStringLiteral("mine"), QStringLiteral("/a/b"), {QStringLiteral("x"), QStringLiteral("x"), QStringLiteral("y")},
+                               QStringLiteral("me"), true);
+    store->save({mine, record(QStringLiteral("one"), QStringLiteral("/a"), {QStringLiteral("x")}),
+                 record(QStringLiteral("two"), QStringLiteral("/ab"), {QStringLiteral("y")}),
+                 record(QStringLiteral("secret"), QStringLiteral("/a"), {QStringLiteral("s")}, QStringLiteral("other"), true),
+                 record(QStringLiteral("none"), QStringLiteral("/a"), {})});
+    QVERIFY(same("the first save"));
+    QCOMPARE(openDirect(tmp.path())->categories(filters[1]), (QMap<QString, int>{{QStringLiteral("s"), 1}, {QStringLiteral("x"), 2}, {QStringLiteral("y"), 1}}));
+    // A later batch of the same keys adds to their rows.
+    store->save({record(QStringLiteral("three"), QStringLiteral("/a"), {QStringLiteral("x"), QStringLiteral("z")})});
+    QVERIFY(same("a second save"));
+    // An update that moves the record and changes its categories, its source and its privacy.
+    MemoryRecord moved = mine;
+    moved.scope = QStringLiteral("/c");
+    moved.categories = {QStringLiteral("y"), QStringLiteral("w")};
+    moved.isPrivate = false;
+    moved.embedding.clear();
+    store->update(moved);
+    QVERIFY(same("an update"));
+    store->touch({moved.id}, kBase); // not a change of the counts
+    QVERIFY(same("a touch"));
+    RecordFilter gone;
+    gone.ids = {moved.id};
+    QCOMPARE(store->remove(gone), 1);
+    QVERIFY(same("a removal"));
+    QVERIFY(!openDirect(tmp.path())->categories({}).contains(QStringLiteral("w"))); // a count of 0 is no category
+    store->restore(moved);
+    QVERIFY(same("a restore"));
+    QCOMPARE(store->reset(QStringLiteral("/a")), 4);
+    QVERIFY(same("a reset of /a"));
+    // A damaged table is found and rebuilt from the records.
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("UPDATE category_counts SET n = n + 5 WHERE category = 'y' RETURNING n")), QStringLiteral("6"));
+    const StoreCheck damaged = store->check(false);
+    QVERIFY(!damaged.ok());
+    QVERIFY2(damaged.problems.join(QLatin1Char(' ')).contains(QLatin1String("category counts")), qPrintable(damaged.problems.join(' ')));
+    QVERIFY(store->check(true).repaired.join(QLatin1Char(' ')).contains(QLatin1String("category counts")));
+    QVERIFY(same("the repair"));
+    QCOMPARE(store->reset(QStringLiteral("/")), 2);
+    QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM category_counts")), QStringLiteral("0"));
 }
 
 // scopeSamples(): the newest records of each scope the filter selects, with their vectors;

@@ -298,6 +298,7 @@ private:
     void addContentHash(qint64 hash, qint64 rowid);
     void removeContentHash(qint64 rowid);
     void mergeRecentHashes();
+    void addCategoryCounts(const std::vector<const MemoryRecord *> &inserted);
     void insertAddHistory(const std::vector<const MemoryRecord *> &records, qint64 atMs);
     void insertHistory(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                        const MemoryRecord *newRecord, qint64 atMs);
@@ -381,6 +382,8 @@ private:
     void rebuildKeywordIndex();
     QString contentHashProblem();
     void rebuildContentHashes();
+    QString categoryCountsProblem();
+    void rebuildCategoryCounts();
     QString indexFileProblem();
 
     // State.
