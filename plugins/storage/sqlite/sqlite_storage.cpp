@@ -3011,14 +3011,32 @@ void SqliteStorage::ReadCache::add(const std::vector<const MemoryRecord *> &inse
         }
     }
     for (Samples &s : samples) {
+        // The newest perScope of the batch's records of each scope (the last inserted first), before the
+        // ones kept: only those are copied.
         const MetadataFilter conditions = MetadataFilter::parse(s.filter.metadata);
-        for (const MemoryRecord *r : inserted) {
-            if (r->embedding.empty() || !s.filter.matches(*r, conditions))
+        std::map<QString, std::vector<const MemoryRecord *>> newest;
+        for (auto it = inserted.rbegin(); it != inserted.rend(); ++it) {
+            const MemoryRecord *r = *it;
+            if (r->embedding.empty())
                 continue;
-            std::vector<MemoryRecord> &newest = s.byScope[r->scope];
-            newest.insert(newest.begin(), *r);
-            if (int(newest.size()) > s.perScope)
-                newest.pop_back();
+            std::vector<const MemoryRecord *> &fresh = newest[r->scope];
+            if (int(fresh.size()) < s.perScope && s.filter.matches(*r, conditions))
+                fresh.push_back(r);
+        }
+        for (const auto &[scope, fresh] : newest) {
+            if (fresh.empty())
+                continue;
+            std::vector<MemoryRecord> &kept = s.byScope[scope];
+            std::vector<MemoryRecord> merged;
+            merged.reserve(std::size_t(s.perScope));
+            for (const MemoryRecord *r : fresh)
+                merged.push_back(*r);
+            for (MemoryRecord &r : kept) {
+                if (int(merged.size()) >= s.perScope)
+                    break;
+                merged.push_back(std::move(r));
+            }
+            kept = std::move(merged);
         }
     }
 }
