@@ -200,7 +200,8 @@ const RequiredTable kRequiredTables[] = {
 
 // The category counts as the records give them (schema 6's table, for its check and its rebuild).
 constexpr const char *kCountCategoriesSql =
-    "SELECT r.scope, r.source, r.private, coalesce(CAST(c.value AS TEXT), ''), count(DISTINCT r.rid) FROM records r, "
+    "SELECT r.scope AS scope, r.source AS source, r.private AS private, coalesce(CAST(c.value AS TEXT), '') AS category, "
+    "count(DISTINCT r.rid) AS n FROM records r, "
     "json_each(CASE WHEN json_valid(r.categories) AND json_type(r.categories) = 'array' THEN r.categories ELSE '[]' END) c "
     "GROUP BY 1, 2, 3, 4";
 
@@ -3413,12 +3414,14 @@ QString SqliteStorage::categoryCountsProblem()
 {
     if (m_version < 6)
         return QString();
+    // The keys whose count is wrong, missing from the table, or in it for no record.
     const QByteArray table = "SELECT scope, source, private, category, n FROM category_counts";
-    Statement st(*this, "SELECT (SELECT count(*) FROM (" + table + " EXCEPT " + kCountCategoriesSql + ")) + (SELECT count(*) FROM ("
-                            + kCountCategoriesSql + " EXCEPT " + table + "))");
+    Statement st(*this, "SELECT count(*) FROM (SELECT scope, source, private, category FROM (" + table + " EXCEPT " + kCountCategoriesSql
+                            + ") UNION SELECT scope, source, private, category FROM (" + kCountCategoriesSql + " EXCEPT " + table + "))");
     st.step(QStringLiteral("checking the category counts"));
     const qint64 wrong = st.int64(0);
-    return wrong == 0 ? QString() : QStringLiteral("the category counts are out of step with the records (%1 wrong)").arg(wrong);
+    return wrong == 0 ? QString()
+                      : QStringLiteral("the category counts are out of step with the records (%1 of them wrong)").arg(wrong);
 }
 
 void SqliteStorage::rebuildCategoryCounts()
