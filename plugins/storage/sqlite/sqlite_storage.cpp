@@ -699,6 +699,16 @@ void SqliteStorage::stopCheckpointer()
     m_checkpointer.reset();
 }
 
+// The threads that build a graph or insert a batch into it: every core (up to 8).
+int indexThreads()
+{
+    return int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+}
+
+// A connection whose saves reach this many records, and as many as the store held before its first
+// save, is loading the store in bulk (SqliteStorage::bulkLoad()).
+constexpr qint64 kBulkLoadFrom = 1000;
+
 // The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
 // graph on its own threads while searches scan the flat index exactly; the writes made meanwhile are
 // noted and applied to the graph when it is taken (finishBuild()).
@@ -744,7 +754,7 @@ void SqliteStorage::startBuild()
     if (!build->index)
         return;
     GraphBuild *b = build.get();
-    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    const int threads = indexThreads();
     b->thread = std::thread([b, threads] {
         try {
             b->built = b->index->buildAnn(threads, &b->cancel);
@@ -1677,6 +1687,53 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
     m_index.upsert(indexItem(rowid, r), r.embedding.data());
 }
 
+void SqliteStorage::indexInserted(const std::vector<qint64> &rowids, const std::vector<const MemoryRecord *> &records)
+{
+    std::vector<VectorIndex::Change> changes;
+    changes.reserve(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const MemoryRecord &r = *records[i];
+        if (!r.embedding.empty() && m_index.dimension() != int(r.embedding.size())) {
+            if (m_index.trackedCount() == 0 && !m_index.isAnn() && changes.empty()) {
+                m_index.reset(int(r.embedding.size())); // the first vector of an empty store
+            } else {
+                dropIndex(); // cannot happen after checkDimension(); reload to be safe
+                return;
+            }
+        }
+        noteChange(rowids[i]);
+        VectorIndex::Change c;
+        c.kind = r.embedding.empty() ? VectorIndex::Change::Kind::Remove : VectorIndex::Change::Kind::Put;
+        c.item = indexItem(rowids[i], r);
+        c.vector = r.embedding.data();
+        changes.push_back(std::move(c));
+    }
+    m_index.apply(changes, indexThreads());
+}
+
+// A connection that has saved as many records as the store held before its first save (and at least
+// kBulkLoadFrom) is loading it in bulk: it loads the index now (reading at most as many vectors as it
+// wrote) and keeps it up to date with every later save, so that the graph is built during the load,
+// each batch inserted with every core on the writer's side, and written when the load ends (close()).
+// True when the index is loaded and does not hold the `saved` records just committed; false when it
+// is not loaded, or was loaded with them.
+bool SqliteStorage::bulkLoad(qint64 saved)
+{
+    if (m_recordsBeforeSaves < 0)
+        m_recordsBeforeSaves = recordCount() - saved;
+    m_savedHere += saved;
+    if (m_savedHere < std::max(kBulkLoadFrom, m_recordsBeforeSaves) || m_indexFailed)
+        return false;
+    m_bulkLoading = true;
+    try {
+        loadIndex();
+    } catch (...) {
+        m_indexFailed = true; // the save is committed; searches load the index as before
+        dropIndex();
+    }
+    return false;
+}
+
 void SqliteStorage::indexRemove(qint64 rowid)
 {
     if (m_index.isLoaded()) {
@@ -1715,7 +1772,7 @@ void SqliteStorage::promoteIfLarge()
         startBuild();
         return;
     }
-    m_index.buildAnn(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+    m_index.buildAnn(indexThreads());
     ++m_stats.builds;
     m_stats.fromFile = false;
     m_unsaved = std::max<qint64>(m_unsaved, 1);
@@ -1733,7 +1790,9 @@ void SqliteStorage::saveIndexFile(bool force) noexcept
 {
     if (!m_index.isLoaded() || !m_index.isAnn() || m_readOnly || !indexFileUsable() || m_unsaved <= 0)
         return;
-    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / 8)))
+    // During a bulk load, when it lacks as many changes as it holds (the file is written a few times,
+    // the last at close()).
+    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / (m_bulkLoading ? 1 : 8))))
         return;
     VectorIndex::Stamp stamp;
     stamp.storeId = m_storeId;
@@ -2117,15 +2176,10 @@ void SqliteStorage::saveLocked(std::span<const MemoryRecord> records, std::vecto
     t.commit();
     cache.add(inserted);
     m_readCache = std::move(cache);
-    if (!m_index.isLoaded())
+    if (!m_index.isLoaded() && !bulkLoad(qint64(inserted.size())))
         return;
     try {
-        for (std::size_t i = 0; i < inserted.size(); ++i) {
-            if (inserted[i]->embedding.empty())
-                indexRemove(rowids[i]);
-            else
-                indexPut(rowids[i], *inserted[i]);
-        }
+        indexInserted(rowids, inserted);
     } catch (...) {
         dropIndex(); // committed: the next search reloads
         return;

@@ -320,6 +320,9 @@ private:
     static VectorIndex::Item indexItem(qint64 rowid, const MemoryRecord &r);
     void indexPut(qint64 rowid, const MemoryRecord &r);
     void indexRemove(qint64 rowid);
+    // Puts records just inserted (at these rowids) into the index, a batch at once.
+    void indexInserted(const std::vector<qint64> &rowids, const std::vector<const MemoryRecord *> &records);
+    bool bulkLoad(qint64 saved);
     void loadIndex();
     bool prepareIndex(const Embedding &query);
     bool catchUp();
@@ -408,10 +411,14 @@ private:
     // the store's size when counted: reused while the store has grown by less than a twentieth.
     QHash<QByteArray, qint64> m_termCounts;
     qint64 m_termCountsRecords = -1;
-    QString m_storeId;            // meta store_id: names the store in the index file
-    qint64 m_indexGeneration = 0; // meta reset_generation the index reflects
-    qint64 m_indexSeq = 0;        // last history seq the index reflects
-    qint64 m_unsaved = 0;         // changes the index file does not hold
+    QString m_storeId;                // meta store_id: names the store in the index file
+    qint64 m_indexGeneration = 0;     // meta reset_generation the index reflects
+    qint64 m_indexSeq = 0;            // last history seq the index reflects
+    qint64 m_unsaved = 0;             // changes the index file does not hold
+    qint64 m_recordsBeforeSaves = -1; // records in the store before this connection's first save
+    qint64 m_savedHere = 0;           // records this connection saved (bulkLoad())
+    bool m_bulkLoading = false;       // this connection loads the store in bulk
+    bool m_indexFailed = false;       // loading the index for a bulk load failed: not tried again
     IndexStats m_stats;
     mutable QMutex m_mutex;
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
