@@ -3236,6 +3236,8 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
     QVERIFY(!stats.approximate);
     QCOMPARE(stats.backgroundBuilds, qint64(1));
     QCOMPARE(stats.exactWhileBuilding, qint64(1));
+    // ... and says so.
+    QCOMPARE(store->indexStats().lastSearch, QStringLiteral("exact scan of 4,000 records: the HNSW graph is being built"));
     QCOMPARE(hits.size(), std::size_t(10));
     const auto exact = store->nearest(query, {}, 10, VectorIndex::Mode::Exact);
     for (std::size_t k = 0; k < hits.size(); ++k) {
@@ -3265,6 +3267,8 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
     QVERIFY(!stats.building);
     QVERIFY(stats.approximate);
     QCOMPARE(stats.vectors, std::size_t(4300 - removed));
+    store->nearest(query, {}, 10);
+    QCOMPARE(store->indexStats().lastSearch, QStringLiteral("HNSW graph of 3,225 records"));
     QCOMPARE(store->count({}), 4300 - removed);
     for (int i = 4000; i < 4300; i += 7) {
         const auto hit = store->nearest(annVector(QStringLiteral("bg"), i, 0), {}, 1);

@@ -1004,8 +1004,11 @@ std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, 
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
-                                                  const std::vector<qint64> *onlyRows, Mode mode) const
+                                                  const std::vector<qint64> *onlyRows, Mode mode, bool *walked) const
 {
+    bool unused = false;
+    bool &fromGraph = walked ? *walked : unused;
+    fromGraph = false;
     if (limit == 0 || size() == 0 || m_dimension <= 0)
         return {};
 
@@ -1020,8 +1023,10 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
 
     if (!m_ann || onlyRows || limit < 0 || mode == Mode::Exact)
         return exact(q, f, limit, onlyRows);
-    if (f.trivial)
+    if (f.trivial) {
+        fromGraph = true;
         return graph(q, f, limit, 1.0);
+    }
 
     // Selectivity, from an evenly spread sample of the graph's nodes.
     const std::size_t nodes = slotCount();
@@ -1036,14 +1041,17 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
             ++chosen;
     }
     const double p = seen ? double(chosen) / double(seen) : 0.0;
-    if (mode == Mode::Graph)
+    if (mode == Mode::Graph) {
+        fromGraph = true;
         return graph(q, f, limit, std::max(p, 1.0 / 64));
+    }
     // A small subset costs less to scan exactly than to find in the graph, and is exact.
     if (p < 0.05 || p * double(size()) < 4000)
         return exact(q, f, limit, nullptr);
     std::vector<Hit> hits = graph(q, f, limit, p);
     if (int(hits.size()) < limit)
         return exact(q, f, limit, nullptr); // the walk found too few: never return less than exists
+    fromGraph = true;
     return hits;
 }
 

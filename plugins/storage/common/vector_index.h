@@ -208,8 +208,9 @@ public:
     // conditions other than judges() accepts are not looked at: pass the rowids the ids select as
     // `onlyRows` (nullptr: no id condition), and check the others on the records.
     // At most `limit` hits; limit < 0 returns every selected record, ranked (exactly).
+    // With `walked`, whether the hits came from the graph (else from an exact scan).
     std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit,
-                            const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto) const;
+                            const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto, bool *walked = nullptr) const;
 
     // Writes the approximate layout to `path`: a temporary file beside it, with a checksum of its
     // content, synced, renamed over it, and the folder synced. False with *error when it cannot

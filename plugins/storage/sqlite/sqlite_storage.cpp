@@ -13,6 +13,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QLocale>
 #include <QLoggingCategory>
 #include <QMutexLocker>
 #include <QScopeGuard>
@@ -765,6 +766,10 @@ void SqliteStorage::startBuild()
     });
     m_build = std::move(build);
     ++m_stats.backgroundBuilds;
+    // Once a build, on the log (mneme --verbose shows it): recalls are exact, and slower, meanwhile.
+    qCInfo(lcSqlite).noquote() << QStringLiteral("%1: building the HNSW graph of %2 records on background threads; until it "
+                                                 "is done, each vector search scans every vector exactly")
+                                      .arg(m_location, QLocale(QLocale::English).toString(qulonglong(m_index.size())));
 }
 
 bool SqliteStorage::finishBuild()
@@ -1790,9 +1795,9 @@ void SqliteStorage::saveIndexFile(bool force) noexcept
 {
     if (!m_index.isLoaded() || !m_index.isAnn() || m_readOnly || !indexFileUsable() || m_unsaved <= 0)
         return;
-    // During a bulk load, when it lacks as many changes as it holds (the file is written a few times,
-    // the last at close()).
-    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / (m_bulkLoading ? 1 : 8))))
+    // During a bulk load, each time the index has doubled since the file was written (the bytes written
+    // add up to twice the last file, written by close()).
+    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / (m_bulkLoading ? 2 : 8))))
         return;
     VectorIndex::Stamp stamp;
     stamp.storeId = m_storeId;
@@ -2338,7 +2343,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
     const std::vector<VectorIndex::Hit> hits =
-        m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
+        searchIndex(query, filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     // The rows are read a chunk of hits at a time, each chunk in one statement; a post-filtered search
@@ -2392,7 +2397,24 @@ std::vector<VectorIndex::Hit> SqliteStorage::nearest(const Embedding &query, con
     std::vector<qint64> rows;
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
-    return m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &rows, mode);
+    return searchIndex(query, filter, limit, filter.ids.isEmpty() ? nullptr : &rows, mode);
+}
+
+std::vector<VectorIndex::Hit> SqliteStorage::searchIndex(const Embedding &query, const RecordFilter &filter, int limit,
+                                                         const std::vector<qint64> *rows, VectorIndex::Mode mode)
+{
+    bool walked = false;
+    std::vector<VectorIndex::Hit> hits = m_index.search(query.data(), filter, limit, rows, mode, &walked);
+    const QString n = QLocale(QLocale::English).toString(qulonglong(m_index.size()));
+    if (walked)
+        m_stats.lastSearch = QStringLiteral("HNSW graph of %1 records").arg(n);
+    else if (m_build)
+        m_stats.lastSearch = QStringLiteral("exact scan of %1 records: the HNSW graph is being built").arg(n);
+    else if (m_index.isAnn())
+        m_stats.lastSearch = QStringLiteral("exact scan of the records the filter selects (HNSW graph of %1 records)").arg(n);
+    else
+        m_stats.lastSearch = QStringLiteral("exact scan of %1 records").arg(n);
+    return hits;
 }
 
 SqliteStorage::IndexStats SqliteStorage::indexStats()
@@ -2599,7 +2621,7 @@ std::optional<std::vector<SearchHit>> SqliteStorage::searchHits(const Embedding 
     std::vector<qint64> rows;
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
-    for (const VectorIndex::Hit &h : m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &rows)) {
+    for (const VectorIndex::Hit &h : searchIndex(query, filter, limit, filter.ids.isEmpty() ? nullptr : &rows)) {
         const std::optional<VectorIndex::RankFields> f = m_index.rankFields(h.rowid);
         if (!f)
             continue; // cannot happen: the index found it

@@ -77,9 +77,12 @@ public:
         qint64 backgroundBuilds = 0;   // of which started in the background
         bool building = false;         // a graph is being built in the background: searches scan exactly
         qint64 exactWhileBuilding = 0; // searches answered by an exact scan because of that
-        qint64 saves = 0;              // index files written
-        qint64 replayed = 0;           // history entries applied by catching up (file or other processes)
-        std::size_t vectors = 0;       // records with a vector in the index
+        // How the last search was answered, in words: "HNSW graph of N records", or an exact scan (of a
+        // small store, of the few records a filter selects, or of every vector while the graph is built).
+        QString lastSearch;
+        qint64 saves = 0;        // index files written
+        qint64 replayed = 0;     // history entries applied by catching up (file or other processes)
+        std::size_t vectors = 0; // records with a vector in the index
         std::size_t deletedNodes = 0;
         qint64 seq = 0;               // the last history seq the index reflects
         qint64 checkpoints = 0;       // WAL checkpoints run by the background thread
@@ -339,6 +342,9 @@ private:
     // Invalidates the index (cancelling a build of it).
     void dropIndex();
     void noteChange(qint64 rowid);
+    // m_index.search(), noting how it answered (IndexStats::lastSearch).
+    std::vector<VectorIndex::Hit> searchIndex(const Embedding &query, const RecordFilter &filter, int limit,
+                                              const std::vector<qint64> *rows, VectorIndex::Mode mode = VectorIndex::Mode::Auto);
     void saveIndexFile(bool force) noexcept;
     bool indexFileUsable() const;
     QString metaValue(const char *key);
