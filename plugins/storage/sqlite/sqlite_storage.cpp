@@ -707,7 +707,7 @@ int indexThreads()
 }
 
 // A connection whose saves reach this many records, and as many as the store held before its first
-// save, is loading the store in bulk (SqliteStorage::bulkLoad()).
+// save, is loading the store in bulk (SqliteStorage::noteSaved()).
 constexpr qint64 kBulkLoadFrom = 1000;
 
 // The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
@@ -1717,18 +1717,19 @@ void SqliteStorage::indexInserted(const std::vector<qint64> &rowids, const std::
 }
 
 // A connection that has saved as many records as the store held before its first save (and at least
-// kBulkLoadFrom) is loading it in bulk: it loads the index now (reading at most as many vectors as it
-// wrote) and keeps it up to date with every later save, so that the graph is built during the load,
-// each batch inserted with every core on the writer's side, and written when the load ends (close()).
-// True when the index is loaded and does not hold the `saved` records just committed; false when it
-// is not loaded, or was loaded with them.
-bool SqliteStorage::bulkLoad(qint64 saved)
+// kBulkLoadFrom) is loading it in bulk: it loads the index now, with the records just committed
+// (reading at most twice as many vectors as it wrote), and keeps it up to date with every later save,
+// so that the graph is built during the load, each batch inserted with every core on the writer's
+// side, and written when the load ends (close()). Called after a save while the index is not loaded.
+void SqliteStorage::noteSaved(qint64 saved)
 {
-    if (m_recordsBeforeSaves < 0)
-        m_recordsBeforeSaves = recordCount() - saved;
     m_savedHere += saved;
-    if (m_savedHere < std::max(kBulkLoadFrom, m_recordsBeforeSaves) || m_indexFailed)
-        return false;
+    if (m_savedHere < kBulkLoadFrom || m_indexFailed)
+        return;
+    if (m_recordsBeforeSaves < 0) // counted once, and only by a connection that saves this much
+        m_recordsBeforeSaves = std::max<qint64>(0, recordCount() - m_savedHere);
+    if (m_savedHere < m_recordsBeforeSaves)
+        return;
     m_bulkLoading = true;
     try {
         loadIndex();
@@ -1736,7 +1737,6 @@ bool SqliteStorage::bulkLoad(qint64 saved)
         m_indexFailed = true; // the save is committed; searches load the index as before
         dropIndex();
     }
-    return false;
 }
 
 void SqliteStorage::indexRemove(qint64 rowid)
@@ -2181,8 +2181,10 @@ void SqliteStorage::saveLocked(std::span<const MemoryRecord> records, std::vecto
     t.commit();
     cache.add(inserted);
     m_readCache = std::move(cache);
-    if (!m_index.isLoaded() && !bulkLoad(qint64(inserted.size())))
+    if (!m_index.isLoaded()) {
+        noteSaved(qint64(inserted.size()));
         return;
+    }
     try {
         indexInserted(rowids, inserted);
     } catch (...) {
@@ -2405,7 +2407,8 @@ std::vector<VectorIndex::Hit> SqliteStorage::searchIndex(const Embedding &query,
 {
     bool walked = false;
     std::vector<VectorIndex::Hit> hits = m_index.search(query.data(), filter, limit, rows, mode, &walked);
-    const QString n = QLocale(QLocale::English).toString(qulonglong(m_index.size()));
+    static const QLocale english(QLocale::English);
+    const QString n = english.toString(qulonglong(m_index.size()));
     if (walked)
         m_stats.lastSearch = QStringLiteral("HNSW graph of %1 records").arg(n);
     else if (m_build)

@@ -325,7 +325,7 @@ private:
     void indexRemove(qint64 rowid);
     // Puts records just inserted (at these rowids) into the index, a batch at once.
     void indexInserted(const std::vector<qint64> &rowids, const std::vector<const MemoryRecord *> &records);
-    bool bulkLoad(qint64 saved);
+    void noteSaved(qint64 saved);
     void loadIndex();
     bool prepareIndex(const Embedding &query);
     bool catchUp();
@@ -422,7 +422,7 @@ private:
     qint64 m_indexSeq = 0;            // last history seq the index reflects
     qint64 m_unsaved = 0;             // changes the index file does not hold
     qint64 m_recordsBeforeSaves = -1; // records in the store before this connection's first save
-    qint64 m_savedHere = 0;           // records this connection saved (bulkLoad())
+    qint64 m_savedHere = 0;           // records this connection saved (noteSaved())
     bool m_bulkLoading = false;       // this connection loads the store in bulk
     bool m_indexFailed = false;       // loading the index for a bulk load failed: not tried again
     IndexStats m_stats;
