@@ -856,6 +856,8 @@ void VectorIndex::apply(const std::vector<Change> &changes, int threads)
     }
 }
 
+// An exception (out of memory) leaves nodes in the graph without their attributes: the index is then
+// unusable, and its owner invalidates it (as SqliteStorage does after any failed index change).
 void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads)
 {
     Graph &g = *m_ann->graph;
