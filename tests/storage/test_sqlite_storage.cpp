@@ -403,6 +403,7 @@ private Q_SLOTS:
     void backgroundBuildAnswersExactly();
     void backgroundBuildEqualsOneBuiltAfterwards();
     void closeDuringBackgroundBuild();
+    void bulkLoadBuildsTheGraph();
     void walIsCheckpointedInTheBackground();
     void backgroundCheckpointsCopyTheLog();
 };
@@ -3307,9 +3308,15 @@ double annRecall(SqliteStorage &store, const QString &tag, int queries)
 void TestSqliteStorage::backgroundBuildAnswersExactly()
 {
     test::TempStore tmp;
+    {
+        // A load builds the graph as it writes (bulkLoadBuildsTheGraph()): without its file, the next
+        // connection finds 4,000 vectors and no graph.
+        auto loader = openDirect(tmp.path(), Json{{"ann_threshold", 500}, {"ann_background_from", 500}});
+        for (int first = 0; first < 4000; first += 500)
+            loader->save(annBatch(QStringLiteral("bg"), first, 500));
+    }
+    QVERIFY(QFile::remove(tmp.path() + QStringLiteral(".hnsw")));
     auto store = openDirect(tmp.path(), Json{{"ann_threshold", 500}, {"ann_background_from", 500}});
-    for (int first = 0; first < 4000; first += 500)
-        store->save(annBatch(QStringLiteral("bg"), first, 500));
     // The search that starts the build is answered by the exact scan (the graph is taken, once done,
     // by a later search or write).
     const Embedding query = annVector(QStringLiteral("bg"), 0, 7);
@@ -3319,6 +3326,8 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
     QVERIFY(!stats.approximate);
     QCOMPARE(stats.backgroundBuilds, qint64(1));
     QCOMPARE(stats.exactWhileBuilding, qint64(1));
+    // ... and says so.
+    QCOMPARE(store->indexStats().lastSearch, QStringLiteral("exact scan of 4,000 records: the HNSW graph is being built"));
     QCOMPARE(hits.size(), std::size_t(10));
     const auto exact = store->nearest(query, {}, 10, VectorIndex::Mode::Exact);
     for (std::size_t k = 0; k < hits.size(); ++k) {
@@ -3348,6 +3357,8 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
     QVERIFY(!stats.building);
     QVERIFY(stats.approximate);
     QCOMPARE(stats.vectors, std::size_t(4300 - removed));
+    store->nearest(query, {}, 10);
+    QCOMPARE(store->indexStats().lastSearch, QStringLiteral("HNSW graph of 3,225 records"));
     QCOMPARE(store->count({}), 4300 - removed);
     for (int i = 4000; i < 4300; i += 7) {
         const auto hit = store->nearest(annVector(QStringLiteral("bg"), i, 0), {}, 1);
@@ -3417,6 +3428,65 @@ void TestSqliteStorage::closeDuringBackgroundBuild()
     QVERIFY(hit.front().score > 0.9999);
     store->waitForIndex();
     QVERIFY(store->indexStats().approximate);
+}
+
+// A connection that loads a store in bulk builds the graph as it writes: the index is loaded once it
+// has saved 1,000 records (as many as the store held), each later batch enters the graph (past
+// 10,000 nodes with every core), deletes and updates made during the load are in it, and closing
+// writes it, so that the next connection reads it instead of building. The graph equals in quality
+// one built in one go after the load.
+void TestSqliteStorage::bulkLoadBuildsTheGraph()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 1000}};
+    RecordFilter gone;
+    gone.scopes = {QStringLiteral("/bulk/3")};
+    int removed = 0;
+    {
+        auto loader = openDirect(tmp.path(), config);
+        MemoryRecord changed;
+        for (int first = 0; first < 14000; first += 500) {
+            const std::vector<MemoryRecord> batch = annBatch(QStringLiteral("load"), first, 500);
+            loader->save(batch);
+            QCOMPARE(loader->indexStats().loaded, first >= 500);
+            if (first == 11000)
+                removed = loader->remove(gone); // a delete in the middle of the load
+            if (first == 12000)
+                changed = batch.front();
+        }
+        changed.embedding = annVector(QStringLiteral("moved"), 0, 0);
+        loader->update(changed);
+        const auto stats = loader->indexStats();
+        QVERIFY(stats.approximate);
+        QCOMPARE(stats.backgroundBuilds, qint64(0));
+        QCOMPARE(removed, 11500 / 4);
+        QCOMPARE(stats.vectors, std::size_t(14000 - removed));
+        QVERIFY(loader->nearest(annVector(QStringLiteral("moved"), 0, 0), {}, 1).front().score > 0.9999);
+        for (int i = 11000; i < 14000; i += 97) { // inserted in parallel, past 10,000 nodes
+            const auto hit = loader->nearest(annVector(QStringLiteral("load"), i, 0), {}, 1);
+            QVERIFY(i % 4 == 3 || i == 12000 || (hit.size() == 1 && hit.front().score > 0.9999));
+        }
+        // Of the scope deleted, only the records saved after the delete.
+        QCOMPARE(loader->nearest(annVector(QStringLiteral("load"), 0, 7), gone, 5000, VectorIndex::Mode::Exact).size(),
+                 std::size_t(2500 / 4));
+        const double during = annRecall(*loader, QStringLiteral("load"), 100);
+        loader->close();
+
+        auto reader = openDirect(tmp.path(), config);
+        const double read = annRecall(*reader, QStringLiteral("load"), 100);
+        QVERIFY(reader->indexStats().fromFile);
+        QCOMPARE(reader->indexStats().builds, qint64(0));
+        QCOMPARE(read, during);
+        reader->close();
+
+        QVERIFY(QFile::remove(tmp.path() + QStringLiteral(".hnsw")));
+        auto after = openDirect(tmp.path(), config);
+        const double afterwards = annRecall(*after, QStringLiteral("load"), 100);
+        QCOMPARE(after->indexStats().builds, qint64(1));
+        qInfo("recall@10: built during the load %.4f, built afterwards %.4f", during, afterwards);
+        QVERIFY2(during >= 0.95 && std::abs(during - afterwards) <= 0.02,
+                 qPrintable(QStringLiteral("%1 against %2").arg(during).arg(afterwards)));
+    }
 }
 
 void TestSqliteStorage::walIsCheckpointedInTheBackground()

@@ -76,6 +76,44 @@ void normalise(const float *in, float *out, int dim)
     }
 }
 
+// Adds `count` points to the graph with `threads` threads: point(i, scratch) gives the i-th vector,
+// normalised (scratch: `dim` floats of the calling thread's own), label(i) its rowid; nodes[i] gets
+// the node it became. False when *cancel was set (some points may be in the graph then).
+template<typename Point, typename Label>
+bool addPoints(Graph &g, std::size_t count, int dim, int threads, const std::atomic<bool> *cancel, Point point, Label label,
+               std::vector<hnswlib::tableint> &nodes)
+{
+    nodes.assign(count, 0);
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failureLock;
+    auto work = [&] {
+        std::vector<float> scratch(std::size_t(std::max(dim, 1)));
+        try {
+            for (std::size_t i = next++; i < count; i = next++) {
+                if (cancel && cancel->load(std::memory_order_relaxed)) {
+                    next = count;
+                    break;
+                }
+                nodes[i] = g.addPoint(point(i, scratch.data()), hnswlib::labeltype(label(i)), -1);
+            }
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(failureLock);
+            failure = std::current_exception();
+            next = count;
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t)
+        pool.emplace_back(work);
+    work();
+    for (std::thread &t : pool)
+        t.join();
+    if (failure)
+        std::rethrow_exception(failure);
+    return !(cancel && cancel->load());
+}
+
 // A 64-bit checksum of a byte stream fed in pieces of any size: four lanes, each folding in one
 // 8-byte word of every 32-byte stripe with a multiplication and a rotation, mixed at the end with the
 // bytes left over and the length. It catches torn, cut and flipped files; it is not a cryptographic
@@ -751,36 +789,14 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
     ann->graph = std::make_unique<Graph>(ann->space.get(), capacity, std::size_t(m_params.m),
                                          std::size_t(m_params.efConstruction), 100);
     Graph &g = *ann->graph;
-    std::vector<hnswlib::tableint> nodeOf(n);
-    std::atomic<std::size_t> next{0};
-    std::exception_ptr failure;
-    std::mutex failureLock;
-    auto work = [&] {
-        try {
-            for (std::size_t i = next++; i < n; i = next++) {
-                if (cancel && cancel->load(std::memory_order_relaxed)) {
-                    next = n;
-                    break;
-                }
-                nodeOf[i] = g.addPoint(m_vectors.data() + i * std::size_t(m_dimension), hnswlib::labeltype(m_rowids[i]), -1);
-            }
-        } catch (...) {
-            std::lock_guard<std::mutex> lock(failureLock);
-            failure = std::current_exception();
-            next = n;
-        }
-    };
+    std::vector<hnswlib::tableint> nodeOf;
+    const std::size_t dim = std::size_t(m_dimension);
     // Small graphs are built on one thread, so that they come out the same on every run.
-    const int workers = n < 10000 ? 1 : std::max(1, threads);
-    std::vector<std::thread> pool;
-    for (int t = 1; t < workers; ++t)
-        pool.emplace_back(work);
-    work();
-    for (std::thread &t : pool)
-        t.join();
-    if (failure)
-        std::rethrow_exception(failure);
-    if (cancel && cancel->load())
+    const int workers = n < kParallelFrom ? 1 : std::max(1, threads);
+    const bool whole = addPoints(
+        g, n, m_dimension, workers, cancel, [&](std::size_t i, float *) { return m_vectors.data() + i * dim; },
+        [&](std::size_t i) { return m_rowids[i]; }, nodeOf);
+    if (!whole)
         return false;
 
     // Attributes move to the slots the graph gave their vectors.
@@ -803,6 +819,64 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
     m_slotOfRow = {};
     m_ann = std::move(ann);
     return true;
+}
+
+void VectorIndex::apply(const std::vector<Change> &changes, int threads)
+{
+    for (std::size_t i = 0; i < changes.size();) {
+        if (m_ann && threads > 1 && graphNodes() >= kParallelFrom) {
+            // The run of puts of records new to the graph from here, each rowid once.
+            const Graph &g = *m_ann->graph;
+            QSet<qint64> run;
+            std::size_t end = i;
+            for (; end < changes.size() && changes[end].kind == Change::Kind::Put; ++end) {
+                const qint64 rowid = changes[end].item.rowid;
+                if (run.contains(rowid) || g.label_lookup_.find(hnswlib::labeltype(rowid)) != g.label_lookup_.end())
+                    break;
+                run.insert(rowid);
+            }
+            if (end - i > 1) {
+                insertNew(changes, i, end, threads);
+                i = end;
+                continue;
+            }
+        }
+        const Change &c = changes[i++];
+        switch (c.kind) {
+        case Change::Kind::Put:
+            upsert(c.item, c.vector);
+            break;
+        case Change::Kind::Unvectored:
+            markUnvectored(c.item.rowid);
+            break;
+        case Change::Kind::Remove:
+            remove(c.item.rowid);
+            break;
+        }
+    }
+}
+
+// An exception (out of memory) leaves nodes in the graph without their attributes: the index is then
+// unusable, and its owner invalidates it (as SqliteStorage does after any failed index change).
+void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads)
+{
+    Graph &g = *m_ann->graph;
+    const std::size_t n = last - first;
+    if (g.cur_element_count + n > g.max_elements_)
+        g.resizeIndex(std::max(g.cur_element_count + n, g.max_elements_ + g.max_elements_ / 2));
+    std::vector<hnswlib::tableint> nodes;
+    addPoints(
+        g, n, m_dimension, threads, nullptr,
+        [&](std::size_t k, float *scratch) {
+            normalise(changes[first + k].vector, scratch, m_dimension);
+            return scratch;
+        },
+        [&](std::size_t k) { return changes[first + k].item.rowid; }, nodes);
+    growSlots(g.cur_element_count);
+    for (std::size_t k = 0; k < n; ++k) {
+        m_unvectored.remove(changes[first + k].item.rowid);
+        fill(nodes[k], changes[first + k].item);
+    }
 }
 
 std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filter) const
@@ -932,8 +1006,11 @@ std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, 
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
-                                                  const std::vector<qint64> *onlyRows, Mode mode) const
+                                                  const std::vector<qint64> *onlyRows, Mode mode, bool *walked) const
 {
+    bool unused = false;
+    bool &fromGraph = walked ? *walked : unused;
+    fromGraph = false;
     if (limit == 0 || size() == 0 || m_dimension <= 0)
         return {};
 
@@ -948,8 +1025,10 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
 
     if (!m_ann || onlyRows || limit < 0 || mode == Mode::Exact)
         return exact(q, f, limit, onlyRows);
-    if (f.trivial)
+    if (f.trivial) {
+        fromGraph = true;
         return graph(q, f, limit, 1.0);
+    }
 
     // Selectivity, from an evenly spread sample of the graph's nodes.
     const std::size_t nodes = slotCount();
@@ -964,14 +1043,17 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
             ++chosen;
     }
     const double p = seen ? double(chosen) / double(seen) : 0.0;
-    if (mode == Mode::Graph)
+    if (mode == Mode::Graph) {
+        fromGraph = true;
         return graph(q, f, limit, std::max(p, 1.0 / 64));
+    }
     // A small subset costs less to scan exactly than to find in the graph, and is exact.
     if (p < 0.05 || p * double(size()) < 4000)
         return exact(q, f, limit, nullptr);
     std::vector<Hit> hits = graph(q, f, limit, p);
     if (int(hits.size()) < limit)
         return exact(q, f, limit, nullptr); // the walk found too few: never return less than exists
+    fromGraph = true;
     return hits;
 }
 

@@ -174,6 +174,26 @@ public:
     };
     Judge judgeFor(const RecordFilter &filter) const;
 
+    // One record's state, for making it the same in an index (apply()).
+    struct Change
+    {
+        enum class Kind {
+            Put,        // the vector and attributes of item.rowid
+            Unvectored, // item.rowid has no usable vector
+            Remove      // item.rowid is gone
+        };
+        Kind kind = Kind::Remove;
+        Item item;
+        const float *vector = nullptr; // Put: dimension() floats, any length; read during apply() only
+    };
+    // Applies the changes in order (as upsert(), markUnvectored() and remove() one by one would). In
+    // the approximate layout of a graph of at least kParallelFrom nodes, each run of puts of records
+    // new to the graph is inserted with `threads` threads: a batch of a bulk load enters the graph
+    // with every core, on the writer's side. Smaller graphs are changed on one thread, so that they come
+    // out the same on every run.
+    void apply(const std::vector<Change> &changes, int threads);
+    static constexpr std::size_t kParallelFrom = 10000;
+
     // Converts the flat layout into the approximate one, inserting with `threads` threads. With
     // `cancel`, stops soon after it is set, returning false with the index as it was (flat).
     bool buildAnn(int threads, const std::atomic<bool> *cancel = nullptr);
@@ -188,8 +208,9 @@ public:
     // conditions other than judges() accepts are not looked at: pass the rowids the ids select as
     // `onlyRows` (nullptr: no id condition), and check the others on the records.
     // At most `limit` hits; limit < 0 returns every selected record, ranked (exactly).
+    // With `walked`, whether the hits came from the graph (else from an exact scan).
     std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit,
-                            const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto) const;
+                            const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto, bool *walked = nullptr) const;
 
     // Writes the approximate layout to `path`: a temporary file beside it, with a checksum of its
     // content, synced, renamed over it, and the folder synced. False with *error when it cannot
@@ -229,6 +250,8 @@ private:
     bool live(std::size_t slot) const;
     std::optional<std::size_t> slotOf(qint64 rowid) const;
     const float *vectorAt(std::size_t slot) const;
+    // Inserts the puts changes[first, last) (rowids new to the graph) with `threads` threads.
+    void insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads);
     std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
     // The filter's conditions on this index's attributes; nothing when it can select no record.
     std::optional<Filter> compile(const RecordFilter &filter) const;

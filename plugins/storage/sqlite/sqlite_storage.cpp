@@ -13,6 +13,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QLocale>
 #include <QLoggingCategory>
 #include <QMutexLocker>
 #include <QScopeGuard>
@@ -748,6 +749,16 @@ void SqliteStorage::stopCheckpointer()
     m_checkpointer.reset();
 }
 
+// The threads that build a graph or insert a batch into it: every core (up to 8).
+int indexThreads()
+{
+    return int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+}
+
+// A connection whose saves reach this many records, and as many as the store held before its first
+// save, is loading the store in bulk (SqliteStorage::noteSaved()).
+constexpr qint64 kBulkLoadFrom = 1000;
+
 // The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
 // graph on its own threads while searches scan the flat index exactly; the writes made meanwhile are
 // noted and applied to the graph when it is taken (finishBuild()).
@@ -793,7 +804,7 @@ void SqliteStorage::startBuild()
     if (!build->index)
         return;
     GraphBuild *b = build.get();
-    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
+    const int threads = indexThreads();
     b->thread = std::thread([b, threads] {
         try {
             b->built = b->index->buildAnn(threads, &b->cancel);
@@ -804,6 +815,10 @@ void SqliteStorage::startBuild()
     });
     m_build = std::move(build);
     ++m_stats.backgroundBuilds;
+    // Once a build, on the log (mneme --verbose shows it): recalls are exact, and slower, meanwhile.
+    qCInfo(lcSqlite).noquote() << QStringLiteral("%1: building the HNSW graph of %2 records on background threads; until it "
+                                                 "is done, each vector search scans every vector exactly")
+                                      .arg(m_location, QLocale(QLocale::English).toString(qulonglong(m_index.size())));
 }
 
 bool SqliteStorage::finishBuild()
@@ -1750,6 +1765,53 @@ void SqliteStorage::indexPut(qint64 rowid, const MemoryRecord &r)
     m_index.upsert(indexItem(rowid, r), r.embedding.data());
 }
 
+void SqliteStorage::indexInserted(const std::vector<qint64> &rowids, const std::vector<const MemoryRecord *> &records)
+{
+    std::vector<VectorIndex::Change> changes;
+    changes.reserve(records.size());
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const MemoryRecord &r = *records[i];
+        if (!r.embedding.empty() && m_index.dimension() != int(r.embedding.size())) {
+            if (m_index.trackedCount() == 0 && !m_index.isAnn() && changes.empty()) {
+                m_index.reset(int(r.embedding.size())); // the first vector of an empty store
+            } else {
+                dropIndex(); // cannot happen after checkDimension(); reload to be safe
+                return;
+            }
+        }
+        noteChange(rowids[i]);
+        VectorIndex::Change c;
+        c.kind = r.embedding.empty() ? VectorIndex::Change::Kind::Remove : VectorIndex::Change::Kind::Put;
+        c.item = indexItem(rowids[i], r);
+        c.vector = r.embedding.data();
+        changes.push_back(std::move(c));
+    }
+    m_index.apply(changes, indexThreads());
+}
+
+// A connection that has saved as many records as the store held before its first save (and at least
+// kBulkLoadFrom) is loading it in bulk: it loads the index now, with the records just committed
+// (reading at most twice as many vectors as it wrote), and keeps it up to date with every later save,
+// so that the graph is built during the load, each batch inserted with every core on the writer's
+// side, and written when the load ends (close()). Called after a save while the index is not loaded.
+void SqliteStorage::noteSaved(qint64 saved)
+{
+    m_savedHere += saved;
+    if (m_savedHere < kBulkLoadFrom || m_indexFailed)
+        return;
+    if (m_recordsBeforeSaves < 0) // counted once, and only by a connection that saves this much
+        m_recordsBeforeSaves = std::max<qint64>(0, recordCount() - m_savedHere);
+    if (m_savedHere < m_recordsBeforeSaves)
+        return;
+    m_bulkLoading = true;
+    try {
+        loadIndex();
+    } catch (...) {
+        m_indexFailed = true; // the save is committed; searches load the index as before
+        dropIndex();
+    }
+}
+
 void SqliteStorage::indexRemove(qint64 rowid)
 {
     if (m_index.isLoaded()) {
@@ -1788,7 +1850,7 @@ void SqliteStorage::promoteIfLarge()
         startBuild();
         return;
     }
-    m_index.buildAnn(int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+    m_index.buildAnn(indexThreads());
     ++m_stats.builds;
     m_stats.fromFile = false;
     m_unsaved = std::max<qint64>(m_unsaved, 1);
@@ -1806,7 +1868,9 @@ void SqliteStorage::saveIndexFile(bool force) noexcept
 {
     if (!m_index.isLoaded() || !m_index.isAnn() || m_readOnly || !indexFileUsable() || m_unsaved <= 0)
         return;
-    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / 8)))
+    // During a bulk load, each time the index has doubled since the file was written (the bytes written
+    // add up to twice the last file, written by close()).
+    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / (m_bulkLoading ? 2 : 8))))
         return;
     VectorIndex::Stamp stamp;
     stamp.storeId = m_storeId;
@@ -2191,15 +2255,12 @@ void SqliteStorage::saveLocked(std::span<const MemoryRecord> records, std::vecto
     t.commit();
     cache.add(inserted);
     m_readCache = std::move(cache);
-    if (!m_index.isLoaded())
+    if (!m_index.isLoaded()) {
+        noteSaved(qint64(inserted.size()));
         return;
+    }
     try {
-        for (std::size_t i = 0; i < inserted.size(); ++i) {
-            if (inserted[i]->embedding.empty())
-                indexRemove(rowids[i]);
-            else
-                indexPut(rowids[i], *inserted[i]);
-        }
+        indexInserted(rowids, inserted);
     } catch (...) {
         dropIndex(); // committed: the next search reloads
         return;
@@ -2358,7 +2419,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
     const std::vector<VectorIndex::Hit> hits =
-        m_index.search(query.data(), filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
+        searchIndex(query, filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
     std::vector<ScoredRecord> out;
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     // The rows are read a chunk of hits at a time, each chunk in one statement; a post-filtered search
@@ -2412,7 +2473,25 @@ std::vector<VectorIndex::Hit> SqliteStorage::nearest(const Embedding &query, con
     std::vector<qint64> rows;
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
-    return m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &rows, mode);
+    return searchIndex(query, filter, limit, filter.ids.isEmpty() ? nullptr : &rows, mode);
+}
+
+std::vector<VectorIndex::Hit> SqliteStorage::searchIndex(const Embedding &query, const RecordFilter &filter, int limit,
+                                                         const std::vector<qint64> *rows, VectorIndex::Mode mode)
+{
+    bool walked = false;
+    std::vector<VectorIndex::Hit> hits = m_index.search(query.data(), filter, limit, rows, mode, &walked);
+    static const QLocale english(QLocale::English);
+    const QString n = english.toString(qulonglong(m_index.size()));
+    if (walked)
+        m_stats.lastSearch = QStringLiteral("HNSW graph of %1 records").arg(n);
+    else if (m_build)
+        m_stats.lastSearch = QStringLiteral("exact scan of %1 records: the HNSW graph is being built").arg(n);
+    else if (m_index.isAnn())
+        m_stats.lastSearch = QStringLiteral("exact scan of the records the filter selects (HNSW graph of %1 records)").arg(n);
+    else
+        m_stats.lastSearch = QStringLiteral("exact scan of %1 records").arg(n);
+    return hits;
 }
 
 SqliteStorage::IndexStats SqliteStorage::indexStats()
@@ -2619,7 +2698,7 @@ std::optional<std::vector<SearchHit>> SqliteStorage::searchHits(const Embedding 
     std::vector<qint64> rows;
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
-    for (const VectorIndex::Hit &h : m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &rows)) {
+    for (const VectorIndex::Hit &h : searchIndex(query, filter, limit, filter.ids.isEmpty() ? nullptr : &rows)) {
         const std::optional<VectorIndex::RankFields> f = m_index.rankFields(h.rowid);
         if (!f)
             continue; // cannot happen: the index found it

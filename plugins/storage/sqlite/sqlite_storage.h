@@ -77,9 +77,12 @@ public:
         qint64 backgroundBuilds = 0;   // of which started in the background
         bool building = false;         // a graph is being built in the background: searches scan exactly
         qint64 exactWhileBuilding = 0; // searches answered by an exact scan because of that
-        qint64 saves = 0;              // index files written
-        qint64 replayed = 0;           // history entries applied by catching up (file or other processes)
-        std::size_t vectors = 0;       // records with a vector in the index
+        // How the last search was answered, in words: "HNSW graph of N records", or an exact scan (of a
+        // small store, of the few records a filter selects, or of every vector while the graph is built).
+        QString lastSearch;
+        qint64 saves = 0;        // index files written
+        qint64 replayed = 0;     // history entries applied by catching up (file or other processes)
+        std::size_t vectors = 0; // records with a vector in the index
         std::size_t deletedNodes = 0;
         qint64 seq = 0;               // the last history seq the index reflects
         qint64 checkpoints = 0;       // WAL checkpoints run by the background thread
@@ -321,6 +324,9 @@ private:
     static VectorIndex::Item indexItem(qint64 rowid, const MemoryRecord &r);
     void indexPut(qint64 rowid, const MemoryRecord &r);
     void indexRemove(qint64 rowid);
+    // Puts records just inserted (at these rowids) into the index, a batch at once.
+    void indexInserted(const std::vector<qint64> &rowids, const std::vector<const MemoryRecord *> &records);
+    void noteSaved(qint64 saved);
     void loadIndex();
     bool prepareIndex(const Embedding &query);
     bool catchUp();
@@ -337,6 +343,9 @@ private:
     // Invalidates the index (cancelling a build of it).
     void dropIndex();
     void noteChange(qint64 rowid);
+    // m_index.search(), noting how it answered (IndexStats::lastSearch).
+    std::vector<VectorIndex::Hit> searchIndex(const Embedding &query, const RecordFilter &filter, int limit,
+                                              const std::vector<qint64> *rows, VectorIndex::Mode mode = VectorIndex::Mode::Auto);
     void saveIndexFile(bool force) noexcept;
     bool indexFileUsable() const;
     QString metaValue(const char *key);
@@ -411,10 +420,14 @@ private:
     // the store's size when counted: reused while the store has grown by less than a twentieth.
     QHash<QByteArray, qint64> m_termCounts;
     qint64 m_termCountsRecords = -1;
-    QString m_storeId;            // meta store_id: names the store in the index file
-    qint64 m_indexGeneration = 0; // meta reset_generation the index reflects
-    qint64 m_indexSeq = 0;        // last history seq the index reflects
-    qint64 m_unsaved = 0;         // changes the index file does not hold
+    QString m_storeId;                // meta store_id: names the store in the index file
+    qint64 m_indexGeneration = 0;     // meta reset_generation the index reflects
+    qint64 m_indexSeq = 0;            // last history seq the index reflects
+    qint64 m_unsaved = 0;             // changes the index file does not hold
+    qint64 m_recordsBeforeSaves = -1; // records in the store before this connection's first save
+    qint64 m_savedHere = 0;           // records this connection saved (noteSaved())
+    bool m_bulkLoading = false;       // this connection loads the store in bulk
+    bool m_indexFailed = false;       // loading the index for a bulk load failed: not tried again
     IndexStats m_stats;
     mutable QMutex m_mutex;
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
