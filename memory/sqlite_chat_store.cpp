@@ -255,7 +255,13 @@ SqliteChatStore::Copied SqliteChatStore::copySessionsFrom(const QString &path)
     m_file->checkOpen();
     const QString doing = QStringLiteral("copying the chat sessions of %1").arg(path);
     Statement(*m_file, "ATTACH DATABASE ? AS mneme_source").bind(1, readOnlyUri(path)).step(doing);
-    const auto detach = qScopeGuard([&] { m_file->exec("DETACH DATABASE mneme_source", doing); });
+    const auto detach = qScopeGuard([&] {
+        try {
+            m_file->exec("DETACH DATABASE mneme_source", doing);
+        } catch (const Error &) {
+            // still attached until the store closes: nothing is written to it
+        }
+    });
     {
         Statement tables(*m_file, "SELECT count(*) FROM mneme_source.sqlite_master WHERE type = 'table' AND name IN "
                                   "('chat_meta', 'chat_sessions', 'chat_messages', 'chat_flushes', 'chat_block_states')");

@@ -782,17 +782,25 @@ QByteArray PostgresStorage::where(const RecordFilter &filter, Params &params) co
 
 namespace {
 
+// The categories column's names (JSON text; anything else read as none).
+QStringList categoriesOf(std::string_view column)
+{
+    QStringList out;
+    const Json cats = parseJsonOrDiscarded(column);
+    if (cats.is_array())
+        for (const Json &c : cats)
+            if (c.is_string())
+                out << QString::fromStdString(c.get<std::string>());
+    return out;
+}
+
 MemoryRecord recordAt(const auto &r, int row)
 {
     MemoryRecord m;
     m.id = r.text(row, 1);
     m.content = r.text(row, 2);
     m.scope = r.text(row, 3);
-    const Json cats = parseJsonOrDiscarded(r.bytes(row, 4).toStdString());
-    if (cats.is_array())
-        for (const Json &c : cats)
-            if (c.is_string())
-                m.categories << QString::fromStdString(c.get<std::string>());
+    m.categories = categoriesOf(r.view(row, 4));
     m.importance = r.number(row, 5);
     m.source = r.text(row, 6);
     m.isPrivate = r.boolean(row, 7);
@@ -1255,12 +1263,7 @@ bool indexItemAt(const auto &r, int row, int dimension, VectorIndex::Item &item,
     if (dimension <= 0 || embedding.size() != std::size_t(dimension) * sizeof(float))
         return false;
     item.scope = QString::fromUtf8(r.view(row, 1));
-    item.categories.clear();
-    const Json cats = parseJsonOrDiscarded(r.view(row, 2));
-    if (cats.is_array())
-        for (const Json &c : cats)
-            if (c.is_string())
-                item.categories << QString::fromStdString(c.get<std::string>());
+    item.categories = categoriesOf(r.view(row, 2));
     item.source = QString::fromUtf8(r.view(row, 3));
     item.isPrivate = r.binaryBool(row, 4);
     item.hasCreated = true;
@@ -1902,10 +1905,10 @@ std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
     return sortedPage(select(filter, false), request.order, request.limit, request.offset);
 }
 
-// An answer of the read cache, or computed and kept. An answer is kept as of the position read before
-// it was computed when the log is still there after it: a write committed meanwhile (by another
-// process, or by another thread of this one, whose keepInserted() would add its records twice) is not
-// taken for older than it is.
+// An answer from m_readCache, or computed and kept as of the change log's position read before it was
+// computed, provided the log is still there afterwards: a write committed meanwhile (another
+// process's, or another thread's of this one, whose keepInserted() adds its records) may be in the
+// answer already.
 template<typename Find, typename Compute, typename Keep>
 auto PostgresStorage::cachedRead(Find find, Compute compute, Keep keep)
 {
@@ -1965,19 +1968,12 @@ QMap<QString, int> PostgresStorage::countCategories(const RecordFilter &filter)
             count(m.categories);
         return out;
     }
-    // The categories column alone (read as recordAt() reads it).
+    // The categories column alone.
     Params p;
     const QByteArray w = where(filter, p);
     const Result r = exec("SELECT categories FROM mneme_records WHERE " + w, p, QStringLiteral("counting categories"));
-    for (int i = 0; i < r.rows(); ++i) {
-        const Json cats = parseJsonOrDiscarded(r.bytes(i, 0).toStdString());
-        QStringList names;
-        if (cats.is_array())
-            for (const Json &c : cats)
-                if (c.is_string())
-                    names << QString::fromStdString(c.get<std::string>());
-        count(names);
-    }
+    for (int i = 0; i < r.rows(); ++i)
+        count(categoriesOf(r.view(i, 0)));
     return out;
 }
 

@@ -345,7 +345,6 @@ private:
     qint64 recordCount();
     void ensureStoreId();
 
-
     // The check (check()); each returns what is wrong in a sentence, empty when nothing is.
     std::vector<DamagedRecord> damagedLocked();
     QString keywordIndexProblem();
