@@ -5,7 +5,10 @@
 #include <mneme/core/error.h>
 #include <mneme/core/version.h>
 
+#include <QFileInfo>
 #include <QMutexLocker>
+#include <QScopeGuard>
+#include <QUrl>
 #include <QUuid>
 #include <limits>
 
@@ -231,6 +234,92 @@ void SqliteChatStore::migrate()
         by.bind(1, QStringLiteral("mneme " MNEME_VERSION_STR)).step(QStringLiteral("recording the creator"));
     });
     tx.commit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Copies between files (mneme migrate)
+
+namespace {
+
+// A read-only file: URI of a path (no character of it taken for a URI parameter).
+QByteArray readOnlyUri(const QString &path)
+{
+    return "file:" + QUrl::toPercentEncoding(QFileInfo(path).absoluteFilePath(), "/") + "?mode=ro";
+}
+
+} // namespace
+
+SqliteChatStore::Copied SqliteChatStore::copySessionsFrom(const QString &path)
+{
+    QMutexLocker lock(&m_mutex);
+    m_file->checkOpen();
+    const QString doing = QStringLiteral("copying the chat sessions of %1").arg(path);
+    Statement(*m_file, "ATTACH DATABASE ? AS mneme_source").bind(1, readOnlyUri(path)).step(doing);
+    const auto detach = qScopeGuard([&] {
+        try {
+            m_file->exec("DETACH DATABASE mneme_source", doing);
+        } catch (const Error &) {
+            // still attached until the store closes: nothing is written to it
+        }
+    });
+    {
+        Statement tables(*m_file, "SELECT count(*) FROM mneme_source.sqlite_master WHERE type = 'table' AND name IN "
+                                  "('chat_meta', 'chat_sessions', 'chat_messages', 'chat_flushes', 'chat_block_states')");
+        tables.step(doing);
+        if (tables.int64(0) == 0)
+            return {};
+        if (tables.int64(0) != kTables.size())
+            throw Error(ErrorKind::Corrupt, QStringLiteral("the chat tables of %1 are incomplete; check it with `mneme check` "
+                                                           "pointed at it. Nothing was copied")
+                                                .arg(path));
+    }
+    {
+        Statement version(*m_file, "SELECT value FROM mneme_source.chat_meta WHERE key = 'schema_version'");
+        const int v = version.step(doing) ? version.text(0).toInt() : 0;
+        if (v != kLatestSchema)
+            throw Error(ErrorKind::InvalidArgument,
+                        QStringLiteral("the chat sessions of %1 are of chat schema %2, this Mneme copies schema %3; open them once "
+                                       "with this Mneme (`mneme chat list` pointed at it), then copy again. Nothing was copied")
+                            .arg(path)
+                            .arg(v)
+                            .arg(kLatestSchema));
+    }
+    Transaction tx(*m_file, doing);
+    Copied out;
+    {
+        Statement counts(*m_file, "SELECT count(*), count(t.session) FROM mneme_source.chat_sessions s "
+                                  "LEFT JOIN main.chat_sessions t ON t.session = s.session");
+        counts.step(doing);
+        out.already = int(counts.int64(1));
+        out.copied = int(counts.int64(0)) - out.already;
+    }
+    // The rows of the sessions this store lacks, the sessions last (the condition reads them).
+    const char *lacking = " WHERE session IN (SELECT session FROM mneme_source.chat_sessions "
+                          "EXCEPT SELECT session FROM main.chat_sessions)";
+    for (const char *table : {"chat_messages", "chat_flushes", "chat_block_states", "chat_sessions"}) {
+        const QByteArray sql = QByteArray("INSERT INTO main.") + table + " SELECT * FROM mneme_source." + table + lacking;
+        m_file->exec(sql.constData(), doing);
+    }
+    tx.commit();
+    return out;
+}
+
+int SqliteChatStore::countSessions(const QString &path)
+{
+    if (!QFileInfo(path).isFile())
+        return 0;
+    // Attached read-only to a connection of its own, so that nothing is created in the file.
+    SqliteFile file(SqliteFileKind{QStringLiteral("chat store"), QString(), QString()}, 10000);
+    file.open(QStringLiteral(":memory:"));
+    const QString doing = QStringLiteral("counting the chat sessions of %1").arg(path);
+    Statement(file, "ATTACH DATABASE ? AS mneme_source").bind(1, readOnlyUri(path)).step(doing);
+    Statement tables(file, "SELECT count(*) FROM mneme_source.sqlite_master WHERE type = 'table' AND name = 'chat_sessions'");
+    tables.step(doing);
+    if (tables.int64(0) == 0)
+        return 0;
+    Statement sessions(file, "SELECT count(*) FROM mneme_source.chat_sessions");
+    sessions.step(doing);
+    return int(sessions.int64(0));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -43,6 +43,22 @@ public:
     // The schema version this build writes and the newest it reads.
     static int latestSchemaVersion();
 
+    // What copySessionsFrom() found.
+    struct Copied
+    {
+        int copied = 0;  // sessions copied
+        int already = 0; // sessions this store held already (left as they are)
+    };
+    // Copies the chat sessions of another file (a chat store, or the chat tables of a memory store's
+    // file) that this store lacks, each with its messages, flushes and block states exactly as
+    // stored (uids, seqs, times), in one transaction; a session this store holds already is left as
+    // it is, so that a copy run again after an interruption copies the rest. The other file is
+    // attached read-only: a file without chat tables has no sessions. Throws Error(InvalidArgument)
+    // for chat tables of another chat schema version (open them once with this Mneme first).
+    Copied copySessionsFrom(const QString &path);
+    // How many chat sessions the file holds, read without changing it (0: no file, or no chat tables).
+    static int countSessions(const QString &path);
+
     QString location() const override;
     QList<SessionInfo> sessions() override;
     std::optional<SessionInfo> session(const QString &id) override;

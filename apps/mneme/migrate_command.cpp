@@ -7,6 +7,7 @@
 #include <mneme/core/graph_store.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/core/storage_backend.h>
+#include <mneme/memory/sqlite_chat_store.h>
 
 #include <QElapsedTimer>
 #include <QRegularExpression>
@@ -164,6 +165,22 @@ Json moveGraph(GraphStore &from, GraphStore &to, int batch)
     return counts;
 }
 
+// The chat sessions kept in the source's file (a SQLite store: the chat memory's default place), copied
+// into the target's file when it is a SQLite file too; a PostgreSQL target keeps no chat sessions, so
+// they are left where they are (`left`). Null when the source keeps no chat sessions.
+Json moveChatSessions(StorageBackend &from, StorageBackend &to, bool toSqlite)
+{
+    if (from.location().contains(QLatin1String("://")))
+        return Json(); // a server keeps no chat sessions
+    const int stored = SqliteChatStore::countSessions(from.location());
+    if (!toSqlite)
+        return Json{{"copied", 0}, {"already", 0}, {"left", stored}};
+    if (stored == 0)
+        return Json{{"copied", 0}, {"already", 0}, {"left", 0}};
+    const SqliteChatStore::Copied c = SqliteChatStore(to.location()).copySessionsFrom(from.location());
+    return Json{{"copied", c.copied}, {"already", c.already}, {"left", 0}};
+}
+
 } // namespace
 
 MigrateCommand::MigrateCommand(CommandContext &context) : m_ctx(context) {}
@@ -221,6 +238,11 @@ void MigrateCommand::migrate()
         else if (!g->entities({}, 1, 0).empty())
             console.notice(QStringLiteral("the graph was not moved: %1 keeps no graph").arg(to->location()));
     }
+    const Json chat = moveChatSessions(from, *to, spec["provider"] == "sqlite");
+    if (chat.is_object() && chat["left"].get<int>() > 0)
+        console.notice(QStringLiteral("%1 not moved: %2 keeps no chat sessions. They stay in %3; give the chat memory that file "
+                                      "(its \"storage\" key, or --db for `mneme chat`)")
+                           .arg(Console::counted(chat["left"].get<int>(), QStringLiteral("chat session")), to->location(), from.location()));
     const int damaged = int(from.damagedRecords().size());
     if (damaged > 0)
         console.notice(QStringLiteral("%1 not moved (see `mneme check`)").arg(Console::counted(damaged, QStringLiteral("damaged record"))));
@@ -241,19 +263,26 @@ void MigrateCommand::migrate()
                                {"damaged", damaged},
                                {"state", stateDocuments},
                                {"graph", graph},
+                               {"chat_sessions", chat},
                                {"resumed", resumed},
                                {"seconds", seconds}});
         return;
     }
+    // The records this run copied; those an earlier run copied are named apart.
     QString text = QStringLiteral("Migrated %1 from %2 to %3 in %4 s")
-                       .arg(Console::counted(moved.copied + moved.already, QStringLiteral("record")), from.location(), location,
+                       .arg(Console::counted(moved.copied, QStringLiteral("record")), from.location(), location,
                             QString::number(seconds, 'f', 1));
     if (moved.already > 0)
-        text += QStringLiteral(" (%1 already there)").arg(moved.already);
+        text += QStringLiteral(" (%1 already there from an earlier run: %2 in all)")
+                    .arg(Console::counted(moved.already, QStringLiteral("record")))
+                    .arg(moved.copied + moved.already);
     if (graph.is_object())
         text += QStringLiteral("; graph: %1, %2")
                     .arg(Console::counted(graph["entities"].get<int>(), QStringLiteral("entity"), QStringLiteral("entities")),
                          Console::counted(graph["relations"].get<int>(), QStringLiteral("relation")));
+    if (chat.is_object() && chat["copied"].get<int>() + chat["already"].get<int>() > 0)
+        text += QStringLiteral("; chat: %1").arg(Console::counted(chat["copied"].get<int>(), QStringLiteral("session")))
+              + (chat["already"].get<int>() > 0 ? QStringLiteral(" (%1 already there)").arg(chat["already"].get<int>()) : QString());
     console.write(text + QStringLiteral(".\n"));
 }
 

@@ -1,10 +1,12 @@
 // `mneme migrate --to TARGET` in real processes: a SQLite store moved to a PostgreSQL schema (the
 // cluster of the CTest fixture "postgres") and back to a SQLite file with everything kept (records,
-// embeddings, state, graph), a run killed mid-way and run again, and the refusals.
+// embeddings, state, graph), chat sessions moved between SQLite files (and left in place for a
+// server), a run killed mid-way and run again with its summary, and the refusals.
 
 #include "cli_test_macros.h"
 #include "temp_store.h"
 #include "tests/postgres/pg_test_util.h"
+#include <mneme/memory/sqlite_chat_store.h>
 
 #include <QFile>
 #include <QProcess>
@@ -145,6 +147,64 @@ private Q_SLOTS:
         QCOMPARE(again.json()["copied"], Json(0));
         QCOMPARE(again.json()["already"], Json(3));
         QCOMPARE(again.json()["resumed"], Json(true));
+    }
+
+    // The chat sessions kept in a SQLite store's file move into a SQLite target exactly (uids, seqs,
+    // times, archived messages, flushes, block states), once; a PostgreSQL target keeps none, so they
+    // stay where they are, and the command says so.
+    void chatSessionsMove()
+    {
+        const QString source = m_dir.path(QStringLiteral("chatty.db"));
+        EXPECT_EXIT(run({QStringLiteral("--db"), source, QStringLiteral("remember"), QStringLiteral("Ana likes green tea")}), 0);
+        {
+            SqliteChatStore chats(source);
+            chats.append(QStringLiteral("trip"), {SessionMessage(ChatMessage::user(QStringLiteral("Where do we go?"))),
+                                                  SessionMessage(ChatMessage::assistant(QStringLiteral("To Lisbon.")))});
+            const std::optional<FlushRecord> flush = chats.beginFlush(QStringLiteral("trip"), 1, 1, 5, {QStringLiteral("facts")}, QStringLiteral("me"));
+            QVERIFY(flush);
+            chats.completeBlock(QStringLiteral("trip"), flush->flush, QStringLiteral("facts"), Json{{"facts", {"they go to Lisbon"}}});
+            chats.append(QStringLiteral("support"), {SessionMessage(ChatMessage::user(QStringLiteral("My build fails.")))});
+        }
+        const auto sessionsOf = [](const QString &path) {
+            SqliteChatStore chats(path);
+            Json out = Json::array();
+            for (const SessionInfo &s : chats.sessions()) {
+                Json messages = Json::array();
+                for (const SessionMessage &m : chats.messages(s.id, true))
+                    messages.push_back(m.toJson());
+                Json blocks = Json::object();
+                for (auto [name, state] : chats.blockStates(s.id).asKeyValueRange())
+                    blocks[name.toStdString()] = state;
+                out.push_back({{"session", s.toJson()}, {"messages", messages}, {"blocks", blocks}});
+            }
+            return out;
+        };
+        const Json before = sessionsOf(source);
+        QCOMPARE(before.size(), std::size_t(2));
+
+        const QString target = m_dir.path(QStringLiteral("chatty-copy.db"));
+        const CliRun moved = run({QStringLiteral("--db"), source, QStringLiteral("migrate"), QStringLiteral("--to"), target, QStringLiteral("--json")});
+        EXPECT_JSON_OK(moved);
+        QCOMPARE(moved.json()["chat_sessions"], (Json{{"copied", 2}, {"already", 0}, {"left", 0}}));
+        QCOMPARE(sessionsOf(target), before);
+        // Run again: nothing is copied twice; the summary counts what this run copied.
+        const CliRun again = run({QStringLiteral("--db"), source, QStringLiteral("migrate"), QStringLiteral("--to"), target});
+        EXPECT_EXIT(again, 0);
+        QVERIFY2(again.out.contains("Migrated 0 records from ") && again.out.contains("(1 record already there from an earlier run: 1 in all)")
+                     && again.out.contains("; chat: 0 sessions (2 already there)"),
+                 again.describe().constData());
+        QCOMPARE(sessionsOf(target), before);
+        // A session added since moves on the next run.
+        SqliteChatStore(source).append(QStringLiteral("later"), {SessionMessage(ChatMessage::user(QStringLiteral("One more.")))});
+        const CliRun third = run({QStringLiteral("--db"), source, QStringLiteral("migrate"), QStringLiteral("--to"), target, QStringLiteral("--json")});
+        EXPECT_JSON_OK(third);
+        QCOMPARE(third.json()["chat_sessions"], (Json{{"copied", 1}, {"already", 2}, {"left", 0}}));
+        QCOMPARE(sessionsOf(target), sessionsOf(source));
+        // A server keeps no chat sessions: they stay in the source file, and a notice says where.
+        const CliRun toServer = run({QStringLiteral("--db"), source, QStringLiteral("migrate"), QStringLiteral("--to"), PgCluster::freshDsn()});
+        EXPECT_EXIT(toServer, 0);
+        QVERIFY2(toServer.err.contains("3 chat sessions not moved") && toServer.err.contains(source.toUtf8()), toServer.describe().constData());
+        QVERIFY2(toServer.out.startsWith("Migrated 1 record from "), toServer.describe().constData());
     }
 
     // A migrate killed mid-way (SIGKILL of the real process) and run again copies the rest: every

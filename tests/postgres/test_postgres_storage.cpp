@@ -101,6 +101,8 @@ private Q_SLOTS:
         QTest::newRow("unknown key") << QStringLiteral("{\"dsn\": \"host=x\", \"pasword\": \"x\"}")
                                      << QStringLiteral("unknown postgres storage config key \"pasword\"");
         QTest::newRow("bad timeout") << QStringLiteral("{\"dsn\": \"host=x\", \"connect_timeout_s\": 0}") << QStringLiteral("connect_timeout_s");
+        QTest::newRow("bad change log size") << QStringLiteral("{\"dsn\": \"host=x\", \"change_log_keep\": 0}")
+                                             << QStringLiteral("\"change_log_keep\" must be a whole number of change-log entries from 1");
         QTest::newRow("not a dsn") << QStringLiteral("{\"dsn\": \"host='unterminated\"}") << QStringLiteral("is not a libpq connection string");
     }
     void configIsChecked()
@@ -344,6 +346,72 @@ private Q_SLOTS:
         QVERIFY(QDir(dirB.path()).entryList({QStringLiteral("pg-*.hnsw")}, QDir::Files).size() == 1);
     }
 
+    // The change log keeps its newest change_log_keep entries. A process whose index is older than the
+    // oldest kept entry (it was away while the log moved on) reloads it whole, and finds every record;
+    // one that is not catches up from the entries as before; a reset starts the log afresh.
+    void changeLogIsPrunedAndLaggingPeersConverge()
+    {
+        QTemporaryDir dirW, dirR;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.changeLogKeep = 5;
+        o.listen = false; // the reader's index moves only when it searches
+        o.indexDir = dirW.path();
+        PostgresStorage writerStore(o);
+        StorageBackend &writer = writerStore; // (the store's own remove() and reset() are its helpers')
+        o.indexDir = dirR.path();
+        PostgresStorage reader(o);
+        const auto entries = [&] { return test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM mneme_changes"), o.dsn).toInt(); };
+        const auto prunedThrough = [&] {
+            return test::PgCluster::scalar(QStringLiteral("SELECT value FROM mneme_meta WHERE key = 'changes_pruned_through'"), o.dsn)
+                .toLongLong();
+        };
+        writer.save({vectorRecord(QStringLiteral("before"), {1, 0, 0})});
+        QCOMPARE(reader.search({1, 0, 0}, RecordFilter(), 10).size(), std::size_t(1));
+        const qint64 readerAt = reader.indexStats().seq;
+        for (int i = 0; i < 30; ++i)
+            writer.save({vectorRecord(QStringLiteral("while away %1").arg(i), {float(i), 1, 0})});
+        QVERIFY(entries() <= 5);
+        QVERIFY(prunedThrough() > readerAt);
+        // The lagging reader reloads: every record is found, none twice.
+        const qint64 loads = reader.indexStats().fullLoads;
+        const auto all = reader.search({1, 1, 0}, RecordFilter(), 100);
+        QCOMPARE(all.size(), std::size_t(31));
+        QSet<QString> ids;
+        for (const ScoredRecord &r : all)
+            ids.insert(r.record.id);
+        QCOMPARE(ids.size(), 31);
+        QCOMPARE(reader.indexStats().fullLoads, loads + 1);
+        // A reader within the kept entries replays them.
+        const qint64 replayed = reader.indexStats().replayed;
+        writer.save({vectorRecord(QStringLiteral("after"), {0, 0, 1})});
+        RecordFilter after;
+        after.contentContains = QStringLiteral("after");
+        QCOMPARE(writer.count(after), 1);
+        QCOMPARE(reader.search({0, 0, 1}, RecordFilter(), 1).front().record.content, QStringLiteral("after"));
+        QCOMPARE(reader.indexStats().fullLoads, loads + 1);
+        QCOMPARE(reader.indexStats().replayed, replayed + 1);
+        // Deletes are pruned like inserts: the lagging reader does not find a deleted record.
+        RecordFilter away;
+        away.contentContains = QStringLiteral("while away");
+        for (const MemoryRecord &r : writer.list(away, 10, 0)) {
+            RecordFilter one;
+            one.ids = {r.id};
+            QCOMPARE(writer.remove(one), 1);
+        }
+        QVERIFY(reader.indexStats().seq < prunedThrough());
+        QCOMPARE(reader.search({1, 1, 0}, RecordFilter(), 100).size(), std::size_t(32 - 10));
+        // A reset empties the log and its mark; the next writes are caught up from entries again.
+        writer.reset(QStringLiteral("/"));
+        QCOMPARE(prunedThrough(), 0);
+        writer.save({vectorRecord(QStringLiteral("afresh"), {1, 0, 0})});
+        QCOMPARE(reader.search({1, 0, 0}, RecordFilter(), 10).size(), std::size_t(1));
+        writer.save({vectorRecord(QStringLiteral("afresh too"), {0, 1, 0})});
+        const qint64 loadsAfterReset = reader.indexStats().fullLoads;
+        QCOMPARE(reader.search({0, 1, 0}, RecordFilter(), 10).size(), std::size_t(2));
+        QCOMPARE(reader.indexStats().fullLoads, loadsAfterReset);
+    }
+
     // Past ann_threshold the index becomes an HNSW graph built in the background; waitForIndex() waits
     // for it and takes it, and it is written to index_dir, named without the user or a password.
     void graphIsBuiltAndWritten()
@@ -376,6 +444,79 @@ private Q_SLOTS:
         const auto found = s.search(records[1234].embedding, RecordFilter(), 1);
         QCOMPARE(found.size(), std::size_t(1));
         QCOMPARE(found.front().record.content, records[1234].content);
+    }
+
+    // The aggregates a batch of saves asks for (categories, child scopes, the newest records of each
+    // scope) are kept between calls and stay exact: this process's inserts are added to them, and a
+    // write of another process (an insert, a delete, an update, a reset) is seen by the next call.
+    void keptAggregatesSeeEveryWrite()
+    {
+        QTemporaryDir dirA, dirB;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = dirA.path();
+        PostgresStorage storeA(o);
+        o.indexDir = dirB.path();
+        PostgresStorage storeB(o);
+        StorageBackend &a = storeA, &b = storeB; // (the store's own remove() and reset() are its helpers')
+        const auto record = [](const QString &content, const QString &scope, const QStringList &categories) {
+            MemoryRecord r = vectorRecord(content, {1, 0, 0});
+            r.scope = scope;
+            r.categories = categories;
+            return r;
+        };
+        RecordFilter below;
+        below.scopes = {QStringLiteral("/p")};
+        const auto samplesOf = [&](StorageBackend &s) {
+            QStringList out;
+            for (const MemoryRecord &r : s.scopeSamples(below, 2))
+                out << r.scope + QLatin1Char(' ') + r.content;
+            return out;
+        };
+        const auto categoriesOf = [&](StorageBackend &s) { return s.categories(below); };
+        a.save({record(QStringLiteral("one"), QStringLiteral("/p/x"), {QStringLiteral("c1")})});
+        QCOMPARE(categoriesOf(a), (QMap<QString, int>{{QStringLiteral("c1"), 1}}));
+        QCOMPARE(a.childScopes(QStringLiteral("/p"), RecordFilter()), QStringList{QStringLiteral("/p/x")});
+        QCOMPARE(samplesOf(a), QStringList{QStringLiteral("/p/x one")});
+        // Its own saves (three in one scope: the newest two are its samples).
+        a.save({record(QStringLiteral("two"), QStringLiteral("/p/x"), {QStringLiteral("c1"), QStringLiteral("c2")}),
+                record(QStringLiteral("three"), QStringLiteral("/p/x"), {})});
+        QCOMPARE(categoriesOf(a), (QMap<QString, int>{{QStringLiteral("c1"), 2}, {QStringLiteral("c2"), 1}}));
+        QCOMPARE(samplesOf(a), (QStringList{QStringLiteral("/p/x three"), QStringLiteral("/p/x two")}));
+        QCOMPARE(samplesOf(a), samplesOf(b));
+        // Another process's insert, into a new scope.
+        b.save({record(QStringLiteral("four"), QStringLiteral("/p/y"), {QStringLiteral("c3")})});
+        QCOMPARE(a.childScopes(QStringLiteral("/p"), RecordFilter()), (QStringList{QStringLiteral("/p/x"), QStringLiteral("/p/y")}));
+        QCOMPARE(categoriesOf(a), (QMap<QString, int>{{QStringLiteral("c1"), 2}, {QStringLiteral("c2"), 1}, {QStringLiteral("c3"), 1}}));
+        QCOMPARE(samplesOf(a), (QStringList{QStringLiteral("/p/x three"), QStringLiteral("/p/x two"), QStringLiteral("/p/y four")}));
+        // Its own insert after another's: still exact.
+        a.save({record(QStringLiteral("five"), QStringLiteral("/p/y"), {QStringLiteral("c3")})});
+        QCOMPARE(categoriesOf(a), categoriesOf(b));
+        QCOMPARE(categoriesOf(a).value(QStringLiteral("c3")), 2);
+        // Another's update and delete.
+        RecordFilter four;
+        four.contentContains = QStringLiteral("four");
+        MemoryRecord changed = b.list(four, 1, 0).front();
+        changed.categories = {QStringLiteral("c4")};
+        b.update(changed);
+        QCOMPARE(categoriesOf(a).value(QStringLiteral("c4")), 1);
+        QCOMPARE(categoriesOf(a).value(QStringLiteral("c3")), 1);
+        RecordFilter y;
+        y.scopes = {QStringLiteral("/p/y")};
+        QCOMPARE(b.remove(y), 2);
+        QCOMPARE(a.childScopes(QStringLiteral("/p"), RecordFilter()), QStringList{QStringLiteral("/p/x")});
+        QCOMPARE(samplesOf(a), (QStringList{QStringLiteral("/p/x three"), QStringLiteral("/p/x two")}));
+        // A filter SQL does not judge (a category condition) is answered on the rows, and kept as well.
+        RecordFilter c1 = below;
+        c1.categories = {QStringLiteral("c1")};
+        QCOMPARE(a.scopeSamples(c1, 5).size(), std::size_t(2));
+        b.save({record(QStringLiteral("six"), QStringLiteral("/p/z"), {QStringLiteral("c1")})});
+        QCOMPARE(a.scopeSamples(c1, 5).size(), std::size_t(3));
+        // Another's reset of everything.
+        b.reset(QStringLiteral("/"));
+        QVERIFY(categoriesOf(a).isEmpty());
+        QVERIFY(a.childScopes(QStringLiteral("/p"), RecordFilter()).isEmpty());
+        QVERIFY(samplesOf(a).isEmpty());
     }
 
     // Reads run in parallel on the pool's connections while a writer writes: every search answers.

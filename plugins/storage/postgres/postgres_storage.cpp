@@ -115,13 +115,15 @@ constexpr int kChunk = 5000;
 constexpr int kPipelineChunk = 500;
 // Change-log entries past which a reload costs less than a replay.
 constexpr int kMaxReplay = 10000;
-// A background graph build whose store changed in more records than this is built again.
-constexpr qsizetype kMaxReplayedChanges = 5000;
 // The records a keyword search scores at most (the best by the server's rank of its selecting words),
 // as the SQLite store's keyword_row_budget.
 constexpr int kKeywordRowBudget = 1000;
 // How often the listener thread looks whether the store was closed.
 constexpr int kListenPollMs = 200;
+
+// The change log's position: the generation of full resets and the last seq committed.
+const QByteArray kPositionSql = "SELECT (SELECT value::bigint FROM mneme_meta WHERE key = 'generation'), "
+                                "coalesce((SELECT max(seq) FROM mneme_changes), 0)";
 
 // What the vector index reads of a row (binary result format).
 const QByteArray kIndexColumns = "rid, scope, categories, source, private, created_at, importance, metadata, embedding";
@@ -407,10 +409,12 @@ public:
             PQclear(PQexec(m_s.current(), "ROLLBACK"));
     }
     void changed(qint64 rid) { m_rids.push_back(rid); }
+    // The change-log entry commit() wrote (none: seq -1).
+    const Logged &logged() const { return m_logged; }
     void commit()
     {
         if (!m_rids.empty()) {
-            m_s.logChanges(m_rids);
+            m_logged = m_s.logChanges(m_rids);
             if (m_s.m_beforeCommit)
                 m_s.m_beforeCommit();
         }
@@ -422,19 +426,8 @@ private:
     PostgresStorage &m_s;
     QString m_doing;
     std::vector<qint64> m_rids;
+    Logged m_logged;
     bool m_done = false;
-};
-
-// A graph of the index built on background threads (startBuildIfLarge()) while searches scan the flat
-// index exactly; the rows changed meanwhile are applied to it when it is taken (finishBuild()).
-struct PostgresStorage::GraphBuild
-{
-    std::unique_ptr<VectorIndex> index; // the thread's until `done`
-    std::thread thread;
-    std::atomic<bool> done{false};
-    std::atomic<bool> cancel{false};
-    bool built = false;
-    QSet<qint64> changed; // rows changed in m_index since the copy (under m_indexLock)
 };
 
 int PostgresStorage::Params::add(std::optional<QByteArray> value, bool isBinary)
@@ -469,6 +462,8 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
             o.poolSize = integer(value, "pool_size", 1, 64, "connections");
         } else if (key == "ann_threshold") {
             o.annThreshold = integer(value, "ann_threshold", 1, 2000000000, "records");
+        } else if (key == "change_log_keep") {
+            o.changeLogKeep = integer(value, "change_log_keep", 1, 2000000000, "change-log entries");
         } else if (key == "listen") {
             if (!value.is_boolean())
                 throw Error(ErrorKind::InvalidArgument, QStringLiteral("storage config \"listen\" must be true or false"));
@@ -481,7 +476,7 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("unknown postgres storage config key \"%1\"; use \"dsn\", \"connect_timeout_s\", \"pool_size\", "
-                                       "\"index_dir\", \"ann_threshold\" and \"listen\"")
+                                       "\"index_dir\", \"ann_threshold\", \"change_log_keep\" and \"listen\"")
                             .arg(QString::fromStdString(key)));
         }
     }
@@ -787,17 +782,25 @@ QByteArray PostgresStorage::where(const RecordFilter &filter, Params &params) co
 
 namespace {
 
+// The categories column's names (JSON text; anything else read as none).
+QStringList categoriesOf(std::string_view column)
+{
+    QStringList out;
+    const Json cats = parseJsonOrDiscarded(column);
+    if (cats.is_array())
+        for (const Json &c : cats)
+            if (c.is_string())
+                out << QString::fromStdString(c.get<std::string>());
+    return out;
+}
+
 MemoryRecord recordAt(const auto &r, int row)
 {
     MemoryRecord m;
     m.id = r.text(row, 1);
     m.content = r.text(row, 2);
     m.scope = r.text(row, 3);
-    const Json cats = parseJsonOrDiscarded(r.bytes(row, 4).toStdString());
-    if (cats.is_array())
-        for (const Json &c : cats)
-            if (c.is_string())
-                m.categories << QString::fromStdString(c.get<std::string>());
+    m.categories = categoriesOf(r.view(row, 4));
     m.importance = r.number(row, 5);
     m.source = r.text(row, 6);
     m.isPrivate = r.boolean(row, 7);
@@ -815,9 +818,8 @@ MemoryRecord recordAt(const auto &r, int row)
 } // namespace
 
 std::vector<MemoryRecord> PostgresStorage::select(const RecordFilter &filter, bool withEmbedding, const QByteArray &tail,
-                                                  std::vector<qint64> *rids)
+                                                  std::vector<qint64> *rids, Params p)
 {
-    Params p;
     const QByteArray w = where(filter, p);
     Result r = exec("SELECT " + kColumns + (withEmbedding ? ", embedding" : "") + " FROM mneme_records WHERE " + w + " "
                         + (tail.isEmpty() ? QByteArray("ORDER BY created_at DESC, id") : tail),
@@ -903,7 +905,13 @@ PostgresStorage::Statement PostgresStorage::historyStatement(const QString &reco
                      std::move(p)};
 }
 
-void PostgresStorage::logChanges(const std::vector<qint64> &rids)
+PostgresStorage::Position PostgresStorage::position()
+{
+    const Result r = exec(kPositionSql, QStringLiteral("reading the change log"));
+    return {r.int64(0, 0), r.int64(0, 1)};
+}
+
+PostgresStorage::Logged PostgresStorage::logChanges(const std::vector<qint64> &rids)
 {
     Params lock;
     lock.add(kChangeLock);
@@ -915,10 +923,38 @@ void PostgresStorage::logChanges(const std::vector<qint64> &rids)
     notify.add(m_storeId);
     // The lock first: the entry's seq is drawn after every earlier entry committed (the lock is
     // released after the commit is visible).
-    execAll({Statement{"SELECT pg_advisory_xact_lock($1)", std::move(lock)},
-             Statement{"INSERT INTO mneme_changes(rids, at) VALUES ($1::bigint[], $2)", std::move(entry)},
-             Statement{"SELECT pg_notify($1, $2)", std::move(notify)}},
-            QStringLiteral("logging the change"));
+    const std::vector<Result> done = execAll({Statement{"SELECT pg_advisory_xact_lock($1)", std::move(lock)},
+                                              Statement{kPositionSql, Params()},
+                                              Statement{"INSERT INTO mneme_changes(rids, at) VALUES ($1::bigint[], $2) RETURNING seq",
+                                                        std::move(entry)},
+                                              Statement{"SELECT pg_notify($1, $2)", std::move(notify)}},
+                                             QStringLiteral("logging the change"));
+    const Logged logged{{done[1].int64(0, 0), done[1].int64(0, 1)}, done[2].int64(0, 0)};
+    const qint64 every = std::max<qint64>(1, m_options.changeLogKeep / 10);
+    if (logged.seq / every != logged.before.second / every)
+        pruneChanges();
+    return logged;
+}
+
+// Deletes the change-log entries older than the newest change_log_keep, and notes the last seq deleted
+// (changes_pruned_through): a process whose index is older than that reloads it instead of catching
+// up (catchUp()). Under the change lock, in the transaction of the entry just written.
+void PostgresStorage::pruneChanges()
+{
+    Params keep;
+    keep.add(qint64(m_options.changeLogKeep));
+    const Result cut = exec("SELECT seq FROM mneme_changes ORDER BY seq DESC OFFSET $1 LIMIT 1", keep,
+                            QStringLiteral("pruning the change log"));
+    if (cut.rows() == 0)
+        return;
+    Params through;
+    through.add(cut.int64(0, 0));
+    Params mark = through;
+    execAll({Statement{"DELETE FROM mneme_changes WHERE seq <= $1", std::move(through)},
+             Statement{"INSERT INTO mneme_meta(key, value) VALUES ('changes_pruned_through', $1) ON CONFLICT (key) "
+                       "DO UPDATE SET value = greatest(mneme_meta.value::bigint, excluded.value::bigint)::text",
+                       std::move(mark)}},
+            QStringLiteral("pruning the change log"));
 }
 
 namespace {
@@ -1103,6 +1139,7 @@ std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> re
             t.changed(done[0].int64(i, 0));
     }
     t.commit();
+    keepInserted(t.logged(), fresh);
     return ids;
 }
 
@@ -1177,6 +1214,7 @@ int PostgresStorage::reset(const QString &scopePrefix)
     lock.add(kChangeLock);
     exec("SELECT pg_advisory_xact_lock($1)", lock, QStringLiteral("resetting the store"));
     exec("DELETE FROM mneme_changes", QStringLiteral("resetting the store"));
+    exec("DELETE FROM mneme_meta WHERE key = 'changes_pruned_through'", QStringLiteral("resetting the store"));
     exec("UPDATE mneme_meta SET value = (value::bigint + 1)::text WHERE key = 'generation'", QStringLiteral("resetting the store"));
     t.commit();
     return n;
@@ -1225,12 +1263,7 @@ bool indexItemAt(const auto &r, int row, int dimension, VectorIndex::Item &item,
     if (dimension <= 0 || embedding.size() != std::size_t(dimension) * sizeof(float))
         return false;
     item.scope = QString::fromUtf8(r.view(row, 1));
-    item.categories.clear();
-    const Json cats = parseJsonOrDiscarded(r.view(row, 2));
-    if (cats.is_array())
-        for (const Json &c : cats)
-            if (c.is_string())
-                item.categories << QString::fromStdString(c.get<std::string>());
+    item.categories = categoriesOf(r.view(row, 2));
     item.source = QString::fromUtf8(r.view(row, 3));
     item.isPrivate = r.binaryBool(row, 4);
     item.hasCreated = true;
@@ -1272,7 +1305,7 @@ void PostgresStorage::applyRows(const std::vector<qint64> &rids)
             if (!present.contains(rid))
                 m_index.remove(rid);
             if (m_build)
-                m_build->changed.insert(rid);
+                m_build->noteChange(rid);
         }
     }
 }
@@ -1346,17 +1379,19 @@ bool PostgresStorage::loadIndexFile(int dimension)
 }
 
 // Applies the change-log entries after the index's seq; false when the index cannot be brought up to
-// date that way (a full reset, too many changes, the first vectors of an empty store).
+// date that way (a full reset, too many changes, entries it lacks pruned, the first vectors of an
+// empty store).
 bool PostgresStorage::catchUp()
 {
     Params p;
     p.add(m_indexSeq);
     p.add(qint64(kMaxReplay));
-    Result r = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), c.seq, c.rids "
+    Result r = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), c.seq, c.rids, "
+                    "coalesce((SELECT value::bigint FROM mneme_meta WHERE key = 'changes_pruned_through'), 0) "
                     "FROM (SELECT 1) AS one LEFT JOIN (SELECT seq, rids FROM mneme_changes WHERE seq > $1 ORDER BY seq LIMIT $2) AS c "
                     "ON true ORDER BY c.seq",
                     p, QStringLiteral("reading the change log"));
-    if (r.int64(0, 0) != m_indexGeneration || r.rows() >= kMaxReplay)
+    if (r.int64(0, 0) != m_indexGeneration || r.rows() >= kMaxReplay || m_indexSeq < r.int64(0, 3))
         return false;
     if (r.isNull(0, 1))
         return true; // nothing new
@@ -1383,7 +1418,7 @@ void PostgresStorage::sync()
     bool current = false;
     {
         QReadLocker read(&m_indexLock);
-        current = m_index.isLoaded() && !(m_build && m_build->done);
+        current = m_index.isLoaded() && !(m_build && m_build->done());
         seq = m_indexSeq;
         generation = m_indexGeneration;
     }
@@ -1458,27 +1493,13 @@ void PostgresStorage::syncIndex()
     sync();
 }
 
-// A flat index past ann_threshold becomes a graph, built on background threads.
+// A flat index past ann_threshold becomes a graph, built on background threads (IndexBuild).
 void PostgresStorage::startBuildIfLarge()
 {
     if (m_build || !m_index.isLoaded() || m_index.isAnn() || m_index.dimension() <= 0
         || m_index.size() < std::size_t(m_options.annThreshold))
         return;
-    auto build = std::make_unique<GraphBuild>();
-    build->index = m_index.flatCopy();
-    if (!build->index)
-        return;
-    GraphBuild *b = build.get();
-    const int threads = int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-    b->thread = std::thread([b, threads] {
-        try {
-            b->built = b->index->buildAnn(threads, &b->cancel);
-        } catch (...) {
-            b->built = false; // out of memory: the index stays flat and exact
-        }
-        b->done = true;
-    });
-    m_build = std::move(build);
+    m_build = IndexBuild::start(m_index);
 }
 
 // Takes a finished build: the rows changed meanwhile go into the graph, which replaces the flat index
@@ -1486,16 +1507,11 @@ void PostgresStorage::startBuildIfLarge()
 // (then the index stays flat, and the next sync builds again).
 bool PostgresStorage::finishBuild()
 {
-    if (!m_build || !m_build->done)
+    if (!m_build || !m_build->done())
         return false;
-    if (m_build->thread.joinable())
-        m_build->thread.join();
-    std::unique_ptr<GraphBuild> build = std::move(m_build);
-    if (!build->built || build->changed.size() > kMaxReplayedChanges)
+    const std::unique_ptr<IndexBuild> build = std::move(m_build);
+    if (!build->handOver(m_index))
         return false;
-    for (const qint64 rid : std::as_const(build->changed))
-        build->index->copyRecord(m_index, rid);
-    m_index = std::move(*build->index);
     ++m_stats.builds;
     m_unsaved = std::max<qint64>(m_unsaved, 1);
     saveIndexFile(true);
@@ -1504,11 +1520,6 @@ bool PostgresStorage::finishBuild()
 
 void PostgresStorage::cancelBuild()
 {
-    if (!m_build)
-        return;
-    m_build->cancel = true;
-    if (m_build->thread.joinable())
-        m_build->thread.join();
     m_build.reset();
 }
 
@@ -1517,8 +1528,8 @@ void PostgresStorage::waitForIndex()
     Lease lease(*this);
     sync();
     QWriteLocker write(&m_indexLock);
-    if (m_build && m_build->thread.joinable())
-        m_build->thread.join(); // it never takes a lock, and marks itself done
+    if (m_build)
+        m_build->wait(); // it never takes a lock
     finishBuild();
 }
 
@@ -1894,17 +1905,143 @@ std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
     return sortedPage(select(filter, false), request.order, request.limit, request.offset);
 }
 
-QStringList PostgresStorage::childScopes(const QString &parent, const RecordFilter &visible)
+// An answer from m_readCache, or computed and kept as of the change log's position read before it was
+// computed, provided the log is still there afterwards: a write committed meanwhile (another
+// process's, or another thread's of this one, whose keepInserted() adds its records) may be in the
+// answer already.
+template<typename Find, typename Compute, typename Keep>
+auto PostgresStorage::cachedRead(Find find, Compute compute, Keep keep)
+{
+    const Position at = position();
+    {
+        QMutexLocker lock(&m_readMutex);
+        if (m_readAt != at) {
+            m_readCache.clear();
+            m_readAt = at;
+        }
+        if (auto kept = find(m_readCache))
+            return std::move(*kept);
+    }
+    auto answer = compute();
+    const Position after = position();
+    QMutexLocker lock(&m_readMutex);
+    if (after == at && m_readAt == at)
+        return keep(m_readCache, std::move(answer));
+    return answer;
+}
+
+// Records this process just inserted go into the kept answers when they were of the position right
+// before its change-log entry (no other write between); else the answers are dropped.
+void PostgresStorage::keepInserted(const Logged &logged, const std::vector<const MemoryRecord *> &inserted)
+{
+    if (logged.seq < 0)
+        return; // nothing was written
+    QMutexLocker lock(&m_readMutex);
+    if (m_readAt == logged.before) {
+        m_readCache.add(inserted);
+        m_readAt = {logged.before.first, logged.seq};
+    } else {
+        m_readCache.clear();
+        m_readAt = {-1, -1};
+    }
+}
+
+QMap<QString, int> PostgresStorage::keptCategories(const RecordFilter &filter)
+{
+    return cachedRead([&](const ReadCache &c) { return c.categories(filter); }, [&] { return countCategories(filter); },
+                      [&](ReadCache &c, QMap<QString, int> counts) {
+                          c.keepCategories(filter, counts);
+                          return counts;
+                      });
+}
+
+QMap<QString, int> PostgresStorage::countCategories(const RecordFilter &filter)
+{
+    QMap<QString, int> out;
+    const auto count = [&](QStringList categories) {
+        categories.removeDuplicates();
+        for (const QString &c : std::as_const(categories))
+            ++out[c];
+    };
+    if (!judgedBySql(filter)) {
+        for (const MemoryRecord &m : select(filter, false))
+            count(m.categories);
+        return out;
+    }
+    // The categories column alone.
+    Params p;
+    const QByteArray w = where(filter, p);
+    const Result r = exec("SELECT categories FROM mneme_records WHERE " + w, p, QStringLiteral("counting categories"));
+    for (int i = 0; i < r.rows(); ++i)
+        count(categoriesOf(r.view(i, 0)));
+    return out;
+}
+
+QStringList PostgresStorage::keptChildScopes(const QString &parent, const RecordFilter &visible)
+{
+    return cachedRead([&](const ReadCache &c) { return c.childScopes(parent, visible); },
+                      [&] { return readChildScopes(parent, visible); },
+                      [&](ReadCache &c, QStringList names) {
+                          c.keepChildScopes(parent, visible, names);
+                          return names;
+                      });
+}
+
+QStringList PostgresStorage::readChildScopes(const QString &parent, const RecordFilter &visible)
 {
     RecordFilter f = visible;
     f.scopes = {parent};
     std::set<QString> children;
-    for (const MemoryRecord &m : select(f, false)) {
-        const QString child = ScopePath::childToward(parent, m.scope);
+    const auto note = [&](const QString &scope) {
+        const QString child = ScopePath::childToward(parent, scope);
         if (!child.isEmpty())
             children.insert(child);
+    };
+    if (judgedBySql(f)) {
+        Params p;
+        const QByteArray w = where(f, p);
+        const Result r = exec("SELECT DISTINCT scope FROM mneme_records WHERE " + w, p, QStringLiteral("reading scopes"));
+        for (int i = 0; i < r.rows(); ++i)
+            note(r.text(i, 0));
+    } else {
+        for (const MemoryRecord &m : select(f, false))
+            note(m.scope);
     }
     return QStringList(children.begin(), children.end());
+}
+
+std::vector<MemoryRecord> PostgresStorage::keptScopeSamples(const RecordFilter &filter, int perScope)
+{
+    if (perScope <= 0)
+        return {};
+    return cachedRead([&](const ReadCache &c) { return c.scopeSamples(filter, perScope); },
+                      [&] { return readScopeSamples(filter, perScope); },
+                      [&](ReadCache &c, std::vector<MemoryRecord> samples) {
+                          return c.keepScopeSamples(filter, perScope, std::move(samples));
+                      });
+}
+
+// The newest records with a vector of each scope: ranked by the server when SQL judges the filter (the
+// vectors of the samples alone are read), else taken from every selected record.
+std::vector<MemoryRecord> PostgresStorage::readScopeSamples(const RecordFilter &filter, int perScope)
+{
+    if (!judgedBySql(filter)) {
+        std::vector<MemoryRecord> out;
+        std::map<QString, int> taken;
+        for (MemoryRecord &m : select(filter, true, "AND embedding IS NOT NULL ORDER BY scope COLLATE \"C\", rid DESC"))
+            if (taken[m.scope]++ < perScope)
+                out.push_back(std::move(m));
+        return out;
+    }
+    Params p;
+    const QByteArray w = where(filter, p);
+    const QByteArray n = QByteArray::number(p.add(qint64(perScope)));
+    return select(RecordFilter(), true,
+                  "AND rid IN (SELECT rid FROM (SELECT rid, row_number() OVER (PARTITION BY scope ORDER BY rid DESC) AS n "
+                  "FROM mneme_records WHERE embedding IS NOT NULL AND "
+                      + w + ") AS ranked WHERE n <= $" + n + ") "
+                                                             "ORDER BY scope COLLATE \"C\", rid DESC",
+                  nullptr, std::move(p));
 }
 
 Aggregate PostgresStorage::aggregate(const AggregateRequest &request)
@@ -1939,29 +2076,18 @@ Aggregate PostgresStorage::aggregate(const AggregateRequest &request)
         }
         info.categories = QStringList(categories.begin(), categories.end());
         if (info.recordCount)
-            info.childScopes = childScopes(path, filter);
+            info.childScopes = keptChildScopes(path, filter);
         break;
     }
     case AggregateRequest::Kind::ChildScopes:
-        out.scopes = childScopes(ScopePath::normalize(request.scope), filter);
+        out.scopes = keptChildScopes(ScopePath::normalize(request.scope), filter);
         break;
     case AggregateRequest::Kind::Categories:
-        for (const MemoryRecord &m : select(filter, false)) {
-            QStringList cats = m.categories;
-            cats.removeDuplicates();
-            for (const QString &c : std::as_const(cats))
-                ++out.categories[c];
-        }
+        out.categories = keptCategories(filter);
         break;
-    case AggregateRequest::Kind::ScopeSamples: {
-        if (request.perScope <= 0)
-            break;
-        std::map<QString, int> taken;
-        for (MemoryRecord &m : select(filter, true, "AND embedding IS NOT NULL ORDER BY scope COLLATE \"C\", rid DESC"))
-            if (taken[m.scope]++ < request.perScope)
-                out.samples.push_back(std::move(m));
+    case AggregateRequest::Kind::ScopeSamples:
+        out.samples = keptScopeSamples(filter, request.perScope);
         break;
-    }
     }
     return out;
 }

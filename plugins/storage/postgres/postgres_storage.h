@@ -1,5 +1,7 @@
 #pragma once
 
+#include "plugins/storage/common/index_build.h"
+#include "plugins/storage/common/read_cache.h"
 #include "plugins/storage/common/vector_index.h"
 #include <mneme/core/storage_backend.h>
 
@@ -39,7 +41,8 @@ class PostgresGraphStore;
 // of the content for the lookup of identical records), mneme_history (every change), mneme_state
 // (named JSON documents), mneme_changes (the change log: a row per write transaction, listing the
 // row ids it changed, its seq handed out under a transaction-level advisory lock so that seq order is
-// commit order).
+// commit order; its newest change_log_keep entries kept, meta changes_pruned_through the last seq
+// deleted).
 //
 // Vectors are float32 bytea in the records table. Each process keeps them in a VectorIndex (exact
 // scan while small, an HNSW graph past ann_threshold, built in the background), persisted in a file of
@@ -50,12 +53,13 @@ class PostgresGraphStore;
 // 1. a connection lease (Lease): every operation takes one connection of the pool for its call (at
 //    most pool_size, opened on demand; a thread holds at most one); m_poolMutex guards m_idle and
 //    m_open and is held only to hand a connection out or back (m_poolFree: one was handed back).
-// 2. either m_indexLock (m_index, every m_index* member, m_build, m_stats: searches hold it to read,
-//    the catch-up, the load and the build's hand-over to write) or m_keywordMutex (m_keywordStats),
-//    never both. Nothing waits for a lease while holding them, so they never deadlock with the pool.
+// 2. one of m_indexLock (m_index, every m_index* member, m_build, m_stats: searches hold it to read,
+//    the catch-up, the load and the build's hand-over to write), m_keywordMutex (m_keywordStats) or
+//    m_readMutex (m_readCache, m_readAt), never two. Nothing waits for a lease or a statement while
+//    holding them, so they never deadlock with the pool.
 // The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
 // lease and m_indexLock like an operation; close() stops and joins it. The graph build thread
-// (GraphBuild) takes no lock: it owns its copy of the index until it marks itself done.
+// (IndexBuild) takes no lock: it owns its copy of the index until it marks itself done.
 // The graph tables (mneme_graph_*) are PostgresGraphStore's (postgres_graph_store.h), reached through
 // graph(); it takes a lease per call like an operation, and m_graphMutex only to create m_graph.
 class PostgresStorage : public StorageBackend
@@ -72,12 +76,15 @@ public:
         // From this many records with vectors on, searches use an HNSW graph (built on background
         // threads while searches scan exactly), written to the index file.
         int annThreshold = 10000;
+        // The change log keeps this many of its newest entries: writers delete older ones (a tenth of
+        // this at a time), and a process whose index is older than the oldest kept entry reloads it.
+        int changeLogKeep = 10000;
         // A thread with a connection of its own LISTENs for other processes' changes and applies them
         // to a loaded index as they are committed (searches check the change log either way).
         bool listen = true;
-        // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold", "listen"}; throws
-        // Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a value of the wrong
-        // type, or a dsn that holds a password.
+        // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold", "change_log_keep",
+        // "listen"}; throws Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a
+        // value of the wrong type, or a dsn that holds a password.
         static Options fromJson(const Json &config);
     };
 
@@ -147,7 +154,6 @@ private:
         ~GraphLease();
         std::unique_ptr<Lease> lease;
     };
-    struct GraphBuild;
     // A statement's parameters, in text format except where binary (an embedding); null when unset.
     struct Params
     {
@@ -183,9 +189,10 @@ private:
     // source); the rest (categories, metadata, content) is judged on the rows by RecordFilter::matches.
     QByteArray where(const RecordFilter &filter, Params &params) const;
     // The records the filter selects; `tail` follows the condition (more " AND ..." conditions, then the
-    // ORDER BY; default: newest first). With `rids`, their row ids too.
+    // ORDER BY; default: newest first), with `params` (the tail's) before the condition's. With `rids`,
+    // their row ids too.
     std::vector<MemoryRecord> select(const RecordFilter &filter, bool withEmbedding, const QByteArray &tail = {},
-                                     std::vector<qint64> *rids = nullptr);
+                                     std::vector<qint64> *rids = nullptr, Params params = {});
     std::optional<MemoryRecord> byId(const QString &id, bool withEmbedding, qint64 *rid = nullptr);
     // The records of these row ids (those still stored), by row id.
     std::unordered_map<qint64, MemoryRecord> byRids(const std::vector<qint64> &rids, bool withEmbedding);
@@ -196,8 +203,19 @@ private:
     static Statement addHistoryStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs);
     static Statement historyStatement(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                                       const MemoryRecord *newRecord, qint64 atMs);
+    // The change log's position: (generation, the last seq committed).
+    using Position = std::pair<qint64, qint64>;
+    Position position();
+    // A change-log entry as its transaction wrote it: the position before it (read under the change
+    // lock, so no other entry commits between the two) and its own seq.
+    struct Logged
+    {
+        Position before{-1, -1};
+        qint64 seq = -1;
+    };
     // Appends the change log entry of this transaction's changes to these rows (Transaction::commit()).
-    void logChanges(const std::vector<qint64> &rids);
+    Logged logChanges(const std::vector<qint64> &rids);
+    void pruneChanges();
     std::vector<QString> insertAll(std::span<const MemoryRecord> records, bool unlessIdentical);
     void update(const MemoryRecord &record);
     int remove(const RecordFilter &filter);
@@ -244,8 +262,18 @@ private:
     void saveIndexFile(bool force) noexcept;
     bool indexMatches(int dimension) const;
 
-    // Aggregates.
-    QStringList childScopes(const QString &parent, const RecordFilter &visible);
+    // Aggregates. The kept*() answer from m_readCache while the
+    // change log has not moved (another process's write moves it) and add this process's inserts to it
+    // (keptInserted()); the uncached ones read the store.
+    template<typename Find, typename Compute, typename Keep>
+    auto cachedRead(Find find, Compute compute, Keep keep);
+    void keepInserted(const Logged &logged, const std::vector<const MemoryRecord *> &inserted);
+    QMap<QString, int> keptCategories(const RecordFilter &filter);
+    QMap<QString, int> countCategories(const RecordFilter &filter);
+    QStringList keptChildScopes(const QString &parent, const RecordFilter &visible);
+    QStringList readChildScopes(const QString &parent, const RecordFilter &visible);
+    std::vector<MemoryRecord> keptScopeSamples(const RecordFilter &filter, int perScope);
+    std::vector<MemoryRecord> readScopeSamples(const RecordFilter &filter, int perScope);
 
     Options m_options;
     QString m_location;        // postgresql://user@host:port/dbname, without a password
@@ -262,14 +290,21 @@ private:
     QMutex m_keywordMutex; // m_keywordStats; taken with a lease, and no other lock
     KeywordStats m_keywordStats;
 
+    // Answers of the aggregates a bulk load asks for once a batch, as of the change log's position
+    // m_readAt; taken with a lease, and no other lock. touch() (access counts) does not move the log:
+    // kept samples may show older access counts, which nothing that asks for samples reads.
+    QMutex m_readMutex;
+    ReadCache m_readCache;
+    Position m_readAt{-1, -1};
+
     QReadWriteLock m_indexLock;
     VectorIndex m_index;
-    QString m_indexFile;           // index_dir/pg-<digest of server, database, schema>.hnsw
-    QString m_storeId;             // meta store_id: names the store in the index file
-    qint64 m_indexGeneration = -1; // meta generation (full resets) the index reflects
-    qint64 m_indexSeq = 0;         // last change-log seq the index reflects
-    qint64 m_unsaved = 0;          // changes the index file does not hold
-    std::unique_ptr<GraphBuild> m_build;
+    QString m_indexFile;                 // index_dir/pg-<digest of server, database, schema>.hnsw
+    QString m_storeId;                   // meta store_id: names the store in the index file
+    qint64 m_indexGeneration = -1;       // meta generation (full resets) the index reflects
+    qint64 m_indexSeq = 0;               // last change-log seq the index reflects
+    qint64 m_unsaved = 0;                // changes the index file does not hold
+    std::unique_ptr<IndexBuild> m_build; // a graph of m_index being built in the background
     IndexStats m_stats;
 
     std::thread m_listener; // listenForChanges(), until close()

@@ -749,31 +749,9 @@ void SqliteStorage::stopCheckpointer()
     m_checkpointer.reset();
 }
 
-// The threads that build a graph or insert a batch into it: every core (up to 8).
-int indexThreads()
-{
-    return int(std::clamp(std::thread::hardware_concurrency(), 1u, 8u));
-}
-
 // A connection whose saves reach this many records, and as many as the store held before its first
 // save, is loading the store in bulk (SqliteStorage::noteSaved()).
 constexpr qint64 kBulkLoadFrom = 1000;
-
-// The graph build in the background (SqliteStorage::GraphBuild): a copy of the flat index becomes a
-// graph on its own threads while searches scan the flat index exactly; the writes made meanwhile are
-// noted and applied to the graph when it is taken (finishBuild()).
-constexpr qsizetype kMaxReplayedChanges = 5000;
-
-struct SqliteStorage::GraphBuild
-{
-    std::unique_ptr<VectorIndex> index; // the thread's until `done`
-    std::thread thread;
-    std::atomic<bool> done{false};
-    std::atomic<bool> cancel{false};
-    bool built = false;
-    std::exception_ptr failure;
-    QSet<qint64> changed; // rowids written to m_index since the copy (under m_mutex)
-};
 
 void SqliteStorage::dropIndex()
 {
@@ -783,38 +761,24 @@ void SqliteStorage::dropIndex()
 
 void SqliteStorage::cancelBuild()
 {
-    if (!m_build)
-        return;
-    m_build->cancel = true;
-    if (m_build->thread.joinable())
-        m_build->thread.join();
     m_build.reset();
 }
 
 void SqliteStorage::noteChange(qint64 rowid)
 {
     if (m_build)
-        m_build->changed.insert(rowid);
+        m_build->noteChange(rowid);
 }
 
+// A copy of the flat index becomes a graph in the background (IndexBuild) while searches scan the flat
+// index exactly.
 void SqliteStorage::startBuild()
 {
-    auto build = std::make_unique<GraphBuild>();
-    build->index = m_index.flatCopy();
-    if (!build->index)
+    m_build = IndexBuild::start(m_index);
+    if (m_build)
+        ++m_stats.backgroundBuilds;
+    if (!m_build)
         return;
-    GraphBuild *b = build.get();
-    const int threads = indexThreads();
-    b->thread = std::thread([b, threads] {
-        try {
-            b->built = b->index->buildAnn(threads, &b->cancel);
-        } catch (...) {
-            b->failure = std::current_exception();
-        }
-        b->done = true;
-    });
-    m_build = std::move(build);
-    ++m_stats.backgroundBuilds;
     // Once a build, on the log (mneme --verbose shows it): recalls are exact, and slower, meanwhile.
     qCInfo(lcSqlite).noquote() << QStringLiteral("%1: building the HNSW graph of %2 records on background threads; until it "
                                                  "is done, each vector search scans every vector exactly")
@@ -823,21 +787,11 @@ void SqliteStorage::startBuild()
 
 bool SqliteStorage::finishBuild()
 {
-    if (!m_build || !m_build->done)
+    if (!m_build || !m_build->done())
         return false;
-    if (m_build->thread.joinable())
-        m_build->thread.join();
-    std::unique_ptr<GraphBuild> build = std::move(m_build);
-    if (!build->built || build->failure)
-        return false; // m_index stays flat and exact; the next promotion tries again
-    // Writes made during the build go into the graph one by one, under the lock searches wait for:
-    // past kMaxReplayedChanges (seconds of inserts), the graph is built again from the flat index
-    // (which has them) while searches go on exactly.
-    if (build->changed.size() > kMaxReplayedChanges)
+    const std::unique_ptr<IndexBuild> build = std::move(m_build);
+    if (!build->handOver(m_index))
         return false;
-    for (qint64 rowid : std::as_const(build->changed))
-        build->index->copyRecord(m_index, rowid);
-    m_index = std::move(*build->index);
     ++m_stats.builds;
     m_stats.fromFile = false;
     m_unsaved = std::max<qint64>(m_unsaved, 1);
@@ -1786,7 +1740,7 @@ void SqliteStorage::indexInserted(const std::vector<qint64> &rowids, const std::
         c.vector = r.embedding.data();
         changes.push_back(std::move(c));
     }
-    m_index.apply(changes, indexThreads());
+    m_index.apply(changes, indexBuildThreads());
 }
 
 // A connection that has saved as many records as the store held before its first save (and at least
@@ -1850,7 +1804,7 @@ void SqliteStorage::promoteIfLarge()
         startBuild();
         return;
     }
-    m_index.buildAnn(indexThreads());
+    m_index.buildAnn(indexBuildThreads());
     ++m_stats.builds;
     m_stats.fromFile = false;
     m_unsaved = std::max<qint64>(m_unsaved, 1);
@@ -2518,7 +2472,7 @@ void SqliteStorage::waitForIndex()
 void SqliteStorage::awaitBuild()
 {
     for (int round = 0; m_build && round < 3; ++round) {
-        m_build->thread.join(); // it never takes m_mutex
+        m_build->wait(); // it never takes m_mutex
         if (!finishBuild() && !m_closed)
             promoteIfLarge(); // built again from the flat index (too many writes came meanwhile)
     }
@@ -3011,28 +2965,6 @@ ScopeInfo SqliteStorage::scopeInfo(const QString &scope, const RecordFilter &vis
     return info;
 }
 
-namespace {
-
-bool sameFilter(const RecordFilter &a, const RecordFilter &b)
-{
-    return a.scopes == b.scopes && a.categories == b.categories && a.metadata == b.metadata && a.ids == b.ids
-        && a.createdBefore == b.createdBefore && a.createdAfter == b.createdAfter && a.applyPrivacy == b.applyPrivacy
-        && a.includePrivate == b.includePrivate && a.source == b.source && a.onlySource == b.onlySource;
-}
-
-// At most this many answers of each kind are kept (a batch asks with one or two filters).
-constexpr std::size_t kReadCacheEntries = 8;
-
-template<typename Entries>
-void keepAnswer(Entries &entries, typename Entries::value_type entry)
-{
-    if (entries.size() >= kReadCacheEntries)
-        entries.erase(entries.begin());
-    entries.push_back(std::move(entry));
-}
-
-} // namespace
-
 QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter &visible)
 {
     const QString path = ScopePath::normalize(parent);
@@ -3040,11 +2972,10 @@ QStringList SqliteStorage::childScopes(const QString &parent, const RecordFilter
     ensureOpen();
     ReadSnapshot snapshot(*this);
     refreshIfChanged();
-    for (const ReadCache::Children &c : m_readCache.children)
-        if (c.parent == path && sameFilter(c.visible, visible))
-            return QStringList(c.names.begin(), c.names.end());
+    if (std::optional<QStringList> kept = m_readCache.childScopes(path, visible))
+        return *kept;
     const QStringList out = childScopesLocked(path, visible);
-    keepAnswer(m_readCache.children, ReadCache::Children{path, visible, std::set<QString>(out.begin(), out.end())});
+    m_readCache.keepChildScopes(path, visible, out);
     return out;
 }
 
@@ -3062,65 +2993,6 @@ QStringList SqliteStorage::childScopesLocked(const QString &path, const RecordFi
 }
 
 
-void SqliteStorage::ReadCache::clear()
-{
-    categories.clear();
-    samples.clear();
-    children.clear();
-}
-
-void SqliteStorage::ReadCache::add(const std::vector<const MemoryRecord *> &inserted)
-{
-    for (Categories &c : categories) {
-        const MetadataFilter conditions = MetadataFilter::parse(c.filter.metadata);
-        for (const MemoryRecord *r : inserted) {
-            if (!c.filter.matches(*r, conditions))
-                continue;
-            QStringList cats = r->categories;
-            cats.removeDuplicates();
-            for (const QString &name : std::as_const(cats))
-                ++c.counts[name];
-        }
-    }
-    for (Children &c : children) {
-        const MetadataFilter conditions = MetadataFilter::parse(c.visible.metadata);
-        for (const MemoryRecord *r : inserted) {
-            const QString child = ScopePath::childToward(c.parent, r->scope);
-            if (!child.isEmpty() && c.visible.matches(*r, conditions))
-                c.names.insert(child);
-        }
-    }
-    for (Samples &s : samples) {
-        // The newest perScope of the batch's records of each scope (the last inserted first), before the
-        // ones kept: only those are copied.
-        const MetadataFilter conditions = MetadataFilter::parse(s.filter.metadata);
-        std::map<QString, std::vector<const MemoryRecord *>> newest;
-        for (auto it = inserted.rbegin(); it != inserted.rend(); ++it) {
-            const MemoryRecord *r = *it;
-            if (r->embedding.empty())
-                continue;
-            std::vector<const MemoryRecord *> &fresh = newest[r->scope];
-            if (int(fresh.size()) < s.perScope && s.filter.matches(*r, conditions))
-                fresh.push_back(r);
-        }
-        for (const auto &[scope, fresh] : newest) {
-            if (fresh.empty())
-                continue;
-            std::vector<MemoryRecord> &kept = s.byScope[scope];
-            std::vector<MemoryRecord> merged;
-            merged.reserve(std::size_t(s.perScope));
-            for (const MemoryRecord *r : fresh)
-                merged.push_back(*r);
-            for (MemoryRecord &r : kept) {
-                if (int(merged.size()) >= s.perScope)
-                    break;
-                merged.push_back(std::move(r));
-            }
-            kept = std::move(merged);
-        }
-    }
-}
-
 std::vector<MemoryRecord> SqliteStorage::scopeSamples(const RecordFilter &requested, int perScope)
 {
     const RecordFilter filter = normalized(requested);
@@ -3130,18 +3002,9 @@ std::vector<MemoryRecord> SqliteStorage::scopeSamples(const RecordFilter &reques
         return {};
     ReadSnapshot snapshot(*this);
     refreshIfChanged();
-    const auto flatten = [](const ReadCache::Samples &s) {
-        std::vector<MemoryRecord> out;
-        for (const auto &[scope, records] : s.byScope)
-            out.insert(out.end(), records.begin(), records.end());
-        return out;
-    };
-    for (const ReadCache::Samples &s : m_readCache.samples)
-        if (s.perScope == perScope && sameFilter(s.filter, filter))
-            return flatten(s);
-    ReadCache::Samples samples;
-    samples.filter = filter;
-    samples.perScope = perScope;
+    if (std::optional<std::vector<MemoryRecord>> kept = m_readCache.scopeSamples(filter, perScope))
+        return std::move(*kept);
+    std::vector<MemoryRecord> samples;
     // The distinct scopes (from the scope index), then each scope's newest records.
     const Where w = where(filter);
     const std::vector<QString> scopes = distinctScopes(filter);
@@ -3152,18 +3015,16 @@ std::vector<MemoryRecord> SqliteStorage::scopeSamples(const RecordFilter &reques
         Statement st(*this, sql);
         st.bindText(1, scope);
         st.bindAll(w.args, 2);
-        std::vector<MemoryRecord> &newest = samples.byScope[scope];
-        while (int(newest.size()) < perScope && st.step(QStringLiteral("reading records of a scope"))) {
+        int taken = 0;
+        while (taken < perScope && st.step(QStringLiteral("reading records of a scope"))) {
             Row row = readRow(st.get(), true);
-            if (readable(row) && !row.record.embedding.empty() && filter.matches(row.record, conditions))
-                newest.push_back(std::move(row.record));
+            if (readable(row) && !row.record.embedding.empty() && filter.matches(row.record, conditions)) {
+                samples.push_back(std::move(row.record));
+                ++taken;
+            }
         }
-        if (newest.empty())
-            samples.byScope.erase(scope);
     }
-    std::vector<MemoryRecord> out = flatten(samples);
-    keepAnswer(m_readCache.samples, std::move(samples));
-    return out;
+    return m_readCache.keepScopeSamples(filter, perScope, std::move(samples));
 }
 
 QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
@@ -3172,11 +3033,10 @@ QMap<QString, int> SqliteStorage::categories(const RecordFilter &requested)
     QMutexLocker lock(&m_mutex);
     ensureOpen();
     refreshIfChanged();
-    for (const ReadCache::Categories &c : m_readCache.categories)
-        if (sameFilter(c.filter, filter))
-            return c.counts;
+    if (std::optional<QMap<QString, int>> kept = m_readCache.categories(filter))
+        return std::move(*kept);
     QMap<QString, int> out = countCategories(filter);
-    keepAnswer(m_readCache.categories, ReadCache::Categories{filter, out});
+    m_readCache.keepCategories(filter, out);
     return out;
 }
 

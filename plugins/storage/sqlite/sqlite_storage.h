@@ -1,5 +1,7 @@
 #pragma once
 
+#include "plugins/storage/common/index_build.h"
+#include "plugins/storage/common/read_cache.h"
 #include "plugins/storage/common/vector_index.h"
 #include "wal_checkpointer.h"
 #include <mneme/core/storage_backend.h>
@@ -333,7 +335,6 @@ private:
     void applyIndexRow(sqlite3_stmt *st);
     void afterWrite(qint64 lastSeq, qint64 changes);
     void promoteIfLarge();
-    struct GraphBuild;
     void startBuild();
     // Takes a finished background build (true), or forgets a failed or cancelled one (false).
     bool finishBuild();
@@ -353,37 +354,6 @@ private:
     qint64 currentGeneration();
     qint64 recordCount();
     void ensureStoreId();
-
-    // Answers of categories(), childScopes() and scopeSamples() kept for the next call with the same filter: a bulk
-    // load asks for them once a batch, and reading them costs a scan of the store. Cleared by every
-    // write transaction and by other connections' commits; saveLocked() instead adds the records it
-    // inserted, keeping the answers exact. Guarded by m_mutex.
-    struct ReadCache
-    {
-        struct Categories
-        {
-            RecordFilter filter;
-            QMap<QString, int> counts;
-        };
-        struct Samples
-        {
-            RecordFilter filter;
-            int perScope = 0;
-            std::map<QString, std::vector<MemoryRecord>> byScope; // newest first
-        };
-        struct Children
-        {
-            QString parent;
-            RecordFilter visible;
-            std::set<QString> names;
-        };
-        std::vector<Categories> categories;
-        std::vector<Samples> samples;
-        std::vector<Children> children;
-        void clear();
-        // Adds records just inserted (newer than every record cached).
-        void add(const std::vector<const MemoryRecord *> &inserted);
-    };
 
     // The check (check()); each returns what is wrong in a sentence, empty when nothing is.
     std::vector<DamagedRecord> damagedLocked();
@@ -414,7 +384,7 @@ private:
     // The filter of the keyword search walking its matches (keywordHits, under m_mutex), for the SQL
     // function mneme_judged; null at any other time.
     const VectorIndex::Judge *m_keywordJudge = nullptr;
-    std::unique_ptr<GraphBuild> m_build;             // a graph of m_index being built in the background
+    std::unique_ptr<IndexBuild> m_build;             // a graph of m_index being built in the background
     std::unique_ptr<WalCheckpointer> m_checkpointer; // file stores open for writing
     // How many records' content each recently searched term is in (counted past the largest cap), and
     // the store's size when counted: reused while the store has grown by less than a twentieth.
@@ -433,6 +403,9 @@ private:
     // Content hashes of the last findExact() batch, for the save that follows it; emptied by that save.
     QHash<QString, qint64> m_batchHashes;
     mutable QSet<QString> m_reportedDamage; // damaged records already reported
+    // Answers of categories(), childScopes() and scopeSamples() (plugins/storage/common/read_cache.h):
+    // cleared by every write transaction and by other connections' commits; saveLocked() instead adds
+    // the records it inserted, keeping the answers exact.
     ReadCache m_readCache;
     // The store as the last findExact() batch saw it: the data version (other connections' commits)
     // and this connection's commits.
