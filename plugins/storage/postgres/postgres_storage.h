@@ -1,5 +1,6 @@
 #pragma once
 
+#include "keyword_index.h"
 #include "plugins/storage/common/vector_index.h"
 #include <mneme/core/storage_backend.h>
 
@@ -51,7 +52,8 @@ class PostgresGraphStore;
 //    most pool_size, opened on demand; a thread holds at most one); m_poolMutex guards m_idle and
 //    m_open and is held only to hand a connection out or back (m_poolFree: one was handed back).
 // 2. either m_indexLock (m_index, every m_index* member, m_build, m_stats: searches hold it to read,
-//    the catch-up, the load and the build's hand-over to write) or m_keywordMutex (m_keywordStats),
+//    the catch-up, the load and the build's hand-over to write) or m_keywordLock (m_keywords and
+//    every m_keyword* member: keyword searches hold it to read, its catch-up and load to write),
 //    never both. Nothing waits for a lease while holding them, so they never deadlock with the pool.
 // The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
 // lease and m_indexLock like an operation; close() stops and joins it. The graph build thread
@@ -216,19 +218,37 @@ private:
     std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<ScoredRecord> vectorSearch(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit);
-    struct KeywordStats
-    {
-        std::pair<qint64, qint64> at{-1, -1}; // the change log's (generation, seq) they are of
-        qint64 rows = 0;
-        double averageWords = 0, averageContext = 0;
-        QHash<QString, qint64> holding; // records holding a word (its content)
-    };
-    KeywordStats keywordStats(const QStringList &lexemes, const Result &position);
     // The best matches; with `records`, their whole records, else their id, importance and creation time.
     std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
                                              bool records);
     std::vector<SearchHit> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter, int limit,
                                        double contextWeight);
+
+    // The change log's position: (generation, last seq).
+    struct LogPosition
+    {
+        qint64 generation = -1;
+        qint64 seq = 0;
+    };
+    static Statement positionStatement();
+    static LogPosition positionOf(const Result &r);
+    // The change-log entries after `seq` (at most kMaxReplay): the rows they changed, once each.
+    struct Changes
+    {
+        qint64 generation = -1;
+        qint64 last = 0;      // the seq of the last entry read (`seq` when none)
+        bool tooMany = false; // more entries than a replay takes
+        int entries = 0;
+        std::vector<qint64> rids;
+    };
+    Changes changesAfter(qint64 seq);
+
+    // The keyword index: with a lease and no index lock held; loadKeywords() and catchUpKeywords() with
+    // m_keywordLock held for writing.
+    void syncKeywords(const LogPosition &at);
+    void loadKeywords();
+    bool catchUpKeywords();
+    void applyKeywordRows(const std::vector<qint64> &rids);
 
     // The vector index. sync(): with a lease, no index lock held; the others with a lease and
     // m_indexLock held for writing.
@@ -259,8 +279,12 @@ private:
     std::vector<pg_conn *> m_idle;
     int m_open = 0; // connections open, idle or leased
 
-    QMutex m_keywordMutex; // m_keywordStats; taken with a lease, and no other lock
-    KeywordStats m_keywordStats;
+    // The words of every record, for keyword searches (keyword_index.h), loaded by the first one and
+    // caught up from the change log as the vector index is.
+    QReadWriteLock m_keywordLock;
+    KeywordIndex m_keywords;
+    bool m_keywordsLoaded = false;
+    LogPosition m_keywordsAt; // the change log's position m_keywords reflects
 
     QReadWriteLock m_indexLock;
     VectorIndex m_index;
