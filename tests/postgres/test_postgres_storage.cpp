@@ -450,9 +450,16 @@ private Q_SLOTS:
     void keywordIndexScoresLikeSqlite()
     {
         KeywordIndex k;
-        k.upsert(1, tsv({QStringLiteral("tea"), QStringLiteral("green")}), "", 8, 0);
-        k.upsert(2, tsv({QStringLiteral("coffee")}), tsv({QStringLiteral("tea")}), 4, 4);
-        k.upsert(3, "'tea':1,3 'pot':2", "", 8, 0);
+        // Each of 8 words with its context (a length is the words' positions): the other words pad.
+        const auto padded = [](const QStringList &words, const QString &pad, int n) {
+            QStringList out = words;
+            for (int i = out.size(); i < n; ++i)
+                out << pad + QString::number(i);
+            return tsv(out);
+        };
+        k.upsert(1, padded({QStringLiteral("tea"), QStringLiteral("green")}, QStringLiteral("a"), 8), "");
+        k.upsert(2, padded({QStringLiteral("coffee")}, QStringLiteral("b"), 4), padded({QStringLiteral("tea")}, QStringLiteral("c"), 4));
+        k.upsert(3, "'tea':1,3 'pot':2 'd4':4 'd5':5 'd6':6 'd7':7 'd8':8", "");
         QCOMPARE(k.records(), 3);
         QCOMPARE(k.holding(QStringLiteral("tea")), 2); // the content's, as the SQLite store counts
         const auto idf = [](double rows, double hits) { return std::log(1 + (rows + 100 - hits + 0.5) / (hits + 0.5)); };
@@ -478,11 +485,11 @@ private Q_SLOTS:
     {
         KeywordIndex k;
         for (int i = 0; i < 100; ++i)
-            k.upsert(i, tsv({QStringLiteral("common"), QStringLiteral("w%1").arg(i)}), "", 2, 0);
+            k.upsert(i, tsv({QStringLiteral("common"), QStringLiteral("w%1").arg(i)}), "");
         QCOMPARE(k.holding(QStringLiteral("common")), 100);
         for (int round = 0; round < 5; ++round)
             for (int i = 0; i < 60; ++i)
-                k.upsert(i, tsv({round % 2 ? QStringLiteral("common") : QStringLiteral("other"), QStringLiteral("w%1").arg(i)}), "", 2, 0);
+                k.upsert(i, tsv({round % 2 ? QStringLiteral("common") : QStringLiteral("other"), QStringLiteral("w%1").arg(i)}), "");
         QCOMPARE(k.holding(QStringLiteral("common")), 40);
         QCOMPARE(k.holding(QStringLiteral("other")), 60);
         for (int i = 90; i < 100; ++i)
@@ -514,7 +521,7 @@ private Q_SLOTS:
                 w << QStringLiteral("pairtwo");
             if (i < 5)
                 w << QStringLiteral("rare");
-            k.upsert(i, tsv(w), "", int(w.size()), 0);
+            k.upsert(i, tsv(w), "");
         }
         // "everywhere" and "often" are over the cap: alone they select nothing; beside a rare word they
         // select nothing either, and their idf still scales the scores.
@@ -643,8 +650,8 @@ private Q_SLOTS:
         QVERIFY(sameScores(keywordScores(reader, question), keywordScores(fresh, question)));
     }
 
-    // A store of schema 3 (GIN indexes on the words) loses them when opened: keyword searches read
-    // each process's keyword index, and saves no longer keep the GIN indexes up.
+    // A store of schema 3 (GIN indexes on the words, word counts) loses them when opened: keyword
+    // searches read each process's keyword index, and saves no longer keep the GIN indexes up.
     void ginIndexesLeaveByMigration()
     {
         const QString dsn = test::PgCluster::freshDsn();
@@ -652,6 +659,8 @@ private Q_SLOTS:
         openPg(dsn)->save({r});
         test::PgCluster::run(QStringLiteral("CREATE INDEX mneme_records_words ON mneme_records USING gin (words); "
                                             "CREATE INDEX mneme_records_context_words ON mneme_records USING gin (context_words); "
+                                            "ALTER TABLE mneme_records ADD COLUMN word_count integer NOT NULL DEFAULT 0, "
+                                            "ADD COLUMN context_word_count integer NOT NULL DEFAULT 0; "
                                             "UPDATE mneme_meta SET value = '3' WHERE key = 'schema_version'"),
                              dsn);
         const QString gin = QStringLiteral("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexdef LIKE '%USING gin%'");
@@ -659,6 +668,10 @@ private Q_SLOTS:
         auto s = openPg(dsn);
         QVERIFY(s->info().schemaVersion >= 4);
         QCOMPARE(test::PgCluster::scalar(gin, dsn), QStringLiteral("0"));
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM information_schema.columns WHERE table_schema = "
+                                                        "current_schema() AND column_name LIKE '%word_count'"),
+                                         dsn),
+                 QStringLiteral("0"));
         const auto found = s->keywordSearch(QStringLiteral("Lisbon"), RecordFilter(), 5);
         QCOMPARE(found.size(), std::size_t(1));
         QCOMPARE(found.front().record.id, r.id);

@@ -83,7 +83,7 @@ int KeywordIndex::frequency(const std::vector<std::pair<int, int>> &words, int w
     return it != words.end() && it->first == word ? it->second : 0;
 }
 
-void KeywordIndex::upsert(qint64 rid, std::string_view words, std::string_view contextWords, int wordCount, int contextWordCount)
+void KeywordIndex::upsert(qint64 rid, std::string_view words, std::string_view contextWords)
 {
     if (const auto old = m_docs.find(rid); old != m_docs.end()) {
         const Doc doc = std::move(old->second);
@@ -91,15 +91,18 @@ void KeywordIndex::upsert(qint64 rid, std::string_view words, std::string_view c
         drop(rid, doc);
     }
     Doc doc;
-    for (const auto &[lexeme, n] : parse(words))
+    for (const auto &[lexeme, n] : parse(words)) {
         doc.content.emplace_back(wordId(lexeme), n);
-    for (const auto &[lexeme, n] : parse(contextWords))
+        doc.length += n;
+    }
+    for (const auto &[lexeme, n] : parse(contextWords)) {
         doc.context.emplace_back(wordId(lexeme), n);
+        doc.length += n;
+    }
     std::sort(doc.content.begin(), doc.content.end());
     std::sort(doc.context.begin(), doc.context.end());
     doc.content.shrink_to_fit();
     doc.context.shrink_to_fit();
-    doc.length = std::max(0, wordCount) + std::max(0, contextWordCount);
     for (const auto &[word, n] : doc.content) {
         m_content[std::size_t(word)].push_back(rid);
         ++m_holding[std::size_t(word)];

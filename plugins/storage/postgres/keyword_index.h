@@ -31,8 +31,8 @@ public:
     // Forgets every record.
     void clear();
     // Adds the record, or replaces its words: `words` and `contextWords` are tsvectors' text form
-    // ('word':1,4 'other':2), the counts the texts' lengths in words.
-    void upsert(qint64 rid, std::string_view words, std::string_view contextWords, int wordCount, int contextWordCount);
+    // ('word':1,4 'other':2); the texts' lengths are their words' positions.
+    void upsert(qint64 rid, std::string_view words, std::string_view contextWords);
     void remove(qint64 rid);
 
     qint64 records() const { return qint64(m_docs.size()); }

@@ -102,10 +102,12 @@ INSERT INTO mneme_meta(key, value) VALUES ('generation', '0') ON CONFLICT (key) 
 )sql"},
     {3, kPostgresGraphSchemaSql},
     // Keyword searches run on each process's keyword index (KeywordIndex, read from the words columns
-    // and caught up from the change log): the GIN indexes, which every save kept up, are read no more.
+    // and caught up from the change log): the GIN indexes, which every save kept up, are read no more,
+    // and the word counts are the words' positions, which the index counts as it reads them.
     {4, R"sql(
 DROP INDEX IF EXISTS mneme_records_words;
 DROP INDEX IF EXISTS mneme_records_context_words;
+ALTER TABLE mneme_records DROP COLUMN IF EXISTS word_count, DROP COLUMN IF EXISTS context_word_count;
 )sql"},
 };
 
@@ -866,16 +868,6 @@ void PostgresStorage::logChanges(const std::vector<qint64> &rids)
             QStringLiteral("logging the change"));
 }
 
-namespace {
-
-// The words of a record's content and context as the keyword search indexes them, and their counts
-// (BM25's lengths), from the texts `t.content` and `t.context` (one text search of each).
-constexpr const char *kWords = "CROSS JOIN LATERAL (SELECT to_tsvector('english', t.content) AS w, to_tsvector('english', t.context) AS cw) AS v";
-constexpr const char *kWordColumns = "v.w, v.cw, coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.w)), 0), "
-                                     "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.cw)), 0)";
-
-} // namespace
-
 PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qint64 atMs)
 {
     Params p;
@@ -914,14 +906,13 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
         p.add(arrayLiteral(column));
     return Statement{
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
-        "last_accessed, access_count, embedding, context, words, context_words, word_count, context_word_count) "
+        "last_accessed, access_count, embedding, context, words, context_words) "
         "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-        "t.last_accessed, t.access_count, t.embedding, t.context, "
-            + QByteArray(kWordColumns) + " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-                                         "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
-                                         "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-                                         "access_count, embedding, context) "
-            + kWords + " RETURNING rid",
+        "t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), to_tsvector('english', t.context) "
+        "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
+        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
+        "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
+        "access_count, embedding, context) RETURNING rid",
         std::move(p)};
 }
 
@@ -1070,9 +1061,8 @@ void PostgresStorage::update(const MemoryRecord &record)
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
                                      "last_accessed = greatest(r.last_accessed, $11), access_count = greatest(r.access_count, $12), "
                                      "embedding = coalesce($13, r.embedding), context = $14, "
-                                     "(words, context_words, word_count, context_word_count) = (SELECT ")
-                              + kWordColumns + ") FROM (SELECT $2::text AS content, $14::text AS context) AS t " + kWords
-                              + " WHERE r.id = $1 RETURNING r.rid",
+                                     "words = to_tsvector('english', $2), context_words = to_tsvector('english', $14) "
+                                     "WHERE r.id = $1 RETURNING r.rid"),
                           p, QStringLiteral("updating record %1").arg(record.id));
     t.changed(updated.int64(0, 0));
     const Statement history = historyStatement(record.id, HistoryEntry::Event::Update, &*old, &record, at);
@@ -1620,13 +1610,13 @@ void PostgresStorage::applyKeywordRows(const std::vector<qint64> &rids)
         const std::vector<qint64> chunk(rids.begin() + std::ptrdiff_t(first), rids.begin() + std::ptrdiff_t(std::min(rids.size(), first + kChunk)));
         Params p;
         p.add(bigintArray(chunk));
-        Result r = exec("SELECT rid, words::text, context_words::text, word_count, context_word_count FROM mneme_records "
+        Result r = exec("SELECT rid, words::text, context_words::text FROM mneme_records "
                         "WHERE rid = ANY($1::bigint[])",
                         p, QStringLiteral("reading changed records' words"));
         QSet<qint64> present;
         for (int i = 0; i < r.rows(); ++i) {
             const qint64 rid = r.int64(i, 0);
-            m_keywords.upsert(rid, r.view(i, 1), r.view(i, 2), int(r.int64(i, 3)), int(r.int64(i, 4)));
+            m_keywords.upsert(rid, r.view(i, 1), r.view(i, 2));
             present.insert(rid);
         }
         for (const qint64 rid : chunk)
@@ -1647,12 +1637,12 @@ void PostgresStorage::loadKeywords()
         Params p;
         p.add(after);
         p.add(qint64(kChunk));
-        Result r = exec("SELECT rid, words::text, context_words::text, word_count, context_word_count FROM mneme_records "
+        Result r = exec("SELECT rid, words::text, context_words::text FROM mneme_records "
                         "WHERE rid > $1 ORDER BY rid LIMIT $2",
                         p, QStringLiteral("loading the records' words"));
         for (int i = 0; i < r.rows(); ++i) {
             after = r.int64(i, 0);
-            m_keywords.upsert(after, r.view(i, 1), r.view(i, 2), int(r.int64(i, 3)), int(r.int64(i, 4)));
+            m_keywords.upsert(after, r.view(i, 1), r.view(i, 2));
         }
         if (r.rows() < kChunk)
             break;
