@@ -36,8 +36,8 @@ class PostgresGraphStore;
 //
 // Tables (mneme_ prefix, in the connection's search_path): mneme_meta (schema_version, embedder,
 // store_id, generation), mneme_records (a row per record; scope indexed with text_pattern_ops for
-// prefix searches; the content's and the context's words as tsvector columns under GIN indexes; md5
-// of the content for the lookup of identical records), mneme_history (every change), mneme_state
+// prefix searches; the content's and the context's words as tsvector columns, the server's parse of
+// them; md5 of the content for the lookup of identical records), mneme_history (every change), mneme_state
 // (named JSON documents), mneme_changes (the change log: a row per write transaction, listing the
 // row ids it changed, its seq handed out under a transaction-level advisory lock so that seq order is
 // commit order).
@@ -45,7 +45,8 @@ class PostgresGraphStore;
 // Vectors are float32 bytea in the records table. Each process keeps them in a VectorIndex (exact
 // scan while small, an HNSW graph past ann_threshold, built in the background), persisted in a file of
 // index_dir and caught up from mneme_changes before every search: a search sees every write committed
-// before it started, on any host.
+// before it started, on any host. The words are kept the same way, in a KeywordIndex (not persisted:
+// read from the words columns by the first keyword search), caught up before every keyword search.
 //
 // Threads and locks (a thread takes them in this order only):
 // 1. a connection lease (Lease): every operation takes one connection of the pool for its call (at
@@ -56,7 +57,7 @@ class PostgresGraphStore;
 //    every m_keyword* member: keyword searches hold it to read, its catch-up and load to write),
 //    never both. Nothing waits for a lease while holding them, so they never deadlock with the pool.
 // The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
-// lease and m_indexLock like an operation; close() stops and joins it. The graph build thread
+// lease and m_indexLock, then m_keywordLock, like an operation; close() stops and joins it. The graph build thread
 // (GraphBuild) takes no lock: it owns its copy of the index until it marks itself done.
 // The graph tables (mneme_graph_*) are PostgresGraphStore's (postgres_graph_store.h), reached through
 // graph(); it takes a lease per call like an operation, and m_graphMutex only to create m_graph.
@@ -75,7 +76,7 @@ public:
         // threads while searches scan exactly), written to the index file.
         int annThreshold = 10000;
         // A thread with a connection of its own LISTENs for other processes' changes and applies them
-        // to a loaded index as they are committed (searches check the change log either way).
+        // to the loaded indexes as they are committed (searches check the change log either way).
         bool listen = true;
         // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold", "listen"}; throws
         // Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a value of the wrong
