@@ -88,7 +88,7 @@ void KeywordIndex::upsert(qint64 rid, std::string_view words, std::string_view c
     if (const auto old = m_docs.find(rid); old != m_docs.end()) {
         const Doc doc = std::move(old->second);
         m_docs.erase(old);
-        drop(rid, doc);
+        drop(doc);
     }
     Doc doc;
     for (const auto &[lexeme, n] : parse(words)) {
@@ -122,11 +122,11 @@ void KeywordIndex::remove(qint64 rid)
         return;
     const Doc doc = std::move(it->second);
     m_docs.erase(it);
-    drop(rid, doc);
+    drop(doc);
 }
 
 // Takes a record that left m_docs out of the counts; its postings are compacted once mostly stale.
-void KeywordIndex::drop(qint64, const Doc &doc)
+void KeywordIndex::drop(const Doc &doc)
 {
     m_totalLength -= doc.length;
     for (const auto &[word, n] : doc.content) {

@@ -57,7 +57,7 @@ private:
     };
     int wordId(const QString &lexeme);
     static int frequency(const std::vector<std::pair<int, int>> &words, int word);
-    void drop(qint64 rid, const Doc &doc);
+    void drop(const Doc &doc);
     void compact(std::vector<qint64> &postings, int word, bool context);
 
     QHash<QString, int> m_ids; // a word's number
