@@ -18,6 +18,8 @@
 #include <QSemaphore>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <cmath>
+#include <set>
 #include <thread>
 
 using namespace mneme;
@@ -81,6 +83,36 @@ public:
 private:
     QProcess m_p;
 };
+
+// A keyword search's (id, score) pairs, best first.
+QList<QPair<QString, double>> keywordScores(StorageBackend &s, const QString &text, const RecordFilter &filter = RecordFilter())
+{
+    QList<QPair<QString, double>> out;
+    for (const ScoredRecord &r : s.keywordSearch(text, filter, 50, 0.5))
+        out.append({r.record.id, r.score});
+    return out;
+}
+
+// Whether two lists of scores name the same records in the same order with the same scores.
+bool sameScores(const QList<QPair<QString, double>> &a, const QList<QPair<QString, double>> &b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (qsizetype i = 0; i < a.size(); ++i)
+        if (a[i].first != b[i].first || std::abs(a[i].second - b[i].second) > 1e-9)
+            return false;
+    return true;
+}
+
+// A tsvector's text form of these words, each at one position (as the server writes 'word':1).
+std::string tsv(const QStringList &words)
+{
+    std::string out;
+    int position = 1;
+    for (const QString &w : words)
+        out += (out.empty() ? "'" : " '") + w.toStdString() + "':" + std::to_string(position++);
+    return out;
+}
 
 } // namespace
 
@@ -552,6 +584,238 @@ private Q_SLOTS:
         QCOMPARE(failures.load(), 0);
         QCOMPARE(searches.load(), 160);
         QCOMPARE(s.count({}), 90);
+    }
+
+    // The keyword index scores as the SQLite store's evidence does: BM25 (k1 1.2, b 0.75) with the
+    // store's idf, normalised by the query words' idf sum; a context word counts contextWeight of one.
+    void keywordIndexScoresLikeSqlite()
+    {
+        KeywordIndex k;
+        // Each of 8 words with its context (a length is the words' positions): the other words pad.
+        const auto padded = [](const QStringList &words, const QString &pad, int n) {
+            QStringList out = words;
+            for (int i = out.size(); i < n; ++i)
+                out << pad + QString::number(i);
+            return tsv(out);
+        };
+        k.upsert(1, padded({QStringLiteral("tea"), QStringLiteral("green")}, QStringLiteral("a"), 8), "");
+        k.upsert(2, padded({QStringLiteral("coffee")}, QStringLiteral("b"), 4), padded({QStringLiteral("tea")}, QStringLiteral("c"), 4));
+        k.upsert(3, "'tea':1,3 'pot':2 'd4':4 'd5':5 'd6':6 'd7':7 'd8':8", "");
+        QCOMPARE(k.records(), 3);
+        QCOMPARE(k.holding(QStringLiteral("tea")), 2); // the content's, as the SQLite store counts
+        const auto idf = [](double rows, double hits) { return std::log(1 + (rows + 100 - hits + 0.5) / (hits + 0.5)); };
+        // Every record is of the average length (8 words with its context): BM25 is f * 2.2 / (f + 1.2).
+        const auto bm25 = [](double f) { return f * 2.2 / (f + 1.2); };
+        const double tea = idf(3, 2), green = idf(3, 1);
+        const std::vector<KeywordIndex::Match> m = k.search({QStringLiteral("tea"), QStringLiteral("green")}, 0.5, 1000);
+        QCOMPARE(m.size(), std::size_t(3));
+        QCOMPARE(m[0].rid, 1);
+        QVERIFY(std::abs(m[0].score - 1.0) < 1e-12); // both words once: the ideal
+        QCOMPARE(m[1].rid, 3);
+        QVERIFY(std::abs(m[1].score - tea * bm25(2) / (tea + green)) < 1e-12);
+        QCOMPARE(m[2].rid, 2); // in its context only, a word there counting half
+        QVERIFY(std::abs(m[2].score - tea * bm25(0.5) / (tea + green)) < 1e-12);
+        QCOMPARE(k.search({QStringLiteral("tea")}, 0, 1000).size(), std::size_t(2)); // without the context
+        QCOMPARE(k.search({QStringLiteral("tea")}, 0, 1000).front().score, 1.0);     // capped at 1, as in SQLite
+        QVERIFY(k.search({QStringLiteral("absent")}, 0, 1000).empty());
+    }
+
+    // Replacing and removing records keeps the counts exact, and a search never finds a record by
+    // words it no longer has.
+    void keywordIndexFollowsReplacements()
+    {
+        KeywordIndex k;
+        for (int i = 0; i < 100; ++i)
+            k.upsert(i, tsv({QStringLiteral("common"), QStringLiteral("w%1").arg(i)}), "");
+        QCOMPARE(k.holding(QStringLiteral("common")), 100);
+        for (int round = 0; round < 5; ++round)
+            for (int i = 0; i < 60; ++i)
+                k.upsert(i, tsv({round % 2 ? QStringLiteral("common") : QStringLiteral("other"), QStringLiteral("w%1").arg(i)}), "");
+        QCOMPARE(k.holding(QStringLiteral("common")), 40);
+        QCOMPARE(k.holding(QStringLiteral("other")), 60);
+        for (int i = 90; i < 100; ++i)
+            k.remove(i);
+        QCOMPARE(k.records(), 90);
+        QCOMPARE(k.holding(QStringLiteral("common")), 30);
+        std::set<qint64> found;
+        for (const KeywordIndex::Match &m : k.search({QStringLiteral("common")}, 0, 0))
+            QVERIFY(found.insert(m.rid).second); // each once
+        QCOMPARE(found.size(), std::size_t(30));
+        QVERIFY(*found.begin() >= 60 && *found.rbegin() < 90);
+    }
+
+    // The cost of a search is bounded as the SQLite store's keyword_row_budget bounds it: a word in more
+    // than a tenth of the records selects none alone (its idf still scales the scores), and past the
+    // budget only the records holding the rarest words, or two of the others, are scored.
+    void keywordIndexBoundsItsWork()
+    {
+        KeywordIndex k;
+        // 2,000 records (a cap of 200): "everywhere" in all, "often" in 600, "pairone" and "pairtwo" in
+        // 150 each (40 in both), "rare" in 5.
+        for (int i = 0; i < 2000; ++i) {
+            QStringList w{QStringLiteral("everywhere")};
+            if (i % 10 < 3)
+                w << QStringLiteral("often");
+            if (i >= 100 && i < 250)
+                w << QStringLiteral("pairone");
+            if (i >= 210 && i < 360)
+                w << QStringLiteral("pairtwo");
+            if (i < 5)
+                w << QStringLiteral("rare");
+            k.upsert(i, tsv(w), "");
+        }
+        // "everywhere" and "often" are over the cap: alone they select nothing; beside a rare word they
+        // select nothing either, and their idf still scales the scores.
+        QVERIFY(k.search({QStringLiteral("everywhere")}, 0, 1000).empty());
+        const auto alone = k.search({QStringLiteral("rare")}, 0, 1000);
+        const auto beside = k.search({QStringLiteral("rare"), QStringLiteral("everywhere")}, 0, 1000);
+        QCOMPARE(beside.size(), std::size_t(5));
+        const auto idf = [](double rows, double hits) { return std::log(1 + (rows + 100 - hits + 0.5) / (hits + 0.5)); };
+        QCOMPARE(beside.front().rid, alone.front().rid);
+        QVERIFY(std::abs(beside.front().score - alone.front().score * idf(2000, 5) / (idf(2000, 5) + idf(2000, 2000))) < 1e-12);
+        // Under the cap, 265 records hold one of the three words: with a budget of 100, the rarest word's
+        // records and those holding both others (40) are scored, not those holding one common word only.
+        const QStringList words{QStringLiteral("rare"), QStringLiteral("pairone"), QStringLiteral("pairtwo")};
+        QCOMPARE(k.search(words, 0, 0).size(), std::size_t(5 + 150 + 150 - 40));
+        const auto bounded = k.search(words, 0, 100);
+        QCOMPARE(bounded.size(), std::size_t(5 + 40));
+        for (const KeywordIndex::Match &m : bounded)
+            QVERIFY(m.rid < 5 || (m.rid >= 210 && m.rid < 250));
+        // With room for the rarest two words, their records are all scored.
+        QCOMPARE(k.search(words, 0, 200).size(), std::size_t(5 + 150));
+    }
+
+    // Another process's keyword index follows every kind of write from the change log: its scores after
+    // saves, an update, a delete, its undo (a restore) and a reset of a scope are those of an index
+    // loaded afresh, in the very next search (no notification needed).
+    void keywordIndexFollowsTheChangeLog()
+    {
+        QTemporaryDir dir;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = dir.path();
+        o.listen = false;
+        PostgresStorage writing(o), reader(o);
+        StorageBackend &writer = writing; // the contract's operations
+        const QString question = QStringLiteral("green tea in Lisbon");
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 30; ++i) {
+            MemoryRecord r = MemoryRecord::create(i % 3 ? QStringLiteral("Ana drinks green tea, cup %1").arg(i)
+                                                        : QStringLiteral("The office in Lisbon, floor %1").arg(i));
+            r.scope = i < 10 ? QStringLiteral("/a") : QStringLiteral("/b");
+            r.context = i % 5 ? QString() : QStringLiteral("they spoke of tea");
+            records.push_back(r);
+        }
+        writer.save(records);
+        QCOMPARE(keywordScores(reader, question).size(), 30);
+        const auto matchesFresh = [&](const char *step) {
+            PostgresStorage fresh(o);
+            const auto expected = keywordScores(fresh, question);
+            const auto got = keywordScores(reader, question);
+            if (!sameScores(got, expected))
+                qWarning() << step << got << expected;
+            return sameScores(got, expected);
+        };
+        QVERIFY(matchesFresh("after the saves"));
+        MemoryRecord changed = records[1];
+        changed.content = QStringLiteral("Ana now drinks coffee");
+        writer.update(changed);
+        QVERIFY(matchesFresh("after an update"));
+        QVERIFY(!keywordScores(reader, QStringLiteral("coffee")).isEmpty());
+        RecordFilter one;
+        one.ids = {records[2].id};
+        QCOMPARE(writer.remove(one), 1);
+        QVERIFY(matchesFresh("after a delete"));
+        writer.restore(records[2]);
+        QVERIFY(matchesFresh("after its undo"));
+        QCOMPARE(writer.reset(QStringLiteral("/a")), 10);
+        QVERIFY(matchesFresh("after a reset of a scope"));
+        QCOMPARE(keywordScores(reader, question).size(), 20);
+        QCOMPARE(writer.reset(QStringLiteral("/")), 20); // a new generation: the index is loaded again
+        QVERIFY(keywordScores(reader, question).isEmpty());
+        writer.save({MemoryRecord::create(QStringLiteral("green tea again"))});
+        QCOMPARE(keywordScores(reader, question).size(), 1);
+    }
+
+    // Writers on two connections (two store objects, as two hosts) save at once while a third searches:
+    // afterwards its keyword index holds every record once, as one loaded afresh does.
+    void keywordIndexFollowsConcurrentWriters()
+    {
+        QTemporaryDir dir;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = dir.path();
+        PostgresStorage a(o), b(o), reader(o);
+        const auto token = [](const QString &tag, int i, int j) { return QStringLiteral("%1%2x%3").arg(tag).arg(i).arg(j); };
+        std::atomic<bool> done{false};
+        std::atomic<int> failures{0};
+        std::thread searching([&] {
+            while (!done) {
+                try {
+                    reader.keywordSearch(QStringLiteral("meeting notes a3x1 b7x2"), RecordFilter(), 10);
+                } catch (const Error &) {
+                    ++failures;
+                }
+            }
+        });
+        std::vector<std::thread> writers;
+        for (PostgresStorage *s : {&a, &b})
+            writers.emplace_back([s, &failures, &token, tag = s == &a ? QStringLiteral("a") : QStringLiteral("b")] {
+                for (int i = 0; i < 20; ++i) {
+                    std::vector<MemoryRecord> batch;
+                    for (int j = 0; j < 10; ++j)
+                        batch.push_back(MemoryRecord::create(QStringLiteral("meeting notes %1").arg(token(tag, i, j))));
+                    try {
+                        s->save(batch);
+                    } catch (const Error &) {
+                        ++failures;
+                    }
+                }
+            });
+        for (std::thread &t : writers)
+            t.join();
+        done = true;
+        searching.join();
+        QCOMPARE(failures.load(), 0);
+        // Every record, once, by its own word.
+        for (const QString &tag : {QStringLiteral("a"), QStringLiteral("b")})
+            for (int i = 0; i < 20; ++i)
+                for (int j = 0; j < 10; ++j) {
+                    const auto found = reader.keywordSearch(token(tag, i, j), RecordFilter(), 5);
+                    QCOMPARE(found.size(), std::size_t(1));
+                    QCOMPARE(found.front().record.content, QStringLiteral("meeting notes %1").arg(token(tag, i, j)));
+                }
+        PostgresStorage fresh(o);
+        const QString question = QStringLiteral("notes a3x1 b7x2 a19x9");
+        QCOMPARE(keywordScores(reader, question).size(), 3);
+        QVERIFY(sameScores(keywordScores(reader, question), keywordScores(fresh, question)));
+    }
+
+    // A store of schema 3 (GIN indexes on the words, word counts) loses them when opened: keyword
+    // searches read each process's keyword index, and saves no longer keep the GIN indexes up.
+    void ginIndexesLeaveByMigration()
+    {
+        const QString dsn = test::PgCluster::freshDsn();
+        MemoryRecord r = MemoryRecord::create(QStringLiteral("Alice lives in Lisbon"));
+        openPg(dsn)->save({r});
+        test::PgCluster::run(QStringLiteral("CREATE INDEX mneme_records_words ON mneme_records USING gin (words); "
+                                            "CREATE INDEX mneme_records_context_words ON mneme_records USING gin (context_words); "
+                                            "ALTER TABLE mneme_records ADD COLUMN word_count integer NOT NULL DEFAULT 0, "
+                                            "ADD COLUMN context_word_count integer NOT NULL DEFAULT 0; "
+                                            "UPDATE mneme_meta SET value = '3' WHERE key = 'schema_version'"),
+                             dsn);
+        const QString gin = QStringLiteral("SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexdef LIKE '%USING gin%'");
+        QCOMPARE(test::PgCluster::scalar(gin, dsn), QStringLiteral("2"));
+        auto s = openPg(dsn);
+        QVERIFY(s->info().schemaVersion >= 4);
+        QCOMPARE(test::PgCluster::scalar(gin, dsn), QStringLiteral("0"));
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM information_schema.columns WHERE table_schema = "
+                                                        "current_schema() AND column_name LIKE '%word_count'"),
+                                         dsn),
+                 QStringLiteral("0"));
+        const auto found = s->keywordSearch(QStringLiteral("Lisbon"), RecordFilter(), 5);
+        QCOMPARE(found.size(), std::size_t(1));
+        QCOMPARE(found.front().record.id, r.id);
     }
 
     // Memory on a PostgreSQL store: remember, recall (vectors and keywords), forget and undo.

@@ -28,6 +28,7 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace mneme {
 
@@ -100,6 +101,14 @@ ALTER TABLE mneme_records ALTER COLUMN context_words DROP EXPRESSION;
 INSERT INTO mneme_meta(key, value) VALUES ('generation', '0') ON CONFLICT (key) DO NOTHING;
 )sql"},
     {3, kPostgresGraphSchemaSql},
+    // Keyword searches run on each process's keyword index (KeywordIndex, read from the words columns
+    // and caught up from the change log): the GIN indexes, which every save kept up, are read no more,
+    // and the word counts are the words' positions, which the index counts as it reads them.
+    {4, R"sql(
+DROP INDEX IF EXISTS mneme_records_words;
+DROP INDEX IF EXISTS mneme_records_context_words;
+ALTER TABLE mneme_records DROP COLUMN IF EXISTS word_count, DROP COLUMN IF EXISTS context_word_count;
+)sql"},
 };
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
@@ -207,68 +216,6 @@ void checkRecord(const MemoryRecord &r)
     if (ScopePath::normalize(r.scope) != r.scope)
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the scope \"%1\" of record %2 is not normalised; pass it through ScopePath::normalize()").arg(r.scope, r.id));
-}
-
-// The BM25 of one column, as the SQLite store's keyword evidence computes it (k1 = 1.2, b = 0.75).
-double bm25(double tf, double length, double averageLength)
-{
-    constexpr double k1 = 1.2, b = 0.75;
-    if (tf <= 0)
-        return 0;
-    const double norm = averageLength > 0 ? length / averageLength : 1;
-    return tf * (k1 + 1) / (tf + k1 * (1 - b + b * norm));
-}
-
-// How often each lexeme occurs, from a tsvector's text form ('word':1,4 'other':2 ...).
-QHash<QString, int> termFrequencies(std::string_view text)
-{
-    QHash<QString, int> out;
-    std::size_t i = 0;
-    while (i < text.size()) {
-        if (text[i] != '\'') {
-            ++i;
-            continue;
-        }
-        std::string lexeme;
-        for (++i; i < text.size(); ++i) {
-            if (text[i] == '\\' && i + 1 < text.size()) {
-                lexeme += text[++i];
-            } else if (text[i] == '\'') {
-                if (i + 1 < text.size() && text[i + 1] == '\'') {
-                    lexeme += text[++i];
-                } else {
-                    ++i;
-                    break;
-                }
-            } else {
-                lexeme += text[i];
-            }
-        }
-        int positions = 1; // a lexeme without positions counts once
-        if (i < text.size() && text[i] == ':')
-            for (++i; i < text.size() && text[i] != ' '; ++i)
-                positions += text[i] == ',';
-        out.insert(QString::fromStdString(lexeme), positions);
-    }
-    return out;
-}
-
-// KeywordEvidence::idf of the SQLite store: Lucene's idf, as if the store held 100 more records without the word.
-double idf(qint64 rows, qint64 hits)
-{
-    return std::log(1 + (double(rows) + 100 - double(hits) + 0.5) / (double(hits) + 0.5));
-}
-
-// A tsquery literal of one lexeme (already normalised by the server).
-QByteArray lexemeQuery(const QString &lexeme)
-{
-    QByteArray out = "'";
-    for (const char c : lexeme.toUtf8()) {
-        if (c == '\'' || c == '\\')
-            out += c;
-        out += c;
-    }
-    return out + "'";
 }
 
 // A bigint[] literal of these numbers.
@@ -905,12 +852,6 @@ PostgresStorage::Statement PostgresStorage::historyStatement(const QString &reco
                      std::move(p)};
 }
 
-PostgresStorage::Position PostgresStorage::position()
-{
-    const Result r = exec(kPositionSql, QStringLiteral("reading the change log"));
-    return {r.int64(0, 0), r.int64(0, 1)};
-}
-
 PostgresStorage::Logged PostgresStorage::logChanges(const std::vector<qint64> &rids)
 {
     Params lock;
@@ -924,14 +865,14 @@ PostgresStorage::Logged PostgresStorage::logChanges(const std::vector<qint64> &r
     // The lock first: the entry's seq is drawn after every earlier entry committed (the lock is
     // released after the commit is visible).
     const std::vector<Result> done = execAll({Statement{"SELECT pg_advisory_xact_lock($1)", std::move(lock)},
-                                              Statement{kPositionSql, Params()},
+                                              positionStatement(),
                                               Statement{"INSERT INTO mneme_changes(rids, at) VALUES ($1::bigint[], $2) RETURNING seq",
                                                         std::move(entry)},
                                               Statement{"SELECT pg_notify($1, $2)", std::move(notify)}},
                                              QStringLiteral("logging the change"));
-    const Logged logged{{done[1].int64(0, 0), done[1].int64(0, 1)}, done[2].int64(0, 0)};
+    const Logged logged{positionOf(done[1]), done[2].int64(0, 0)};
     const qint64 every = std::max<qint64>(1, m_options.changeLogKeep / 10);
-    if (logged.seq / every != logged.before.second / every)
+    if (logged.seq / every != logged.before.seq / every)
         pruneChanges();
     return logged;
 }
@@ -956,16 +897,6 @@ void PostgresStorage::pruneChanges()
                        std::move(mark)}},
             QStringLiteral("pruning the change log"));
 }
-
-namespace {
-
-// The words of a record's content and context as the keyword search indexes them, and their counts
-// (BM25's lengths), from the texts `t.content` and `t.context` (one text search of each).
-constexpr const char *kWords = "CROSS JOIN LATERAL (SELECT to_tsvector('english', t.content) AS w, to_tsvector('english', t.context) AS cw) AS v";
-constexpr const char *kWordColumns = "v.w, v.cw, coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.w)), 0), "
-                                     "coalesce((SELECT sum(array_length(positions, 1)) FROM unnest(v.cw)), 0)";
-
-} // namespace
 
 PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qint64 atMs)
 {
@@ -1005,14 +936,13 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
         p.add(arrayLiteral(column));
     return Statement{
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
-        "last_accessed, access_count, embedding, context, words, context_words, word_count, context_word_count) "
+        "last_accessed, access_count, embedding, context, words, context_words) "
         "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-        "t.last_accessed, t.access_count, t.embedding, t.context, "
-            + QByteArray(kWordColumns) + " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-                                         "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
-                                         "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-                                         "access_count, embedding, context) "
-            + kWords + " RETURNING rid",
+        "t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), to_tsvector('english', t.context) "
+        "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
+        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
+        "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
+        "access_count, embedding, context) RETURNING rid",
         std::move(p)};
 }
 
@@ -1162,9 +1092,8 @@ void PostgresStorage::update(const MemoryRecord &record)
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
                                      "last_accessed = greatest(r.last_accessed, $11), access_count = greatest(r.access_count, $12), "
                                      "embedding = coalesce($13, r.embedding), context = $14, "
-                                     "(words, context_words, word_count, context_word_count) = (SELECT ")
-                              + kWordColumns + ") FROM (SELECT $2::text AS content, $14::text AS context) AS t " + kWords
-                              + " WHERE r.id = $1 RETURNING r.rid",
+                                     "words = to_tsvector('english', $2), context_words = to_tsvector('english', $14) "
+                                     "WHERE r.id = $1 RETURNING r.rid"),
                           p, QStringLiteral("updating record %1").arg(record.id));
     t.changed(updated.int64(0, 0));
     const Statement history = historyStatement(record.id, HistoryEntry::Event::Update, &*old, &record, at);
@@ -1378,37 +1307,66 @@ bool PostgresStorage::loadIndexFile(int dimension)
     return false;
 }
 
-// Applies the change-log entries after the index's seq; false when the index cannot be brought up to
-// date that way (a full reset, too many changes, entries it lacks pruned, the first vectors of an
-// empty store).
-bool PostgresStorage::catchUp()
+PostgresStorage::Statement PostgresStorage::positionStatement()
+{
+    return Statement{kPositionSql, Params()};
+}
+
+PostgresStorage::LogPosition PostgresStorage::positionOf(const Result &r)
+{
+    return LogPosition{r.int64(0, 0), r.int64(0, 1)};
+}
+
+PostgresStorage::LogPosition PostgresStorage::position()
+{
+    return positionOf(exec(kPositionSql, QStringLiteral("reading the change log")));
+}
+
+PostgresStorage::Changes PostgresStorage::changesAfter(qint64 seq)
 {
     Params p;
-    p.add(m_indexSeq);
+    p.add(seq);
     p.add(qint64(kMaxReplay));
     Result r = exec("SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), c.seq, c.rids, "
                     "coalesce((SELECT value::bigint FROM mneme_meta WHERE key = 'changes_pruned_through'), 0) "
                     "FROM (SELECT 1) AS one LEFT JOIN (SELECT seq, rids FROM mneme_changes WHERE seq > $1 ORDER BY seq LIMIT $2) AS c "
                     "ON true ORDER BY c.seq",
                     p, QStringLiteral("reading the change log"));
-    if (r.int64(0, 0) != m_indexGeneration || r.rows() >= kMaxReplay || m_indexSeq < r.int64(0, 3))
-        return false;
+    Changes out;
+    out.generation = r.int64(0, 0);
+    out.last = seq;
+    // Entries after `seq` were pruned: they cannot be replayed.
+    out.tooMany = r.rows() >= kMaxReplay || seq < r.int64(0, 3);
     if (r.isNull(0, 1))
-        return true; // nothing new
-    if (m_index.dimension() <= 0)
-        return false; // the first vectors: the dimension comes with the binding
-    std::vector<qint64> rids;
+        return out; // nothing new
+    out.entries = r.rows();
+    out.last = r.int64(r.rows() - 1, 1);
     QSet<qint64> seen;
     for (int i = 0; i < r.rows(); ++i)
         for (const qint64 rid : bigintsOf(r.bytes(i, 2)))
             if (!seen.contains(rid)) {
                 seen.insert(rid);
-                rids.push_back(rid);
+                out.rids.push_back(rid);
             }
-    applyRows(rids);
-    m_indexSeq = r.int64(r.rows() - 1, 1);
-    m_unsaved += r.rows();
-    m_stats.replayed += r.rows();
+    return out;
+}
+
+// Applies the change-log entries after the index's seq; false when the index cannot be brought up to
+// date that way (a full reset, too many changes or entries it lacks pruned, the first vectors of an
+// empty store).
+bool PostgresStorage::catchUp()
+{
+    const Changes c = changesAfter(m_indexSeq);
+    if (c.generation != m_indexGeneration || c.tooMany)
+        return false;
+    if (c.entries == 0)
+        return true; // nothing new
+    if (m_index.dimension() <= 0)
+        return false; // the first vectors: the dimension comes with the binding
+    applyRows(c.rids);
+    m_indexSeq = c.last;
+    m_unsaved += c.entries;
+    m_stats.replayed += c.entries;
     return true;
 }
 
@@ -1468,16 +1426,23 @@ void PostgresStorage::listenForChanges(std::promise<void> &listening)
             ours = ours || storeId == n->extra;
             PQfreemem(n);
         }
-        bool loaded = false;
+        bool vectors = false, keywords = false;
         {
             QReadLocker read(&m_indexLock);
-            loaded = m_index.isLoaded();
+            vectors = m_index.isLoaded();
         }
-        if (!ours || !loaded || m_closed)
+        {
+            QReadLocker read(&m_keywordLock);
+            keywords = m_keywordsLoaded;
+        }
+        if (!ours || !(vectors || keywords) || m_closed)
             continue; // an index no search has loaded yet is not loaded for a notification
         try {
             Lease lease(*this);
-            sync();
+            if (vectors)
+                sync();
+            if (keywords)
+                syncKeywords(position());
             QWriteLocker write(&m_indexLock);
             ++m_stats.notified;
         } catch (const Error &e) {
@@ -1639,53 +1604,89 @@ std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const E
 {
     std::vector<SearchHit> out;
     const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight, false);
-    if (!query.empty())
-        sync();
     QReadLocker read(&m_indexLock);
-    const bool cosines = !query.empty() && m_index.dimension() == int(query.size());
+    // The vector index is as current as the search (keywordMatches() brought it up to date when loaded).
+    const bool cosines = !query.empty() && m_index.isLoaded() && m_index.dimension() == int(query.size());
     for (const KeywordMatch &m : matches)
         out.push_back(SearchHit{m.rid, m.score, cosines ? m_index.similarity(query.data(), m.rid).value_or(0.0) : 0.0,
                                 m.record.importance, m.record.createdAt});
     return out;
 }
 
-// The store's keyword statistics (records, average lengths) and how many records hold each of these
-// words, as of now: kept while the change log has not moved (every write moves it), so that a store
-// that is read more than written counts each word once.
-PostgresStorage::KeywordStats PostgresStorage::keywordStats(const QStringList &lexemes, const Result &position)
+// The words of these rows into the keyword index, as stored now, or their removal.
+void PostgresStorage::applyKeywordRows(const std::vector<qint64> &rids)
 {
-    QMutexLocker lock(&m_keywordMutex);
-    const std::pair<qint64, qint64> at{position.int64(0, 0), position.int64(0, 1)};
-    std::vector<Statement> counts;
-    if (at != m_keywordStats.at) {
-        m_keywordStats = KeywordStats();
-        m_keywordStats.at = at;
-        counts.push_back(Statement{"SELECT count(*), coalesce(avg(word_count), 0), coalesce(avg(context_word_count), 0) FROM mneme_records",
-                                   Params()});
-    }
-    QStringList uncounted;
-    for (const QString &lexeme : lexemes)
-        if (!m_keywordStats.holding.contains(lexeme) && !uncounted.contains(lexeme)) {
-            Params p;
-            p.add(lexemeQuery(lexeme));
-            counts.push_back(Statement{"SELECT count(*) FROM mneme_records WHERE words @@ $1::tsquery", std::move(p)});
-            uncounted << lexeme;
+    for (std::size_t first = 0; first < rids.size(); first += kChunk) {
+        const std::vector<qint64> chunk(rids.begin() + std::ptrdiff_t(first), rids.begin() + std::ptrdiff_t(std::min(rids.size(), first + kChunk)));
+        Params p;
+        p.add(bigintArray(chunk));
+        Result r = exec("SELECT rid, words::text, context_words::text FROM mneme_records "
+                        "WHERE rid = ANY($1::bigint[])",
+                        p, QStringLiteral("reading changed records' words"));
+        QSet<qint64> present;
+        for (int i = 0; i < r.rows(); ++i) {
+            const qint64 rid = r.int64(i, 0);
+            m_keywords.upsert(rid, r.view(i, 1), r.view(i, 2));
+            present.insert(rid);
         }
-    if (counts.empty())
-        return m_keywordStats;
-    const std::vector<Result> counted = execAll(counts, QStringLiteral("reading the keyword statistics"));
-    std::size_t next = 0;
-    if (counts.size() > std::size_t(uncounted.size())) {
-        m_keywordStats.rows = counted[0].int64(0, 0);
-        m_keywordStats.averageWords = counted[0].number(0, 1);
-        m_keywordStats.averageContext = counted[0].number(0, 2);
-        next = 1;
+        for (const qint64 rid : chunk)
+            if (!present.contains(rid))
+                m_keywords.remove(rid);
     }
-    if (m_keywordStats.holding.size() > 4096)
-        m_keywordStats.holding.clear();
-    for (const QString &lexeme : std::as_const(uncounted))
-        m_keywordStats.holding.insert(lexeme, counted[next++].int64(0, 0));
-    return m_keywordStats;
+}
+
+// Every record's words, read afresh.
+void PostgresStorage::loadKeywords()
+{
+    m_keywords.clear();
+    m_keywordsLoaded = false;
+    // The position first: a change committed after it is replayed by the next catch-up (harmlessly
+    // when the rows read here already hold it).
+    m_keywordsAt = position();
+    for (qint64 after = 0;;) {
+        Params p;
+        p.add(after);
+        p.add(qint64(kChunk));
+        Result r = exec("SELECT rid, words::text, context_words::text FROM mneme_records "
+                        "WHERE rid > $1 ORDER BY rid LIMIT $2",
+                        p, QStringLiteral("loading the records' words"));
+        for (int i = 0; i < r.rows(); ++i) {
+            after = r.int64(i, 0);
+            m_keywords.upsert(after, r.view(i, 1), r.view(i, 2));
+        }
+        if (r.rows() < kChunk)
+            break;
+    }
+    m_keywordsLoaded = true;
+}
+
+// Applies the change-log entries after the keyword index's position; false when a reload is needed.
+bool PostgresStorage::catchUpKeywords()
+{
+    const Changes c = changesAfter(m_keywordsAt.seq);
+    if (c.generation != m_keywordsAt.generation || c.tooMany)
+        return false;
+    applyKeywordRows(c.rids);
+    m_keywordsAt.seq = c.last;
+    return true;
+}
+
+// Brings the keyword index to the position `at` (read after the search began) or later.
+void PostgresStorage::syncKeywords(const LogPosition &at)
+{
+    const auto current = [&] {
+        return m_keywordsLoaded && m_keywordsAt.generation == at.generation && m_keywordsAt.seq >= at.seq;
+    };
+    {
+        QReadLocker read(&m_keywordLock);
+        if (current())
+            return;
+    }
+    QWriteLocker write(&m_keywordLock);
+    if (current())
+        return; // another search caught up meanwhile
+    if (!m_keywordsLoaded || !catchUpKeywords())
+        loadKeywords();
 }
 
 std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const QString &text, const RecordFilter &filter,
@@ -1695,107 +1696,84 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
     if (limit <= 0)
         return {};
-    // The query's words as the server indexes them (stemmed, without stop words), and the change log's position.
+    // One round trip: the query's words as the server indexes them (stemmed, without stop words), and
+    // the change log's position, which the keyword index is brought to.
     Params q;
     q.add(text);
-    const std::vector<Result> first =
-        execAll({Statement{"SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))", std::move(q)},
-                 Statement{"SELECT (SELECT value FROM mneme_meta WHERE key = 'generation'), coalesce((SELECT max(seq) FROM mneme_changes), 0)",
-                           Params()}},
-                QStringLiteral("reading the query's words"));
+    const std::vector<Result> first = execAll(
+        {Statement{"SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))", std::move(q)}, positionStatement()},
+        QStringLiteral("reading the query's words"));
     QStringList lexemes;
     for (int i = 0; i < first[0].rows(); ++i)
         lexemes << first[0].text(i, 0);
     if (lexemes.isEmpty())
         return {};
-    const KeywordStats stats = keywordStats(lexemes, first[1]);
-    // A word found in more than `cap` records tells little (its idf is low) and would make the server
-    // score a large part of the store: it is left out of what selects the records (unless it is about
-    // as common as the rarest word under the cap), and still counts in the scores of those selected.
-    const qint64 cap = std::clamp<qint64>(stats.rows / 10, 50, 2000);
-    qint64 rarest = -1;
-    for (const QString &lexeme : std::as_const(lexemes))
-        if (const qint64 n = stats.holding.value(lexeme); n <= cap && (rarest < 0 || n < rarest))
-            rarest = n;
-    QHash<QString, double> weightOf;
-    QList<QByteArray> selecting;
-    double idfSum = 0;
-    for (const QString &lexeme : std::as_const(lexemes)) {
-        const qint64 n = stats.holding.value(lexeme);
-        const double weight = idf(stats.rows, n);
-        idfSum += weight;
-        weightOf.insert(lexeme, weight);
-        if (n <= cap || (rarest >= 0 && n <= 2 * rarest) || (rarest < 0 && lexemes.size() == 1))
-            selecting << lexemeQuery(lexeme);
+    const LogPosition at = positionOf(first[1]);
+    syncKeywords(at);
+    std::vector<KeywordIndex::Match> ranked;
+    {
+        QReadLocker read(&m_keywordLock);
+        ranked = m_keywords.search(lexemes, contextWeight, std::max(kKeywordRowBudget, 4 * limit));
     }
-    if (selecting.isEmpty()) { // every word is common: the least common one selects
-        const auto least = std::min_element(lexemes.begin(), lexemes.end(), [&](const QString &a, const QString &b) {
-            return stats.holding.value(a) < stats.holding.value(b);
-        });
-        selecting << lexemeQuery(*least);
-    }
-    // The records holding a selecting word, the best ones by the server's own rank of them (ts_rank,
-    // length-normalised: a cheap judgement, without idfs) when the server judges the whole filter, at
-    // most kKeywordRowBudget; each scored here with BM25 (k1 = 1.2, b = 0.75) from its words as the
-    // server indexed them, normalised by the query words' idf sum and capped at 1.
-    Params p;
-    const QByteArray w = where(filter, p);
-    const QByteArray queryAt = "$" + QByteArray::number(p.add(selecting.join(" | "))) + "::tsquery";
-    QByteArray match = "words @@ " + queryAt;
-    if (contextWeight > 0)
-        match += " OR context_words @@ " + queryAt;
-    const bool serverJudges = filter.categories.isEmpty() && filter.contentContains.isEmpty()
-                           && (!filter.metadata.is_object() || filter.metadata.empty());
-    const int budget = std::max(kKeywordRowBudget, 4 * limit);
-    // When the server judges the filter, only what scoring and ranking need is read; the records kept
-    // are read afterwards (when `records` asks for them).
-    const QByteArray columns = serverJudges ? QByteArray("rid, id, importance, created_at") : kColumns;
-    const int wordsAt = serverJudges ? 4 : 14;
-    Result r = exec("SELECT " + columns + ", words::text, context_words::text, word_count, context_word_count FROM mneme_records WHERE "
-                        + w + " AND (" + match + ")"
-                        + (serverJudges ? " ORDER BY ts_rank(words, " + queryAt + ", 1) DESC, rid LIMIT " + QByteArray::number(budget)
-                                        : QByteArray()),
-                    p, QStringLiteral("searching the keyword index"));
-    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
-    std::vector<KeywordMatch> scored;
-    for (int i = 0; i < r.rows(); ++i) {
-        MemoryRecord m;
-        if (serverJudges) {
-            m.id = r.text(i, 1);
-            m.importance = r.number(i, 2);
-            m.createdAt = QDateTime::fromMSecsSinceEpoch(r.int64(i, 3), Qt::UTC);
-        } else {
-            m = recordAt(r, i);
-            if (!filter.matches(m, conditions))
-                continue;
+    std::unordered_set<qint64> only;
+    if (!filter.ids.isEmpty())
+        for (const qint64 rid : ridsOf(filter.ids))
+            only.insert(rid);
+    // The matches are walked best first, a chunk at a time, until `limit` pass the filter. For hits, a
+    // loaded vector index judges the filter on the records it holds (as current as the search: brought
+    // up to date here), giving their ranking fields; the records themselves judge the others.
+    bool judging = false;
+    if (!records && filter.contentContains.isEmpty() && !needsPostFilter(filter)) {
+        bool behind = false;
+        {
+            QReadLocker read(&m_indexLock);
+            judging = m_index.isLoaded();
+            behind = judging && (m_indexGeneration != at.generation || m_indexSeq < at.seq);
         }
-        const QHash<QString, int> content = termFrequencies(r.view(i, wordsAt)), context = termFrequencies(r.view(i, wordsAt + 1));
-        double sum = 0;
-        for (const QString &lexeme : std::as_const(lexemes))
-            sum += weightOf.value(lexeme)
-                 * (bm25(content.value(lexeme), double(r.int64(i, wordsAt + 2)), stats.averageWords)
-                    + contextWeight * bm25(context.value(lexeme), double(r.int64(i, wordsAt + 3)), stats.averageContext));
-        if (sum > 0)
-            scored.push_back(KeywordMatch{r.int64(i, 0), std::move(m), std::min(1.0, sum / idfSum)});
+        if (behind)
+            sync();
     }
-    const auto before = [](const KeywordMatch &a, const KeywordMatch &b) {
-        return a.score != b.score ? a.score > b.score : a.record.id < b.record.id;
-    };
-    const auto kept = scored.begin() + std::min<std::ptrdiff_t>(limit, std::ptrdiff_t(scored.size()));
-    std::partial_sort(scored.begin(), kept, scored.end(), before);
-    scored.erase(kept, scored.end());
-    if (serverJudges && records) {
+    const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
+    std::vector<KeywordMatch> out;
+    const std::size_t chunk = std::size_t(std::max(2 * limit, 32));
+    for (std::size_t begin = 0; begin < ranked.size() && int(out.size()) < limit; begin += chunk) {
         std::vector<qint64> rids;
-        for (const KeywordMatch &m : scored)
-            rids.push_back(m.rid);
-        std::unordered_map<qint64, MemoryRecord> rows = byRids(rids, false);
-        std::vector<KeywordMatch> read;
-        for (KeywordMatch &m : scored)
-            if (auto it = rows.find(m.rid); it != rows.end()) // else deleted since: left out
-                read.push_back(KeywordMatch{m.rid, std::move(it->second), m.score});
-        return read;
+        for (std::size_t i = begin; i < std::min(ranked.size(), begin + chunk); ++i)
+            if (only.empty() ? filter.ids.isEmpty() : only.count(ranked[i].rid) > 0)
+                rids.push_back(ranked[i].rid);
+        std::vector<VectorIndex::Judged> verdicts(rids.size());
+        if (judging) {
+            QReadLocker read(&m_indexLock);
+            if (m_index.isLoaded())
+                verdicts = m_index.judge(filter, rids);
+        }
+        std::vector<qint64> unknown;
+        for (std::size_t i = 0; i < rids.size(); ++i)
+            if (verdicts[i].verdict == VectorIndex::Verdict::Unknown)
+                unknown.push_back(rids[i]);
+        std::unordered_map<qint64, MemoryRecord> rows = byRids(unknown, false);
+        std::size_t r = begin;
+        for (std::size_t i = 0; i < rids.size() && int(out.size()) < limit; ++i) {
+            while (ranked[r].rid != rids[i])
+                ++r;
+            KeywordMatch m{rids[i], MemoryRecord(), ranked[r].score};
+            if (verdicts[i].verdict == VectorIndex::Verdict::Rejected)
+                continue;
+            if (verdicts[i].verdict == VectorIndex::Verdict::Selected) {
+                const VectorIndex::RankFields &f = verdicts[i].fields;
+                m.record.importance = f.importance;
+                if (f.hasCreated)
+                    m.record.createdAt = QDateTime::fromMSecsSinceEpoch(f.createdMs, Qt::UTC);
+            } else {
+                auto it = rows.find(rids[i]);
+                if (it == rows.end() || !filter.matches(it->second, conditions))
+                    continue; // deleted since the search began, or not selected
+                m.record = std::move(it->second);
+            }
+            out.push_back(std::move(m));
+        }
     }
-    return scored;
+    return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1912,7 +1890,7 @@ std::vector<MemoryRecord> PostgresStorage::browse(const ListRequest &request)
 template<typename Find, typename Compute, typename Keep>
 auto PostgresStorage::cachedRead(Find find, Compute compute, Keep keep)
 {
-    const Position at = position();
+    const LogPosition at = position();
     {
         QMutexLocker lock(&m_readMutex);
         if (m_readAt != at) {
@@ -1923,7 +1901,7 @@ auto PostgresStorage::cachedRead(Find find, Compute compute, Keep keep)
             return std::move(*kept);
     }
     auto answer = compute();
-    const Position after = position();
+    const LogPosition after = position();
     QMutexLocker lock(&m_readMutex);
     if (after == at && m_readAt == at)
         return keep(m_readCache, std::move(answer));
@@ -1939,7 +1917,7 @@ void PostgresStorage::keepInserted(const Logged &logged, const std::vector<const
     QMutexLocker lock(&m_readMutex);
     if (m_readAt == logged.before) {
         m_readCache.add(inserted);
-        m_readAt = {logged.before.first, logged.seq};
+        m_readAt = {logged.before.generation, logged.seq};
     } else {
         m_readCache.clear();
         m_readAt = {-1, -1};

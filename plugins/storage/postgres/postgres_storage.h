@@ -1,5 +1,6 @@
 #pragma once
 
+#include "keyword_index.h"
 #include "plugins/storage/common/index_build.h"
 #include "plugins/storage/common/read_cache.h"
 #include "plugins/storage/common/vector_index.h"
@@ -37,8 +38,8 @@ class PostgresGraphStore;
 //
 // Tables (mneme_ prefix, in the connection's search_path): mneme_meta (schema_version, embedder,
 // store_id, generation), mneme_records (a row per record; scope indexed with text_pattern_ops for
-// prefix searches; the content's and the context's words as tsvector columns under GIN indexes; md5
-// of the content for the lookup of identical records), mneme_history (every change), mneme_state
+// prefix searches; the content's and the context's words as tsvector columns, the server's parse of
+// them; md5 of the content for the lookup of identical records), mneme_history (every change), mneme_state
 // (named JSON documents), mneme_changes (the change log: a row per write transaction, listing the
 // row ids it changed, its seq handed out under a transaction-level advisory lock so that seq order is
 // commit order; its newest change_log_keep entries kept, meta changes_pruned_through the last seq
@@ -47,19 +48,21 @@ class PostgresGraphStore;
 // Vectors are float32 bytea in the records table. Each process keeps them in a VectorIndex (exact
 // scan while small, an HNSW graph past ann_threshold, built in the background), persisted in a file of
 // index_dir and caught up from mneme_changes before every search: a search sees every write committed
-// before it started, on any host.
+// before it started, on any host. The words are kept the same way, in a KeywordIndex (not persisted:
+// read from the words columns by the first keyword search), caught up before every keyword search.
 //
 // Threads and locks (a thread takes them in this order only):
 // 1. a connection lease (Lease): every operation takes one connection of the pool for its call (at
 //    most pool_size, opened on demand; a thread holds at most one); m_poolMutex guards m_idle and
 //    m_open and is held only to hand a connection out or back (m_poolFree: one was handed back).
 // 2. one of m_indexLock (m_index, every m_index* member, m_build, m_stats: searches hold it to read,
-//    the catch-up, the load and the build's hand-over to write), m_keywordMutex (m_keywordStats) or
-//    m_readMutex (m_readCache, m_readAt), never two. Nothing waits for a lease or a statement while
-//    holding them, so they never deadlock with the pool.
+//    the catch-up, the load and the build's hand-over to write), m_keywordLock (m_keywords and every
+//    m_keyword* member: keyword searches hold it to read, its catch-up and load to write) or
+//    m_readMutex (m_readCache, m_readAt), never two. Nothing waits for a lease while holding them, so
+//    they never deadlock with the pool.
 // The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
-// lease and m_indexLock like an operation; close() stops and joins it. The graph build thread
-// (IndexBuild) takes no lock: it owns its copy of the index until it marks itself done.
+// lease and m_indexLock, then m_keywordLock, like an operation; close() stops and joins it. The graph
+// build thread (IndexBuild) takes no lock: it owns its copy of the index until it marks itself done.
 // The graph tables (mneme_graph_*) are PostgresGraphStore's (postgres_graph_store.h), reached through
 // graph(); it takes a lease per call like an operation, and m_graphMutex only to create m_graph.
 class PostgresStorage : public StorageBackend
@@ -80,7 +83,7 @@ public:
         // this at a time), and a process whose index is older than the oldest kept entry reloads it.
         int changeLogKeep = 10000;
         // A thread with a connection of its own LISTENs for other processes' changes and applies them
-        // to a loaded index as they are committed (searches check the change log either way).
+        // to the loaded indexes as they are committed (searches check the change log either way).
         bool listen = true;
         // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold", "change_log_keep",
         // "listen"}; throws Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a
@@ -203,14 +206,21 @@ private:
     static Statement addHistoryStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs);
     static Statement historyStatement(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                                       const MemoryRecord *newRecord, qint64 atMs);
-    // The change log's position: (generation, the last seq committed).
-    using Position = std::pair<qint64, qint64>;
-    Position position();
+    // The change log's position: the generation of full resets and the last seq committed.
+    struct LogPosition
+    {
+        qint64 generation = -1;
+        qint64 seq = 0;
+        bool operator==(const LogPosition &) const = default;
+    };
+    static Statement positionStatement();
+    static LogPosition positionOf(const Result &r);
+    LogPosition position();
     // A change-log entry as its transaction wrote it: the position before it (read under the change
     // lock, so no other entry commits between the two) and its own seq.
     struct Logged
     {
-        Position before{-1, -1};
+        LogPosition before{-1, -1};
         qint64 seq = -1;
     };
     // Appends the change log entry of this transaction's changes to these rows (Transaction::commit()).
@@ -234,19 +244,29 @@ private:
     std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<ScoredRecord> vectorSearch(const Embedding &query, const RecordFilter &filter, int limit);
     std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit);
-    struct KeywordStats
-    {
-        std::pair<qint64, qint64> at{-1, -1}; // the change log's (generation, seq) they are of
-        qint64 rows = 0;
-        double averageWords = 0, averageContext = 0;
-        QHash<QString, qint64> holding; // records holding a word (its content)
-    };
-    KeywordStats keywordStats(const QStringList &lexemes, const Result &position);
     // The best matches; with `records`, their whole records, else their id, importance and creation time.
     std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
                                              bool records);
     std::vector<SearchHit> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter, int limit,
                                        double contextWeight);
+
+    // The change-log entries after `seq` (at most kMaxReplay): the rows they changed, once each.
+    struct Changes
+    {
+        qint64 generation = -1;
+        qint64 last = 0;      // the seq of the last entry read (`seq` when none)
+        bool tooMany = false; // more entries than a replay takes, or entries after `seq` pruned
+        int entries = 0;
+        std::vector<qint64> rids;
+    };
+    Changes changesAfter(qint64 seq);
+
+    // The keyword index: with a lease and no index lock held; loadKeywords() and catchUpKeywords() with
+    // m_keywordLock held for writing.
+    void syncKeywords(const LogPosition &at);
+    void loadKeywords();
+    bool catchUpKeywords();
+    void applyKeywordRows(const std::vector<qint64> &rids);
 
     // The vector index. sync(): with a lease, no index lock held; the others with a lease and
     // m_indexLock held for writing.
@@ -287,15 +307,19 @@ private:
     std::vector<pg_conn *> m_idle;
     int m_open = 0; // connections open, idle or leased
 
-    QMutex m_keywordMutex; // m_keywordStats; taken with a lease, and no other lock
-    KeywordStats m_keywordStats;
+    // The words of every record, for keyword searches (keyword_index.h), loaded by the first one and
+    // caught up from the change log as the vector index is.
+    QReadWriteLock m_keywordLock;
+    KeywordIndex m_keywords;
+    bool m_keywordsLoaded = false;
+    LogPosition m_keywordsAt; // the change log's position m_keywords reflects
 
     // Answers of the aggregates a bulk load asks for once a batch, as of the change log's position
     // m_readAt; taken with a lease, and no other lock. touch() (access counts) does not move the log:
     // kept samples may show older access counts, which nothing that asks for samples reads.
     QMutex m_readMutex;
     ReadCache m_readCache;
-    Position m_readAt{-1, -1};
+    LogPosition m_readAt{-1, -1};
 
     QReadWriteLock m_indexLock;
     VectorIndex m_index;
