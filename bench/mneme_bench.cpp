@@ -22,6 +22,7 @@
 //   mneme-bench --graph          # graph_memory on (offline extractor): the cost of graph memory
 //   mneme-bench --records 100000 --dir /tmp/bench --keep   # keeps the store; a later run with the same
 //                               # options measures its recalls again without loading it (no save figures)
+//   mneme-bench --records 100000 --dir /tmp/bench --keep --recall-only   # the recall figures alone
 
 #include "plugins/storage/sqlite/sqlite_storage.h"
 #ifdef MNEME_BENCH_POSTGRES
