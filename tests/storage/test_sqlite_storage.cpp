@@ -285,6 +285,7 @@ private Q_SLOTS:
     void keywordSearch_data();
     void keywordSearch();
     void keywordIndexFollowsWrites();
+    void keywordScoresStayExactAcrossWrites();
     void keywordContextCountsAtItsWeight();
     void updateRemoveRestoreAndHistory();
     void resetSubtreeAndEverything();
@@ -1006,6 +1007,53 @@ void TestSqliteStorage::keywordIndexFollowsWrites()
     QCOMPARE(store->remove(byId), 1);
     QVERIFY(store->keywordSearch(QStringLiteral("falcon"), {}, 10).empty());
     QCOMPARE(rawScalar(tmp.path(), QStringLiteral("SELECT count(*) FROM records_fts")), QStringLiteral("1"));
+}
+
+// The keyword search keeps each term's record count and each record's length between queries: after
+// every kind of write, by this connection or another, its scores are those of a connection that has
+// kept nothing.
+void TestSqliteStorage::keywordScoresStayExactAcrossWrites()
+{
+    test::TempStore tmp;
+    auto store = openStore(tmp.path());
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 40; ++i)
+        records.push_back(makeRecord(QStringLiteral("harbour note %1 %2").arg(i).arg(i % 3 ? QStringLiteral("tide") : QStringLiteral("tide tide gull"))));
+    records[5].context = QStringLiteral("the gull asked about the harbour");
+    store->save(records);
+    const auto scores = [](StorageBackend &s, double contextWeight) {
+        QList<QPair<QString, double>> out;
+        for (const QString &q : {QStringLiteral("tide gull"), QStringLiteral("harbour tide"), QStringLiteral("gull")})
+            for (const ScoredRecord &h : s.keywordSearch(q, {}, 50, contextWeight))
+                out.append({h.record.id, h.score});
+        return out;
+    };
+    const auto sameAsFresh = [&] {
+        auto fresh = openStore(tmp.path());
+        for (const double weight : {0.0, 0.3})
+            QCOMPARE(scores(*store, weight), scores(*fresh, weight));
+    };
+    sameAsFresh(); // and now both have counted and measured
+
+    records[1].content = QStringLiteral("gull gull gull and a much longer note about the harbour than before, tide");
+    store->update(records[1]);
+    sameAsFresh();
+    store->save({makeRecord(QStringLiteral("a new gull")), makeRecord(QStringLiteral("another tide"))});
+    sameAsFresh();
+    RecordFilter byId;
+    byId.ids = {records[2].id, records[3].id};
+    QCOMPARE(store->remove(byId), 2);
+    sameAsFresh();
+    {
+        auto other = openStore(tmp.path()); // another connection writes
+        records[4].content = QStringLiteral("tide");
+        other->update(records[4]);
+        other->save({makeRecord(QStringLiteral("gull on the harbour wall"))});
+    }
+    sameAsFresh();
+    store->remove(RecordFilter{});
+    store->save({makeRecord(QStringLiteral("tide gull"))});
+    sameAsFresh();
 }
 
 void TestSqliteStorage::keywordContextCountsAtItsWeight()

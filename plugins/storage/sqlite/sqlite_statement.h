@@ -58,6 +58,11 @@ public:
         check(sqlite3_bind_text64(m_st, i, utf8.constData(), sqlite3_uint64(utf8.size()), SQLITE_TRANSIENT, SQLITE_UTF8));
         return *this;
     }
+    Statement &bindBlob(int i, const QByteArray &bytes)
+    {
+        check(sqlite3_bind_blob64(m_st, i, bytes.constData(), sqlite3_uint64(bytes.size()), SQLITE_TRANSIENT));
+        return *this;
+    }
     // A null QString binds SQL NULL when `nullable`, else the empty text.
     Statement &bindText(int i, const QString &s, bool nullable = false)
     {

@@ -600,6 +600,7 @@ private:
     {
         m_active = false;
         sqlite3_exec(m_storage.m_db, "ROLLBACK", nullptr, nullptr, nullptr);
+        m_storage.keywordIndexChanged(-1); // what was read of its uncommitted keyword rows
         // Undo what this transaction may have cached (a dimension claimed for an unbound store).
         try {
             m_storage.loadBinding();
@@ -977,7 +978,9 @@ void SqliteStorage::openConnection(bool immutable)
         throw Error(ErrorKind::Storage, QStringLiteral("cannot open the store %1: the keyword filter function could not be "
                                                        "registered (%2)")
                                             .arg(m_location, QString::fromUtf8(sqlite3_errmsg(m_db))));
-    if (!KeywordEvidence::registerOn(m_db))
+    m_tokenLengths.reset();
+    m_phraseHits.clear();
+    if (!KeywordEvidence::registerOn(m_db, &m_tokenLengths))
         throw Error(ErrorKind::Storage,
                     QStringLiteral("cannot open the store %1: the SQLite library lacks FTS5, which keyword search needs; "
                                    "install a SQLite built with FTS5")
@@ -1227,6 +1230,7 @@ void SqliteStorage::refreshIfChanged()
         return;
     m_dataVersion = v;
     m_readCache.clear();
+    keywordIndexChanged(-1);
     loadBinding();
     if (!m_index.isLoaded())
         return;
@@ -1576,6 +1580,7 @@ qint64 SqliteStorage::insertRecord(const MemoryRecord &r)
     const qint64 rowid = sqlite3_last_insert_rowid(m_db);
     Statement fts(*this, "INSERT INTO records_fts(rowid, content, context) VALUES (?, ?, ?)");
     fts.bind(1, rowid).bindText(2, r.content).bindText(3, r.context).run(QStringLiteral("indexing record %1").arg(r.id));
+    keywordIndexChanged(rowid);
     addContentHash(hash, rowid);
     return rowid;
 }
@@ -2250,6 +2255,7 @@ void SqliteStorage::update(const MemoryRecord &record)
         addContentHash(hash, old->rowid);
         Statement fts(*this, "UPDATE records_fts SET content = ? WHERE rowid = ?");
         fts.bindText(1, record.content).bind(2, old->rowid).run(QStringLiteral("indexing record %1").arg(record.id));
+        keywordIndexChanged(old->rowid);
     }
     insertHistory(record.id, HistoryEntry::Event::Update, &old->record, &record, nowUtc().toMSecsSinceEpoch());
     const qint64 lastSeq = currentSeq();
@@ -2274,6 +2280,7 @@ int SqliteStorage::deleteRows(const std::vector<Row> &rows)
         st.bind(1, row.rowid).run(QStringLiteral("deleting record %1").arg(row.record.id));
         Statement fts(*this, "DELETE FROM records_fts WHERE rowid = ?");
         fts.bind(1, row.rowid).run(QStringLiteral("unindexing record %1").arg(row.record.id));
+        keywordIndexChanged(row.rowid);
         insertHistory(row.record.id, HistoryEntry::Event::Delete, &row.record, nullptr, at);
     }
     return int(rows.size());
@@ -2323,6 +2330,7 @@ int SqliteStorage::reset(const QString &scopePrefix)
     }
     exec("DELETE FROM records", QStringLiteral("deleting every record"));
     exec("DELETE FROM records_fts", QStringLiteral("clearing the keyword index"));
+    keywordIndexChanged(-1);
     exec("DELETE FROM content_hashes", QStringLiteral("clearing the content index"));
     exec("DELETE FROM content_hashes_recent", QStringLiteral("clearing the content index"));
     exec("DELETE FROM history", QStringLiteral("deleting the history"));
@@ -2492,7 +2500,7 @@ void SqliteStorage::flushIndex()
     saveIndexFile(true);
 }
 
-SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray> &terms)
+SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray> &terms, QList<QByteArray> *keptTerms)
 {
     // A term found in the content of more than `cap` records tells little (its BM25 weight is low) and
     // would make the query score and sort a large part of the store, so it is left out (unless it is
@@ -2537,7 +2545,7 @@ SqliteStorage::KeywordQuery SqliteStorage::selectiveMatch(const QList<QByteArray
         else // still part of what was asked: its (small) idf weighs in the evidence's scale
             query.leftOutIdf += KeywordEvidence::idf(records, c.first);
     }
-    QList<QByteArray> all;
+    QList<QByteArray> &all = *keptTerms;
     for (const auto &k : std::as_const(kept))
         all.append(k.second);
     query.match = all.join(" OR ");
@@ -2578,7 +2586,8 @@ std::optional<SqliteStorage::KeywordQuery> SqliteStorage::keywordQuery(const QSt
     if (!(contextWeight >= 0))
         throw Error(ErrorKind::InvalidArgument,
                     QStringLiteral("the weight of the keyword context must be 0 or more (got %1)").arg(contextWeight));
-    KeywordQuery query = selectiveMatch(matchTerms(text));
+    QList<QByteArray> kept;
+    KeywordQuery query = selectiveMatch(matchTerms(text), &kept);
     if (query.match.isEmpty())
         return std::nullopt;
     // A store before schema 3 (read-only, not upgraded) has no context column.
@@ -2586,7 +2595,37 @@ std::optional<SqliteStorage::KeywordQuery> SqliteStorage::keywordQuery(const QSt
     if (!context)
         query.match = "content : (" + query.match + ")";
     query.contextWeight = context ? contextWeight : 0.0;
+    // The counted phrases are the kept terms, in order, after the gate's: their rows as the query's
+    // column filter sees them, counted once until the keyword index changes.
+    for (const QByteArray &term : std::as_const(kept)) {
+        const qint64 hits = phraseHits(context ? term : "content : " + term);
+        query.hits.append(reinterpret_cast<const char *>(&hits), sizeof hits);
+    }
+    m_tokenLengths.loadOnce(m_db);
     return query;
+}
+
+qint64 SqliteStorage::phraseHits(const QByteArray &match)
+{
+    auto known = m_phraseHits.constFind(match);
+    if (known != m_phraseHits.constEnd())
+        return *known;
+    if (m_phraseHits.size() >= 4096)
+        m_phraseHits.clear();
+    Statement st(*this, "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?");
+    st.bindBytes(1, match);
+    const qint64 hits = st.step(QStringLiteral("counting a search term")) ? st.int64(0) : 0;
+    m_phraseHits.insert(match, hits);
+    return hits;
+}
+
+void SqliteStorage::keywordIndexChanged(qint64 rowid)
+{
+    m_phraseHits.clear();
+    if (rowid < 0)
+        m_tokenLengths.forgetAll();
+    else
+        m_tokenLengths.forget(rowid);
 }
 
 void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
@@ -2598,14 +2637,14 @@ void SqliteStorage::runKeywordSearch(const QString &text, const RecordFilter &fi
     const Where w = where(filter);
     const bool post = needsPostFilter(filter);
     Statement st(*this, QByteArray("SELECT ") + columns
-                            + ", mneme_keyword(records_fts, ?, ?, ?) AS relevance "
+                            + ", mneme_keyword(records_fts, ?, ?, ?, ?) AS relevance "
                               "FROM records_fts JOIN records r ON r.rid = records_fts.rowid "
                               "WHERE records_fts MATCH ? AND ("
                             + w.sql + ") ORDER BY relevance DESC, r.rid LIMIT ?");
     st.bindDouble(1, query->contextWeight).bindDouble(2, query->leftOutIdf).bind(3, query->gatePhrases);
-    st.bindBytes(4, query->match);
-    st.bindAll(w.args, 5);
-    st.bind(int(w.args.size()) + 5, post ? -1 : limit);
+    st.bindBlob(4, query->hits).bindBytes(5, query->match);
+    st.bindAll(w.args, 6);
+    st.bind(int(w.args.size()) + 6, post ? -1 : limit);
     const int relevanceColumn = sqlite3_column_count(st.get()) - 1;
     while (st.step(QStringLiteral("searching the full-text index")))
         if (!row(st.get(), std::min(1.0, sqlite3_column_double(st.get(), relevanceColumn))))
@@ -2686,13 +2725,13 @@ std::optional<std::vector<SearchHit>> SqliteStorage::keywordHits(const QString &
     // are scored: a search within 2 % of the store scores about 2 % of the matches.
     const VectorIndex::Judge judge = vectors ? m_index.judgeFor(filter) : VectorIndex::Judge();
     const bool prefilter = vectors && judge.selective();
-    Statement st(*this, QByteArray("SELECT rowid, mneme_keyword(records_fts, ?, ?, ?) AS relevance FROM records_fts "
+    Statement st(*this, QByteArray("SELECT rowid, mneme_keyword(records_fts, ?, ?, ?, ?) AS relevance FROM records_fts "
                                    "WHERE records_fts MATCH ?")
                             + (prefilter ? " AND mneme_judged(rowid)" : "") + " ORDER BY relevance DESC, rowid");
     m_keywordJudge = prefilter ? &judge : nullptr;
     const auto stopJudging = qScopeGuard([this] { m_keywordJudge = nullptr; });
     st.bindDouble(1, words->contextWeight).bindDouble(2, words->leftOutIdf).bind(3, words->gatePhrases);
-    st.bindBytes(4, words->match);
+    st.bindBlob(4, words->hits).bindBytes(5, words->match);
     const Where w = where(filter);
     std::optional<Statement> record;
     std::unordered_set<qint64> onlyRows;
@@ -3288,6 +3327,7 @@ void SqliteStorage::rebuildKeywordIndex()
         sqlite3_finalize(st);
     m_statements.clear();
     m_termCounts.clear();
+    keywordIndexChanged(-1);
 }
 
 QString SqliteStorage::contentHashProblem()

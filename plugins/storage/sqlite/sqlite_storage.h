@@ -2,6 +2,7 @@
 
 #include "plugins/storage/common/index_build.h"
 #include "plugins/storage/common/read_cache.h"
+#include "keyword_evidence.h"
 #include "plugins/storage/common/vector_index.h"
 #include "wal_checkpointer.h"
 #include <mneme/core/storage_backend.h>
@@ -276,6 +277,7 @@ private:
     struct KeywordQuery
     {
         QByteArray match;
+        QByteArray hits; // mneme_keyword()'s: the rows each counted phrase is in (native int64s)
         double leftOutIdf = 0;
         int gatePhrases = 0;      // the phrases of `match` that only choose the rows (KeywordEvidence's gate)
         double contextWeight = 0; // mneme_keyword()'s: 0 when the context is not searched
@@ -283,7 +285,12 @@ private:
     // The query for a text: its terms (selectiveMatch()), restricted to the content when the context
     // is not searched; nothing when no term is worth a search. Throws for a negative context weight.
     std::optional<KeywordQuery> keywordQuery(const QString &text, double contextWeight);
-    KeywordQuery selectiveMatch(const QList<QByteArray> &terms);
+    KeywordQuery selectiveMatch(const QList<QByteArray> &terms, QList<QByteArray> *kept);
+    // The number of rows the phrase `match` (one term, with its column filter) is in, counted once.
+    qint64 phraseHits(const QByteArray &match);
+    // records_fts was written at `rowid` (every row when negative): forgets what the keyword search
+    // kept of it.
+    void keywordIndexChanged(qint64 rowid);
     // The rows a keyword query scores when its terms (each with the number of records holding it) are in
     // more than `budget` records together: an FTS5 expression of the rarest terms, as many as the budget
     // holds (at least one), OR-ed with each pair of the next kKeywordPairedTerms. Empty: every row
@@ -390,6 +397,12 @@ private:
     // the store's size when counted: reused while the store has grown by less than a twentieth.
     QHash<QByteArray, qint64> m_termCounts;
     qint64 m_termCountsRecords = -1;
+    // What the keyword search reuses between queries, exact for the store as this connection sees it:
+    // the number of rows each searched phrase (a term, with the query's column filter) is in, and each
+    // row's length in tokens (mneme_keyword()'s, registered with it). keywordIndexChanged() forgets
+    // them where records_fts is written, refreshIfChanged() when another connection committed.
+    QHash<QByteArray, qint64> m_phraseHits;
+    KeywordEvidence::Lengths m_tokenLengths;
     QString m_storeId;                // meta store_id: names the store in the index file
     qint64 m_indexGeneration = 0;     // meta reset_generation the index reflects
     qint64 m_indexSeq = 0;            // last history seq the index reflects
