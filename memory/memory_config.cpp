@@ -145,6 +145,7 @@ MemoryConfig MemoryConfig::fromJson(const Json &json)
         {"keyword_weight", [&](const Json &v, const std::string &k) { c.keywordWeight = number(v, k); }},
         {"keyword_context_weight", [&](const Json &v, const std::string &k) { c.keywordContextWeight = number(v, k); }},
         {"min_relevance", [&](const Json &v, const std::string &k) { c.minRelevance = number(v, k); }},
+        {"standing_exponent", [&](const Json &v, const std::string &k) { c.standingExponent = number(v, k); }},
         {"recency_half_life_days", [&](const Json &v, const std::string &k) { c.recencyHalfLifeDays = number(v, k); }},
         {"decay_function", [&](const Json &v, const std::string &k) {
              if (!v.is_string())
@@ -219,6 +220,7 @@ void MemoryConfig::validate() const
         bad("semantic_weight", QStringLiteral("and keyword_weight are both 0, so nothing would ever be relevant to a query; "
                                               "give one of them a positive weight"));
     checkRange(minRelevance, 0, 1, "min_relevance");
+    checkRange(standingExponent, 0, 64, "standing_exponent");
     if (!(recencyHalfLifeDays > 0) || !std::isfinite(recencyHalfLifeDays))
         bad("recency_half_life_days", QStringLiteral("must be a positive number of days"));
     if (decayFunction != QLatin1String("exponential") && decayFunction != QLatin1String("linear"))
@@ -268,6 +270,7 @@ Json MemoryConfig::toJson() const
         {"keyword_weight", keywordWeight},
         {"keyword_context_weight", keywordContextWeight},
         {"min_relevance", minRelevance},
+        {"standing_exponent", standingExponent},
         {"recency_half_life_days", recencyHalfLifeDays},
         {"decay_function", decayFunction},
         {"access_boost", accessBoost},

@@ -27,6 +27,10 @@ struct MNEME_MEMORY_EXPORT MemoryConfig
     // MatchSignals::relevance) is at least this, so a query about nothing stored returns nothing.
     // 0: every record with any semantic or keyword relation. RecallOptions::minRelevance overrides it.
     double minRelevance = 0.18;
+    // Recency and importance count in a candidate's score scaled by (its ranking relevance / the best
+    // candidate's) to this power: they order records about as relevant as the best, and fade quickly
+    // below it. 0: always at their full weight.
+    double standingExponent = 8;
     double recencyHalfLifeDays = 30;
     QString decayFunction = QStringLiteral("exponential"); // or "linear"
     double accessBoost = 0.0;                              // importance bonus per log2(1+access_count)

@@ -52,7 +52,7 @@ double Scoring::score(const MatchSignals &s, double best, const MemoryConfig &c)
     const double share = best > ranking ? ranking / best : 1.0;
     const double evidence = c.semanticWeight * s.semantic + c.keywordWeight * s.keyword;
     const double standing = c.recencyWeight * s.recency + c.importanceWeight * s.importance;
-    return (evidence + standing * share * share) / total;
+    return (evidence + standing * std::pow(share, c.standingExponent)) / total;
 }
 
 QStringList Scoring::reasons(const MatchSignals &s)

@@ -16,7 +16,7 @@ namespace mneme {
 //   relevance = (semantic_weight*semantic + keyword_weight*keyword_evidence) / (semantic_weight + keyword_weight)
 //   ranking   = the same with keyword instead of keyword_evidence
 //   score     = (semantic_weight*semantic + keyword_weight*keyword
-//                + (recency_weight*recency + importance_weight*importance) * (ranking/best)^2)
+//                + (recency_weight*recency + importance_weight*importance) * (ranking/best)^standing_exponent)
 //               / (semantic_weight + keyword_weight + recency_weight + importance_weight)
 // where best is the highest ranking among the candidates of one recall. The score is the weighted
 // mean of the signals, in 0..1, for a lone candidate or equally ranked ones; with keyword_weight 0 and

@@ -17,7 +17,7 @@ private Q_SLOTS:
             "keyword_context_weight": 0.6, "conversation_context_window": 3, "conversation_context_weight": 0.25,
             "recency_half_life_days": 7, "decay_function": "linear", "access_boost": 0.05,
             "consolidation_threshold": 0.9, "consolidation_limit": 3, "default_importance": 0.6,
-            "batch_dedup_threshold": 0.95, "max_content_chars": 1000,
+            "batch_dedup_threshold": 0.95, "max_content_chars": 1000, "standing_exponent": 3,
             "conversation_recent_messages": 4, "conversation_similar_memories": 3,
             "confidence_threshold_high": 0.9, "confidence_threshold_low": 0.4, "complex_query_threshold": 0.6,
             "exploration_budget": 2, "query_analysis_threshold": 100, "read_only": true, "root_scope": "/crew/x/",
@@ -39,6 +39,7 @@ private Q_SLOTS:
         QCOMPARE(c.defaultImportance, 0.6);
         QCOMPARE(c.batchDedupThreshold, 0.95);
         QCOMPARE(c.maxContentChars, 1000);
+        QCOMPARE(c.standingExponent, 3.0);
         QCOMPARE(c.conversationRecentMessages, 4);
         QCOMPARE(c.conversationSimilarMemories, 3);
         QCOMPARE(c.confidenceThresholdHigh, 0.9);
@@ -127,6 +128,10 @@ private Q_SLOTS:
                                                      << "whole number";
         QTest::newRow("keyword context weight above 1") << R"({"keyword_context_weight": 1.5})"
                                                         << "keyword_context_weight";
+        QTest::newRow("negative standing exponent") << R"({"standing_exponent": -1})"
+                                                    << "standing_exponent";
+        QTest::newRow("standing exponent above 64") << R"({"standing_exponent": 65})"
+                                                    << "standing_exponent";
         QTest::newRow("negative context window") << R"({"conversation_context_window": -1})"
                                                  << "conversation_context_window";
         QTest::newRow("negative budget") << R"({"exploration_budget": -1})"

@@ -273,7 +273,37 @@ private Q_SLOTS:
         QVERIFY(drown[0].score <= before0 + 1e-12);
         QVERIFY(drown[1].score < before1);
         const double rel1 = 0.2 / 2, best = (0.6 + 0.8) / 2; // relevance: the mean of semantic and keyword
-        QVERIFY(qAbs(drown[1].score - (0.5 * 0.2 + (0.3 * 1.0 + 0.2 * 0.5) * (rel1 / best) * (rel1 / best)) / 1.5) < 1e-9);
+        QVERIFY(qAbs(drown[1].score - (0.5 * 0.2 + (0.3 * 1.0 + 0.2 * 0.5) * std::pow(rel1 / best, 8)) / 1.5) < 1e-9);
+    }
+
+    // standing_exponent: how fast recency and importance fade below the best candidate's relevance.
+    // A new record 80 % as relevant as an old one: at the default 8 the relevant one stays first; with
+    // the exponent 0 recency counts at its full weight and lifts the new one over it.
+    void standingExponent_data()
+    {
+        QTest::addColumn<double>("exponent");
+        QTest::addColumn<bool>("newFirst");
+        QTest::newRow("0: full weight") << 0.0 << true;
+        QTest::newRow("2") << 2.0 << true;
+        QTest::newRow("8 (default)") << 8.0 << false;
+        QTest::newRow("32") << 32.0 << false;
+    }
+
+    void standingExponent()
+    {
+        QFETCH(double, exponent);
+        QFETCH(bool, newFirst);
+        MemoryConfig c;
+        QCOMPARE(c.standingExponent, 8.0);
+        c.standingExponent = exponent;
+        const QDateTime now = nowUtc();
+        QList<MemoryMatch> m{Scoring::match(aged(0.5, 365, now), 0.5, 0.5, now, c), Scoring::match(aged(0.5, 0, now), 0.4, 0.4, now, c)};
+        Scoring::weighByRelevance(m, c);
+        QCOMPARE(m[1].score > m[0].score, newFirst);
+        const double share = std::pow(0.4 / 0.5, exponent);
+        QVERIFY(qAbs(m[1].score - (0.5 * 0.4 + 0.5 * 0.4 + (0.3 * 1.0 + 0.2 * 0.5) * share) / 1.5) < 1e-9);
+        // The best candidate's standing counts in full at any exponent.
+        QVERIFY(qAbs(m[0].score - (0.5 * 0.5 + 0.5 * 0.5 + 0.3 * Scoring::decay(365, c) + 0.2 * 0.5) / 1.5) < 1e-9);
     }
 
     // A query names a speaker by the whole name, in any case; not by a part of a word or of the name.
