@@ -115,6 +115,36 @@ private Q_SLOTS:
         QVERIFY(!matches[1].matchReasons.contains(QStringLiteral("recency")));
     }
 
+    // standing_exponent: recency orders records about as relevant as the best; a new record 80 % as
+    // relevant as an old one passes it with the square, not with the default 8.
+    void recencyWeighsAmongTheAboutAsRelevant_data()
+    {
+        QTest::addColumn<double>("exponent");
+        QTest::addColumn<QString>("first");
+        QTest::newRow("2") << 2.0 << QStringLiteral("new fact");
+        QTest::newRow("8 (default)") << 8.0 << QStringLiteral("old fact");
+    }
+
+    void recencyWeighsAmongTheAboutAsRelevant()
+    {
+        QFETCH(double, exponent);
+        QFETCH(QString, first);
+        auto e = std::make_shared<FakeEmbedder>(4);
+        e->setVector(QStringLiteral("old fact"), {1, 0, 0, 0});
+        e->setVector(QStringLiteral("new fact"), {0.8f, 0.6f, 0, 0});
+        e->setVector(QStringLiteral("query"), {1, 0, 0, 0});
+        MemoryConfig c = MemoryConfig::fromJson(Json{{"standing_exponent", exponent}});
+        c.storage = config().storage;
+        Memory m(c, nullptr, e);
+        RememberOptions old = fields(QStringLiteral("/"), 0.5);
+        old.createdAt = nowUtc().addDays(-90);
+        m.remember(QStringLiteral("old fact"), old);
+        m.remember(QStringLiteral("new fact"), fields(QStringLiteral("/"), 0.5));
+        const auto matches = m.recall(QStringLiteral("query"), shallow());
+        QCOMPARE(matches.size(), 2);
+        QCOMPARE(matches[0].record.content, first);
+    }
+
     // Case 11.
     void listsScopes()
     {
