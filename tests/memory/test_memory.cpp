@@ -807,7 +807,14 @@ private Q_SLOTS:
         // A question and its reply: the reply's vector holds the question at three times a neighbour's
         // weight (1.5, against 0.5 for the reply in the question's vector), its keyword context holds
         // the question's words, and the question, a turn that asks, is lowered: the reply comes first
-        // though the question is the closer vector.
+        // though the question is the closer vector. On relevance alone (recency and importance, equal
+        // here, weigh only 0.867^standing_exponent of the reply's, which is 87 % as relevant as the
+        // question: with the default 8 they would put the question first).
+        m.reset();
+        MemoryConfig relevanceOnly = config();
+        relevanceOnly.recencyWeight = 0;
+        relevanceOnly.importanceWeight = 0;
+        m = std::make_unique<Memory>(relevanceOnly, nullptr, e);
         m->resetAll();
         o.contextWindow = 1;
         o.contextWeight = 0.5;
