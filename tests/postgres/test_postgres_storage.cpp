@@ -642,6 +642,15 @@ private Q_SLOTS:
             QVERIFY(found.insert(m.rid).second); // each once
         QCOMPARE(found.size(), std::size_t(30));
         QVERIFY(*found.begin() >= 60 && *found.rbegin() < 90);
+
+        // A word named twice in one text (never from the server; bytes that are not UTF-8 read alike)
+        // is one word of the record, its frequencies summed: the record is counted and found once.
+        KeywordIndex twice;
+        twice.upsert(1, "'same':1 'same':2,3 'other':4", "");
+        QCOMPARE(twice.holding(QStringLiteral("same")), 1);
+        QCOMPARE(twice.search({QStringLiteral("same")}, 0, 0).size(), std::size_t(1));
+        twice.remove(1);
+        QCOMPARE(twice.holding(QStringLiteral("same")), 0);
     }
 
     // The cost of a search is bounded as the SQLite store's keyword_row_budget bounds it: a word in more

@@ -83,6 +83,22 @@ int KeywordIndex::frequency(const std::vector<std::pair<int, int>> &words, int w
     return it != words.end() && it->first == word ? it->second : 0;
 }
 
+// By word, a word named twice (a server's tsvector never does; lexemes that differ only in bytes
+// that are not UTF-8 read as the same text) once with the frequencies summed.
+void KeywordIndex::sortAndMerge(std::vector<std::pair<int, int>> &words)
+{
+    std::sort(words.begin(), words.end());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (kept > 0 && words[kept - 1].first == words[i].first)
+            words[kept - 1].second += words[i].second;
+        else
+            words[kept++] = words[i];
+    }
+    words.resize(kept);
+    words.shrink_to_fit();
+}
+
 void KeywordIndex::upsert(qint64 rid, std::string_view words, std::string_view contextWords)
 {
     if (const auto old = m_docs.find(rid); old != m_docs.end()) {
@@ -99,10 +115,8 @@ void KeywordIndex::upsert(qint64 rid, std::string_view words, std::string_view c
         doc.context.emplace_back(wordId(lexeme), n);
         doc.length += n;
     }
-    std::sort(doc.content.begin(), doc.content.end());
-    std::sort(doc.context.begin(), doc.context.end());
-    doc.content.shrink_to_fit();
-    doc.context.shrink_to_fit();
+    sortAndMerge(doc.content);
+    sortAndMerge(doc.context);
     for (const auto &[word, n] : doc.content) {
         m_content[std::size_t(word)].push_back(rid);
         ++m_holding[std::size_t(word)];

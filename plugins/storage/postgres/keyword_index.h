@@ -56,6 +56,7 @@ private:
         int length = 0;                                    // words of the content and the context
     };
     int wordId(const QString &lexeme);
+    static void sortAndMerge(std::vector<std::pair<int, int>> &words);
     static int frequency(const std::vector<std::pair<int, int>> &words, int word);
     void drop(const Doc &doc);
     void compact(std::vector<qint64> &postings, int word, bool context);
