@@ -66,10 +66,59 @@ inline GraphChange::Kind kindFromName(const QString &name)
     return GraphChange::Kind::AddEntity;
 }
 
+// Graph reads (entities, relations, the searches): the columns read, in this order (a table aliased t;
+// an entity's then add its record ids joined by char 31 and its embedding or NULL; a relation's read
+// its entities' names from the tables aliased a and b, then add its record ids joined by char 31 and
+// its extractor), and the entity or relation of a row read so. `Row` as for the dumps below.
+inline constexpr char kEntityReadColumns[] = "t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at";
+inline constexpr char kRelationReadColumns[] = "t.id, t.src, a.name, t.label, t.dst, b.name, t.valid, t.created_at, "
+                                               "t.invalidated_at, t.why, t.scope, t.source, t.private";
+
+template<class Row>
+GraphEntity entityOf(const Row &r, bool withEmbedding)
+{
+    GraphEntity e;
+    e.id = r.int64(0);
+    e.name = r.text(1);
+    e.normalizedName = r.text(2);
+    e.type = r.text(3);
+    e.scope = r.text(4);
+    e.source = r.text(5);
+    e.isPrivate = r.flag(6);
+    e.createdAt = timeOf(r.int64(7));
+    e.recordIds = r.text(8).split(QChar(31), Qt::SkipEmptyParts);
+    if (withEmbedding && !r.isNull(9))
+        e.embedding = r.embedding(9);
+    return e;
+}
+
+template<class Row>
+GraphRelation relationOf(const Row &r)
+{
+    GraphRelation rel;
+    rel.id = r.int64(0);
+    rel.sourceId = r.int64(1);
+    rel.sourceName = r.text(2);
+    rel.label = r.text(3);
+    rel.destinationId = r.int64(4);
+    rel.destinationName = r.text(5);
+    rel.valid = r.flag(6);
+    rel.createdAt = timeOf(r.int64(7));
+    if (!r.isNull(8))
+        rel.invalidatedAt = timeOf(r.int64(8));
+    rel.why = r.text(9);
+    rel.scope = r.text(10);
+    rel.source = r.text(11);
+    rel.isPrivate = r.flag(12);
+    rel.recordIds = r.text(13).split(QChar(31), Qt::SkipEmptyParts);
+    rel.extractor = r.text(14);
+    return rel;
+}
+
 // Graph dumps (GraphStore::dumpRows): the columns each table's dump reads, in this order (a table
 // aliased t; the entities and relations then add their record ids joined by char 31), and the JSON
 // object of a row read so. `Row` reads the current row's column c: int64(c), text(c), isNull(c),
-// flag(c) and embedding(c).
+// flag(c) and embedding(c): the backend's current row.
 inline constexpr char kEntityDumpColumns[] = "t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, t.embedding";
 inline constexpr char kRelationDumpColumns[] = "t.id, t.src, t.label, t.dst, t.valid, t.created_at, t.invalidated_at, "
                                                "t.invalidated_by, t.why, t.scope, t.source, t.private, t.extractor, t.embedding";

@@ -28,6 +28,18 @@ using graphrows::timeOf;
 constexpr int kEntity = graphrows::kEntityRow;
 constexpr int kRelation = graphrows::kRelationRow;
 
+// A row as graph_rows.h reads it: row i of a result.
+struct ColumnRow
+{
+    const pg::Result &r;
+    int i;
+    qint64 int64(int c) const { return r.int64(i, c); }
+    QString text(int c) const { return r.text(i, c); }
+    bool isNull(int c) const { return r.isNull(i, c); }
+    bool flag(int c) const { return r.boolean(i, c); }
+    Embedding embedding(int c) const { return r.embedding(i, c); }
+};
+
 // The lock every graph write takes (pg_advisory_xact_lock), beside the schema and embedder locks.
 constexpr qint64 kGraphLock = 0x6d6e656d65L + 16; // "mneme" + 16
 
@@ -382,28 +394,15 @@ QByteArray PostgresGraphStore::visible(const GraphFilter &filter, Statement &s) 
 std::vector<GraphEntity> PostgresGraphStore::readEntities(Statement &s, const QByteArray &where, bool withEmbedding,
                                                           const QByteArray &tail)
 {
-    const Rows r =
-        s.run("SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, "
-              "(SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
-              "WHERE g.kind = 0 AND g.row_id = t.id), "
-                  + QByteArray(withEmbedding ? "t.embedding" : "NULL::bytea") + " FROM mneme_graph_entities t WHERE " + where + tail,
-              QStringLiteral("reading entities"));
+    const Rows r = s.run("SELECT " + QByteArray(graphrows::kEntityReadColumns)
+                             + ", (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
+                               "WHERE g.kind = 0 AND g.row_id = t.id), "
+                             + QByteArray(withEmbedding ? "t.embedding" : "NULL::bytea") + " FROM mneme_graph_entities t WHERE " + where
+                             + tail,
+                         QStringLiteral("reading entities"));
     std::vector<GraphEntity> out;
-    for (int i = 0; i < r.rows(); ++i) {
-        GraphEntity e;
-        e.id = r.int64(i, 0);
-        e.name = r.text(i, 1);
-        e.normalizedName = r.text(i, 2);
-        e.type = r.text(i, 3);
-        e.scope = r.text(i, 4);
-        e.source = r.text(i, 5);
-        e.isPrivate = r.boolean(i, 6);
-        e.createdAt = timeOf(r.int64(i, 7));
-        e.recordIds = r.text(i, 8).split(QChar(31), Qt::SkipEmptyParts);
-        if (withEmbedding && !r.isNull(i, 9))
-            e.embedding = r.embedding(i, 9);
-        out.push_back(std::move(e));
-    }
+    for (int i = 0; i < r.rows(); ++i)
+        out.push_back(graphrows::entityOf(ColumnRow{r, i}, withEmbedding));
     return out;
 }
 
@@ -413,32 +412,15 @@ std::vector<GraphRelation> PostgresGraphStore::readRelations(Statement &s, const
     QByteArray condition = visible(filter, s) + " AND " + where;
     if (!filter.includeInvalid && !filter.asOf.isValid())
         condition += " AND t.valid";
-    const Rows r =
-        s.run("SELECT t.id, t.src, a.name, t.label, t.dst, b.name, t.valid, t.created_at, t.invalidated_at, t.why, t.scope, "
-              "t.source, t.private, (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
-              "WHERE g.kind = 1 AND g.row_id = t.id), t.extractor FROM mneme_graph_relations t "
-              "JOIN mneme_graph_entities a ON a.id = t.src JOIN mneme_graph_entities b ON b.id = t.dst WHERE "
-                  + condition + tail,
-              QStringLiteral("reading relations"));
+    const Rows r = s.run("SELECT " + QByteArray(graphrows::kRelationReadColumns)
+                             + ", (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
+                               "WHERE g.kind = 1 AND g.row_id = t.id), t.extractor FROM mneme_graph_relations t "
+                               "JOIN mneme_graph_entities a ON a.id = t.src JOIN mneme_graph_entities b ON b.id = t.dst WHERE "
+                             + condition + tail,
+                         QStringLiteral("reading relations"));
     std::vector<GraphRelation> out;
     for (int i = 0; i < r.rows(); ++i) {
-        GraphRelation rel;
-        rel.id = r.int64(i, 0);
-        rel.sourceId = r.int64(i, 1);
-        rel.sourceName = r.text(i, 2);
-        rel.label = r.text(i, 3);
-        rel.destinationId = r.int64(i, 4);
-        rel.destinationName = r.text(i, 5);
-        rel.valid = r.boolean(i, 6);
-        rel.createdAt = timeOf(r.int64(i, 7));
-        if (!r.isNull(i, 8))
-            rel.invalidatedAt = timeOf(r.int64(i, 8));
-        rel.why = r.text(i, 9);
-        rel.scope = r.text(i, 10);
-        rel.source = r.text(i, 11);
-        rel.isPrivate = r.boolean(i, 12);
-        rel.recordIds = r.text(i, 13).split(QChar(31), Qt::SkipEmptyParts);
-        rel.extractor = r.text(i, 14);
+        GraphRelation rel = graphrows::relationOf(ColumnRow{r, i});
         if (filter.admits(rel))
             out.push_back(std::move(rel));
     }
@@ -607,18 +589,6 @@ std::vector<ScoredRelation> PostgresGraphStore::similarRelations(const Embedding
 
 namespace {
 
-// A dump's row as graph_rows.h reads it: row i of a result.
-struct DumpRow
-{
-    const pg::Result &r;
-    int i;
-    qint64 int64(int c) const { return r.int64(i, c); }
-    QString text(int c) const { return r.text(i, c); }
-    bool isNull(int c) const { return r.isNull(i, c); }
-    bool flag(int c) const { return r.boolean(i, c); }
-    Embedding embedding(int c) const { return r.embedding(i, c); }
-};
-
 std::optional<QByteArray> textAt(const Json &row, const char *key)
 {
     const Json &v = row.at(key);
@@ -641,10 +611,10 @@ Json PostgresGraphStore::dumpRows(Table table, qint64 after, int limit)
         return out;
     Statement s(m_storage);
     const QByteArray page = " > " + s.arg(after) + " ORDER BY 1 LIMIT " + s.arg(qint64(limit));
-    const auto readAll = [&](const QByteArray &sql, const QString &doing, Json (*toJson)(const DumpRow &)) {
+    const auto readAll = [&](const QByteArray &sql, const QString &doing, Json (*toJson)(const ColumnRow &)) {
         const Rows r = s.run(sql, doing);
         for (int i = 0; i < r.rows(); ++i)
-            out.push_back(toJson(DumpRow{r, i}));
+            out.push_back(toJson(ColumnRow{r, i}));
     };
     switch (table) {
     case Table::Entities:
@@ -652,18 +622,18 @@ Json PostgresGraphStore::dumpRows(Table table, qint64 after, int limit)
                     + ", (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
                       "WHERE g.kind = 0 AND g.row_id = t.id) FROM mneme_graph_entities t WHERE t.id"
                     + page,
-                QStringLiteral("reading entities"), graphrows::entityDumpJson<DumpRow>);
+                QStringLiteral("reading entities"), graphrows::entityDumpJson<ColumnRow>);
         break;
     case Table::Relations:
         readAll("SELECT " + QByteArray(graphrows::kRelationDumpColumns)
                     + ", (SELECT string_agg(g.record_id, chr(31) ORDER BY g.record_id) FROM mneme_graph_sources g "
                       "WHERE g.kind = 1 AND g.row_id = t.id) FROM mneme_graph_relations t WHERE t.id"
                     + page,
-                QStringLiteral("reading relations"), graphrows::relationDumpJson<DumpRow>);
+                QStringLiteral("reading relations"), graphrows::relationDumpJson<ColumnRow>);
         break;
     case Table::History:
         readAll("SELECT " + QByteArray(graphrows::kHistoryDumpColumns) + " FROM mneme_graph_history WHERE seq" + page,
-                QStringLiteral("reading the graph history"), graphrows::historyDumpJson<DumpRow>);
+                QStringLiteral("reading the graph history"), graphrows::historyDumpJson<ColumnRow>);
         break;
     }
     return out;

@@ -25,6 +25,18 @@ using graphrows::timeOf;
 constexpr int kEntity = graphrows::kEntityRow;
 constexpr int kRelation = graphrows::kRelationRow;
 
+// A row as graph_rows.h reads it: the statement's current row.
+template<class Statement>
+struct ColumnRow
+{
+    const Statement &q;
+    qint64 int64(int c) const { return q.int64(c); }
+    QString text(int c) const { return q.text(c); }
+    bool isNull(int c) const { return q.isNull(c); }
+    bool flag(int c) const { return q.int64(c) != 0; }
+    Embedding embedding(int c) const { return q.embedding(c); }
+};
+
 // The partition an entity resolves in (its category in the entity index): the scope, the privacy
 // and, for a private entity, the source.
 QString partitionOf(const QString &scope, bool isPrivate, const QString &source)
@@ -594,25 +606,12 @@ std::vector<GraphEntity> SqliteGraphStore::readEntities(const QByteArray &where,
     std::vector<GraphEntity> out;
     if (!hasTables())
         return out;
-    Statement q(m_storage, "SELECT t.id, t.name, t.norm, t.type, t.scope, t.source, t.private, t.created_at, "
-                           "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id), "
+    Statement q(m_storage, "SELECT " + QByteArray(graphrows::kEntityReadColumns)
+                               + ", (SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id), "
                                + QByteArray(withEmbedding ? "t.embedding" : "NULL") + " FROM graph_entities t WHERE " + where + tail);
     q.bindAll(args, 1);
-    while (q.step(QStringLiteral("reading entities"))) {
-        GraphEntity e;
-        e.id = q.int64(0);
-        e.name = q.text(1);
-        e.normalizedName = q.text(2);
-        e.type = q.text(3);
-        e.scope = q.text(4);
-        e.source = q.text(5);
-        e.isPrivate = q.int64(6) != 0;
-        e.createdAt = timeOf(q.int64(7));
-        e.recordIds = q.text(8).split(QChar(31), Qt::SkipEmptyParts);
-        if (withEmbedding)
-            e.embedding = q.embedding(9);
-        out.push_back(std::move(e));
-    }
+    while (q.step(QStringLiteral("reading entities")))
+        out.push_back(graphrows::entityOf(ColumnRow<Statement>{q}, withEmbedding));
     return out;
 }
 
@@ -627,31 +626,14 @@ std::vector<GraphRelation> SqliteGraphStore::readRelations(const QByteArray &whe
     all.insert(all.end(), args.begin(), args.end());
     if (!filter.includeInvalid && !filter.asOf.isValid())
         condition += " AND t.valid = 1";
-    Statement q(m_storage, "SELECT t.id, t.src, a.name, t.label, t.dst, b.name, t.valid, t.created_at, t.invalidated_at, t.why, "
-                           "t.scope, t.source, t.private, "
-                           "(SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id), "
-                           "t.extractor "
-                           "FROM graph_relations t JOIN graph_entities a ON a.id = t.src JOIN graph_entities b ON b.id = t.dst WHERE "
+    Statement q(m_storage, "SELECT " + QByteArray(graphrows::kRelationReadColumns)
+                               + ", (SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id), "
+                                 "t.extractor FROM graph_relations t JOIN graph_entities a ON a.id = t.src "
+                                 "JOIN graph_entities b ON b.id = t.dst WHERE "
                                + condition + tail);
     q.bindAll(all, 1);
     while (q.step(QStringLiteral("reading relations"))) {
-        GraphRelation r;
-        r.id = q.int64(0);
-        r.sourceId = q.int64(1);
-        r.sourceName = q.text(2);
-        r.label = q.text(3);
-        r.destinationId = q.int64(4);
-        r.destinationName = q.text(5);
-        r.valid = q.int64(6) != 0;
-        r.createdAt = timeOf(q.int64(7));
-        if (!q.isNull(8))
-            r.invalidatedAt = timeOf(q.int64(8));
-        r.why = q.text(9);
-        r.scope = q.text(10);
-        r.source = q.text(11);
-        r.isPrivate = q.int64(12) != 0;
-        r.recordIds = q.text(13).split(QChar(31), Qt::SkipEmptyParts);
-        r.extractor = q.text(14);
+        GraphRelation r = graphrows::relationOf(ColumnRow<Statement>{q});
         if (filter.admits(r))
             out.push_back(std::move(r));
     }
@@ -827,18 +809,6 @@ QHash<qint64, int> SqliteGraphStore::degrees(const std::vector<qint64> &entityId
 
 namespace {
 
-// A dump's row as graph_rows.h reads it: the statement's current row.
-template<class Statement>
-struct DumpRow
-{
-    const Statement &q;
-    qint64 int64(int c) const { return q.int64(c); }
-    QString text(int c) const { return q.text(c); }
-    bool isNull(int c) const { return q.isNull(c); }
-    bool flag(int c) const { return q.int64(c) != 0; }
-    Embedding embedding(int c) const { return q.embedding(c); }
-};
-
 QString textAt(const Json &row, const char *key)
 {
     const Json &v = row.at(key);
@@ -861,11 +831,11 @@ Json SqliteGraphStore::dumpRows(Table table, qint64 after, int limit)
     if (!hasTables() || limit <= 0)
         return out;
     const QByteArray page = " ORDER BY 1 LIMIT ?";
-    const auto readAll = [&](const QByteArray &sql, const QString &doing, Json (*toJson)(const DumpRow<Statement> &)) {
+    const auto readAll = [&](const QByteArray &sql, const QString &doing, Json (*toJson)(const ColumnRow<Statement> &)) {
         Statement q(m_storage, sql);
         q.bind(1, after).bind(2, limit);
         while (q.step(doing))
-            out.push_back(toJson(DumpRow<Statement>{q}));
+            out.push_back(toJson(ColumnRow<Statement>{q}));
     };
     switch (table) {
     case Table::Entities:
@@ -873,18 +843,18 @@ Json SqliteGraphStore::dumpRows(Table table, qint64 after, int limit)
                     + ", (SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 0 AND s.row_id = t.id) "
                       "FROM graph_entities t WHERE t.id > ?"
                     + page,
-                QStringLiteral("reading entities"), graphrows::entityDumpJson<DumpRow<Statement>>);
+                QStringLiteral("reading entities"), graphrows::entityDumpJson<ColumnRow<Statement>>);
         break;
     case Table::Relations:
         readAll("SELECT " + QByteArray(graphrows::kRelationDumpColumns)
                     + ", (SELECT group_concat(s.record_id, char(31)) FROM graph_sources s WHERE s.kind = 1 AND s.row_id = t.id) "
                       "FROM graph_relations t WHERE t.id > ?"
                     + page,
-                QStringLiteral("reading relations"), graphrows::relationDumpJson<DumpRow<Statement>>);
+                QStringLiteral("reading relations"), graphrows::relationDumpJson<ColumnRow<Statement>>);
         break;
     case Table::History:
         readAll("SELECT " + QByteArray(graphrows::kHistoryDumpColumns) + " FROM graph_history WHERE seq > ?" + page,
-                QStringLiteral("reading the graph history"), graphrows::historyDumpJson<DumpRow<Statement>>);
+                QStringLiteral("reading the graph history"), graphrows::historyDumpJson<ColumnRow<Statement>>);
         break;
     }
     return out;
