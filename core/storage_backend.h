@@ -149,6 +149,23 @@ struct MNEME_CORE_EXPORT SearchRequest
     double contextWeight = 0;
 };
 
+// How a vector search was answered (SearchResult::answer), for a recall's stats (RecallStats).
+struct MNEME_CORE_EXPORT VectorSearchAnswer
+{
+    enum class Method {
+        Unknown, // the backend does not say (or the search was not a vector search)
+        Exact,   // every vector the filter selects was compared with the query
+        Index,   // an approximate index (an HNSW graph) answered: it may miss a nearer record
+    };
+    Method method = Method::Unknown;
+    // An index is being built (in the background, or by a bulk load): until it is, searches are
+    // answered exactly rather than made to wait.
+    bool indexBuilding = false;
+    // In words, for people: "HNSW graph of 3,225 records", "exact scan of 4,000 records: the HNSW graph
+    // is being built".
+    QString detail;
+};
+
 struct MNEME_CORE_EXPORT SearchResult
 {
     std::vector<ScoredRecord> records; // Output::Records, best first
@@ -157,6 +174,7 @@ struct MNEME_CORE_EXPORT SearchResult
     // conditions the backend judges on the records only: ask for records instead. A backend with the
     // capability never sets it for a filter without metadata conditions.
     bool hitsDeclined = false;
+    VectorSearchAnswer answer; // Kind::Vector: how it was answered
 };
 
 // Reads of records by id or by hit key, in the order asked; nothing for one that is not stored.
@@ -304,9 +322,14 @@ public:
         return write(w).count;
     }
 
-    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit)
+    // A vector search; `answer`, when given, receives how it was answered (SearchResult::answer).
+    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit,
+                                     VectorSearchAnswer *answer = nullptr)
     {
-        return find(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Records, query, {}, filter, limit, 0)).records;
+        SearchResult r = find(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Records, query, {}, filter, limit, 0));
+        if (answer)
+            *answer = std::move(r.answer);
+        return std::move(r.records);
     }
     std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight = 0)
     {
@@ -315,9 +338,10 @@ public:
     }
     // The two-phase search: hits, then hitRecords() of the kept ones. Nothing when the backend declines
     // (SearchResult::hitsDeclined).
-    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit)
+    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit,
+                                                     VectorSearchAnswer *answer = nullptr)
     {
-        return hitsOf(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Hits, query, {}, filter, limit, 0));
+        return hitsOf(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Hits, query, {}, filter, limit, 0), answer);
     }
     std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
                                                       int limit, double contextWeight = 0)
@@ -424,9 +448,11 @@ public:
     }
 
 private:
-    std::optional<std::vector<SearchHit>> hitsOf(const SearchRequest &request)
+    std::optional<std::vector<SearchHit>> hitsOf(const SearchRequest &request, VectorSearchAnswer *answer = nullptr)
     {
         SearchResult r = find(request);
+        if (answer)
+            *answer = std::move(r.answer);
         if (r.hitsDeclined)
             return std::nullopt;
         return std::move(r.hits);
@@ -476,5 +502,5 @@ public:
 
 } // namespace mneme
 
-#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/2.0"
+#define MNEME_STORAGE_FACTORY_IID "org.mneme.StorageFactory/2.1"
 Q_DECLARE_INTERFACE(mneme::StorageFactory, MNEME_STORAGE_FACTORY_IID)

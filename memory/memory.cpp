@@ -590,6 +590,42 @@ EncodeOutcome runEncode(MemoryPrivate &d, std::vector<MemoryPrivate::Item> &item
     return out;
 }
 
+// The stats of the recall running on this thread (RecallOptions::stats), or null. A recall runs on
+// one thread from start to end (recallNow()), so each thread notes into its own.
+thread_local RecallStats *t_recallStats = nullptr;
+
+// Sets the thread's recall stats for the scope of one recall, cleared first.
+class RecallStatsScope
+{
+public:
+    explicit RecallStatsScope(RecallStats *stats) : m_previous(t_recallStats)
+    {
+        if (stats)
+            *stats = RecallStats();
+        t_recallStats = stats;
+    }
+    ~RecallStatsScope() { t_recallStats = m_previous; }
+    RecallStatsScope(const RecallStatsScope &) = delete;
+    RecallStatsScope &operator=(const RecallStatsScope &) = delete;
+
+private:
+    RecallStats *m_previous;
+};
+
+// Notes how one of the recall's vector searches was answered.
+void noteAnswer(const VectorSearchAnswer &a)
+{
+    RecallStats *stats = t_recallStats;
+    if (!stats)
+        return;
+    ++stats->vectorSearches;
+    if (a.method == VectorSearchAnswer::Method::Index)
+        stats->exact = false;
+    stats->indexBuilding = stats->indexBuilding || a.indexBuilding;
+    if (!a.detail.isEmpty() && !stats->answers.contains(a.detail))
+        stats->answers << a.detail;
+}
+
 } // namespace
 
 QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context)
@@ -711,9 +747,12 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     // Most candidates are not kept: when the backend can rank them without their records (and the
     // ranking does not weigh access counts, which its hits do not carry), only the kept ones are read.
     if (config.accessBoost <= 0 && searchHits) {
+        VectorSearchAnswer answer;
         std::optional<std::vector<SearchHit>> hits =
-            vectors ? storage->searchHits(queryVector, filter, candidates) : std::optional(std::vector<SearchHit>());
+            vectors ? storage->searchHits(queryVector, filter, candidates, &answer) : std::optional(std::vector<SearchHit>());
         if (hits) {
+            if (vectors)
+                noteAnswer(answer);
             std::optional<std::vector<SearchHit>> words;
             if (config.keywordWeight > 0)
                 words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight);
@@ -731,10 +770,12 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
     QHash<QString, Candidate> pool;
     pool.reserve(2 * candidates);
     if (vectors) {
-        for (ScoredRecord &s : storage->search(queryVector, filter, candidates)) {
+        VectorSearchAnswer answer;
+        for (ScoredRecord &s : storage->search(queryVector, filter, candidates, &answer)) {
             const QString id = s.record.id;
             pool.insert(id, Candidate{std::move(s.record), s.score, 0});
         }
+        noteAnswer(answer);
     }
     if (config.keywordWeight > 0) {
         for (const ScoredRecord &h : storage->keywordSearch(text, filter, candidates, config.keywordContextWeight)) {
@@ -1048,6 +1089,7 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
     identityOf(o);
 
     drainSaves(); // read barrier
+    const RecallStatsScope statsScope(o.stats);
     QElapsedTimer timer;
     timer.start();
     Q_EMIT q->queryStarted(query, o.limit);
@@ -1068,7 +1110,10 @@ QList<MemoryMatch> MemoryPrivate::recallNow(const QString &query, const RecallOp
             }
             touchLater(matches);
         }
-        Q_EMIT q->queryCompleted(query, matches, elapsedMs(timer));
+        const double ms = elapsedMs(timer);
+        if (o.stats)
+            o.stats->elapsedMs = ms;
+        Q_EMIT q->queryCompleted(query, matches, ms);
         return matches;
     } catch (const std::exception &e) {
         Q_EMIT q->queryFailed(query, QString::fromUtf8(e.what()));

@@ -60,6 +60,17 @@ void to_json(Json &j, const MemoryMatch &m)
         j["evidence_gaps"] = m.evidenceGaps;
 }
 
+void to_json(Json &j, const RecallStats &s)
+{
+    j = Json{
+        {"exact", s.exact},
+        {"index_building", s.indexBuilding},
+        {"vector_searches", s.vectorSearches},
+        {"answers", s.answers},
+        {"elapsed_ms", s.elapsedMs},
+    };
+}
+
 } // namespace mneme
 
 namespace mneme {

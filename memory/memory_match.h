@@ -62,6 +62,25 @@ struct MNEME_MEMORY_EXPORT RelationMatch
     QString format() const;
 };
 
+// How a recall was answered (RecallOptions::stats).
+struct MNEME_MEMORY_EXPORT RecallStats
+{
+    // False when an approximate index (an HNSW graph) answered one of the recall's vector searches (it
+    // may miss a nearer record); true when each compared every vector its filter selects, and when the
+    // recall made none.
+    bool exact = true;
+    // The store was building its index: the recall scanned exactly instead of waiting for it.
+    bool indexBuilding = false;
+    int vectorSearches = 0; // the vector searches made (a deep recall may make several)
+    // The store's account of how they were answered, each distinct one once, in order: "HNSW graph of
+    // 3,225 records", "exact scan of 4,000 records: the HNSW graph is being built".
+    QStringList answers;
+    double elapsedMs = 0; // the recall's time (as Memory::queryCompleted reports it)
+};
+
+// {"exact", "index_building", "vector_searches", "answers", "elapsed_ms"}.
+MNEME_MEMORY_EXPORT void to_json(Json &j, const RecallStats &s);
+
 // The relation's JSON plus "score", "entity_score", "triplet_score", "hops" and "match_reasons".
 MNEME_MEMORY_EXPORT void to_json(Json &j, const RelationMatch &m);
 

@@ -131,6 +131,8 @@ enum class RecallDepth {
     Deep
 };
 
+struct RecallStats;
+
 struct MNEME_MEMORY_EXPORT RecallOptions
 {
     QStringList scopes;     // empty: the root scope (or everything); several: a slice
@@ -156,6 +158,10 @@ struct MNEME_MEMORY_EXPORT RecallOptions
     QString userId;
     QString agentId;
     QString runId;
+    // When set, filled with how the recall was answered (memory_match.h): whether an approximate index
+    // answered, or the store scanned exactly because its index was being built. It must outlive the
+    // recall (for recallAsync(), until the future finishes).
+    RecallStats *stats = nullptr;
 
     // `reader` with the older fields folded in: the context this recall reads with.
     ReadContext effectiveReader() const;

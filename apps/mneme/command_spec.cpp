@@ -95,7 +95,9 @@ QList<CommandSpec> buildTable()
                  value("min-score", "X", "only matches whose score is at least X (0..1)"),
                  value("min-relevance", "X", "the relevance floor of this recall (0..1; default min_relevance)"),
                  value("as-of", "ISO8601", "time travel: only records created before this time, and relations valid then"),
-                 flag("relations", "also the relations graph recall finds (graph_memory on), with the records they came from")}),
+                 flag("relations", "also the relations graph recall finds (graph_memory on), with the records they came from"),
+                 flag("stats", "also how the recall was answered: exactly or by the approximate index, the vector searches, "
+                               "the time")}),
         command("forget", "", "Delete the records the filters select (kept in their history).", 0, 0,
                 {value("scope", "S", "records in this scope and below"),
                  repeated("id", "ID", "the record with this id; repeat for several"),

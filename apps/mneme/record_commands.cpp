@@ -215,23 +215,53 @@ void RecordCommands::recall()
     if (const std::optional<QDateTime> asOf = a.time(QStringLiteral("as-of")))
         o.asOf = *asOf;
     const bool withRelations = a.has(QStringLiteral("relations"));
+    const bool withStats = a.has(QStringLiteral("stats"));
+    RecallStats stats;
+    if (withStats)
+        o.stats = &stats;
 
     const QList<MemoryMatch> matches = m_ctx.memory().recall(query, o);
+    o.stats = nullptr;
     const QList<RelationMatch> relations = withRelations ? m_ctx.memory().recallRelations(query, o) : QList<RelationMatch>();
     if (m_ctx.json()) {
         Json out = Json::array();
         for (const MemoryMatch &m : matches)
             out.push_back(m);
-        if (withRelations) {
-            Json related = Json::array();
-            for (const RelationMatch &r : relations)
-                related.push_back(r);
-            out = Json{{"matches", out}, {"relations", related}};
+        if (withRelations || withStats) {
+            out = Json{{"matches", out}};
+            if (withRelations) {
+                Json related = Json::array();
+                for (const RelationMatch &r : relations)
+                    related.push_back(r);
+                out["relations"] = related;
+            }
+            if (withStats)
+                out["stats"] = stats;
         }
         m_ctx.console().writeJson(out);
         return;
     }
-    if (withRelations && !relations.isEmpty()) {
+    printMatches(matches, relations);
+    if (withStats)
+        m_ctx.console().write(statsLine(stats));
+}
+
+// "stats: exact (exact scan of 4,000 records: the HNSW graph is being built); 1 vector search; 0.81 ms"
+QString RecordCommands::statsLine(const RecallStats &stats)
+{
+    QString how = stats.exact ? QStringLiteral("exact") : QStringLiteral("approximate");
+    if (!stats.answers.isEmpty())
+        how += QStringLiteral(" (%1)").arg(stats.answers.join(QStringLiteral("; ")));
+    return QStringLiteral("stats: %1; %2 vector search%3; %4 ms\n")
+        .arg(how)
+        .arg(stats.vectorSearches)
+        .arg(stats.vectorSearches == 1 ? QString() : QStringLiteral("es"))
+        .arg(QString::number(stats.elapsedMs, 'f', 2));
+}
+
+void RecordCommands::printMatches(const QList<MemoryMatch> &matches, const QList<RelationMatch> &relations)
+{
+    if (!relations.isEmpty()) {
         TablePrinter table;
         table.addColumn(QStringLiteral("SCORE"), TablePrinter::Align::Right);
         table.addColumn(QStringLiteral("RELATION"), TablePrinter::Align::Left, kContentWidth);

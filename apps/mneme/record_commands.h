@@ -1,6 +1,9 @@
 #pragma once
 
+#include <mneme/memory/memory_match.h>
 #include <mneme/memory/memory_options.h>
+
+#include <QList>
 
 namespace mneme::cli {
 
@@ -29,6 +32,11 @@ public:
     static RememberOptions rememberOptions(const CliArguments &arguments);
 
 private:
+    // recall's table of matches (and of relations, when any), or "No memories match."
+    void printMatches(const QList<MemoryMatch> &matches, const QList<RelationMatch> &relations);
+    // recall --stats: how the recall was answered, in one line.
+    static QString statsLine(const RecallStats &stats);
+
     CommandContext &m_ctx;
 };
 

@@ -475,6 +475,24 @@ void TestCli::recallSliceAndOptions()
     QVERIFY(!now.json().empty());
     for (const Json &m : now.json())
         QVERIFY(m["signals"]["recency"].get<double>() < 0.5);
+
+    // --stats: how the recall was answered (four records: an exact scan).
+    const Run stats = cli({QStringLiteral("recall"), query, QStringLiteral("--stats"), QStringLiteral("--depth"),
+                           QStringLiteral("shallow")});
+    EXPECT_JSON_OK(stats);
+    QCOMPARE(keysOf(stats.json()), set({QStringLiteral("matches"), QStringLiteral("stats")}));
+    QVERIFY(!stats.json()["matches"].empty());
+    const Json how = stats.json()["stats"];
+    QCOMPARE(how["exact"].get<bool>(), true);
+    QCOMPARE(how["index_building"].get<bool>(), false);
+    QCOMPARE(how["vector_searches"].get<int>(), 1);
+    QCOMPARE(str(how["answers"][0]), QStringLiteral("exact scan of 4 records"));
+    QVERIFY(how["elapsed_ms"].get<double>() > 0);
+    const Run table = run({QStringLiteral("recall"), query, QStringLiteral("--stats"), QStringLiteral("--depth"),
+                           QStringLiteral("shallow"), QStringLiteral("--db"), m_db});
+    QCOMPARE(table.exitCode, 0);
+    const QString lastLine = QString::fromUtf8(table.out).trimmed().section(QLatin1Char('\n'), -1);
+    QVERIFY2(lastLine.startsWith(QStringLiteral("stats: exact (exact scan of 4 records); 1 vector search; ")), qPrintable(lastLine));
 }
 
 void TestCli::recallFiltersAndThresholds()

@@ -168,7 +168,7 @@ private Q_SLOTS:
     void kindNamesAndIids()
     {
         QCOMPARE(PluginRegistry::kindName(PluginRegistry::Kind::Llm), QStringLiteral("llm"));
-        QCOMPARE(PluginRegistry::interfaceId(PluginRegistry::Kind::Storage), QStringLiteral("org.mneme.StorageFactory/2.0"));
+        QCOMPARE(PluginRegistry::interfaceId(PluginRegistry::Kind::Storage), QStringLiteral("org.mneme.StorageFactory/2.1"));
     }
 };
 

@@ -5,6 +5,7 @@
 #include "temp_store.h"
 #include <mneme/core/plugin_registry.h>
 #include <mneme/memory/memory.h>
+#include <mneme/memory/memory_match.h>
 
 #include <QRandomGenerator>
 #include <QtTest>
@@ -298,6 +299,92 @@ private Q_SLOTS:
         Memory plain(config, storage, builtin());
         QVERIFY(!plain.recall(QStringLiteral("invoice deploy"), o).isEmpty());
         QVERIFY(storage->hitRecordsRead() > 0);
+    }
+
+    // RecallOptions::stats says how the recall was answered: by the HNSW graph (approximate) or by an
+    // exact scan, on both of rank()'s paths, cleared at each recall, through recallAsync() too.
+    void statsSayHowRecallWasAnswered_data()
+    {
+        QTest::addColumn<bool>("twoPhase");
+        QTest::addColumn<int>("annThreshold");
+        QTest::addColumn<bool>("deep");
+        QTest::newRow("hits, exact scan") << true << 1000000 << false;
+        QTest::newRow("hits, graph") << true << 100 << false;
+        QTest::newRow("records, exact scan") << false << 1000000 << false;
+        QTest::newRow("records, graph") << false << 100 << false;
+        QTest::newRow("deep, graph") << true << 100 << true;
+    }
+    void statsSayHowRecallWasAnswered()
+    {
+        QFETCH(bool, twoPhase);
+        QFETCH(int, annThreshold);
+        QFETCH(bool, deep);
+        TempStore dir;
+        auto storage = openCounting(dir.path(), Json{{"ann_threshold", annThreshold}}, twoPhase);
+        Memory m(MemoryConfig(), storage, builtin());
+        m.rememberMany(corpus()).waitForFinished();
+        const int stored = storage->count({});
+        RecallStats stats; // left from before: cleared by the recall
+        stats.exact = false;
+        stats.indexBuilding = true;
+        stats.answers << QStringLiteral("left from before");
+        stats.vectorSearches = 99;
+        RecallOptions o;
+        o.depth = deep ? RecallDepth::Deep : RecallDepth::Shallow;
+        o.now = kNow;
+        o.stats = &stats;
+        QVERIFY(!m.recall(QStringLiteral("invoice deploy"), o).isEmpty());
+        const bool graph = annThreshold <= stored;
+        QCOMPARE(stats.exact, !graph);
+        QVERIFY(!stats.indexBuilding);
+        QVERIFY(stats.vectorSearches >= 1);
+        if (!deep)
+            QCOMPARE(stats.vectorSearches, 1);
+        const QString expected = graph ? QStringLiteral("HNSW graph of %1 records") : QStringLiteral("exact scan of %1 records");
+        QCOMPARE(stats.answers, QStringList{expected.arg(stored)});
+        QVERIFY(stats.elapsedMs > 0);
+
+        // The JSON the CLI and servers print.
+        const Json j = stats;
+        QCOMPARE(j["exact"].get<bool>(), !graph);
+        QCOMPARE(j["vector_searches"].get<int>(), stats.vectorSearches);
+        QCOMPARE(QString::fromStdString(j["answers"][0].get<std::string>()), expected.arg(stored));
+        QVERIFY(j.contains("index_building") && j.contains("elapsed_ms"));
+
+        // A recall in the background fills it too; a recall without it is untouched by it.
+        RecallStats later;
+        o.stats = &later;
+        QVERIFY(!m.recallAsync(QStringLiteral("budget paris"), o).result().isEmpty());
+        QCOMPARE(later.answers, QStringList{expected.arg(stored)});
+        o.stats = nullptr;
+        QVERIFY(!m.recall(QStringLiteral("budget paris"), o).isEmpty());
+    }
+
+    // A store opened without its graph file builds the graph in the background: the recall that starts
+    // the build is answered by an exact scan of every vector, and its stats say so.
+    void statsSayWhenTheGraphIsBeingBuilt()
+    {
+        TempStore dir;
+        const Json storeConfig{{"ann_threshold", 200}, {"ann_background_from", 200}};
+        {
+            // The first search builds the graph (below ann_background_from: at once), and close writes its file.
+            Memory m(MemoryConfig(), openCounting(dir.path(), Json{{"ann_threshold", 200}}, true), builtin());
+            m.rememberMany(corpus()).waitForFinished();
+            QVERIFY(!m.recall(QStringLiteral("invoice deploy")).isEmpty());
+        }
+        QVERIFY(QFile::remove(dir.path() + QStringLiteral(".hnsw")));
+        auto storage = openCounting(dir.path(), storeConfig, true);
+        Memory m(MemoryConfig(), storage, builtin());
+        RecallStats stats;
+        RecallOptions o;
+        o.depth = RecallDepth::Shallow;
+        o.now = kNow;
+        o.stats = &stats;
+        QVERIFY(!m.recall(QStringLiteral("invoice deploy"), o).isEmpty());
+        QVERIFY(stats.exact);
+        QVERIFY(stats.indexBuilding);
+        QCOMPARE(stats.answers,
+                 QStringList{QStringLiteral("exact scan of %1 records: the HNSW graph is being built").arg(storage->count({}))});
     }
 };
 

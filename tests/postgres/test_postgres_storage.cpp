@@ -473,9 +473,13 @@ private Q_SLOTS:
         QVERIFY(QFileInfo::exists(s.indexFilePath()));
         QVERIFY(s.indexFilePath().startsWith(dir.path() + QStringLiteral("/pg-")));
         QVERIFY(!s.indexFilePath().contains(qEnvironmentVariable("PGUSER")));
-        const auto found = s.search(records[1234].embedding, RecordFilter(), 1);
+        VectorSearchAnswer answer; // what a recall's stats report
+        const auto found = s.search(records[1234].embedding, RecordFilter(), 1, &answer);
         QCOMPARE(found.size(), std::size_t(1));
         QCOMPARE(found.front().record.content, records[1234].content);
+        QCOMPARE(answer.method, VectorSearchAnswer::Method::Index);
+        QVERIFY(!answer.indexBuilding);
+        QCOMPARE(answer.detail, QStringLiteral("HNSW graph of 3,000 records"));
     }
 
     // The aggregates a batch of saves asks for (categories, child scopes, the newest records of each

@@ -3384,8 +3384,13 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
     }
     // What recall asks for (the ranked hits, then the records) is answered as well: by the same scan
     // while the build goes on (a search after it is done takes the graph first).
-    const std::optional<std::vector<SearchHit>> ranked = store->searchHits(query, {}, 10);
+    VectorSearchAnswer answer;
+    const std::optional<std::vector<SearchHit>> ranked = store->searchHits(query, {}, 10, &answer);
     QVERIFY(ranked.has_value());
+    // The answer a recall's stats report: an exact scan while the graph is built, else the graph.
+    QCOMPARE(answer.method == VectorSearchAnswer::Method::Exact, answer.indexBuilding);
+    QCOMPARE(answer.detail, answer.indexBuilding ? QStringLiteral("exact scan of 4,000 records: the HNSW graph is being built")
+                                                 : QStringLiteral("HNSW graph of 4,000 records"));
     QCOMPARE(ranked->size(), std::size_t(10));
     if (store->indexStats().building)
         for (std::size_t k = 0; k < ranked->size(); ++k)
@@ -3405,8 +3410,11 @@ void TestSqliteStorage::backgroundBuildAnswersExactly()
     QVERIFY(!stats.building);
     QVERIFY(stats.approximate);
     QCOMPARE(stats.vectors, std::size_t(4300 - removed));
-    store->nearest(query, {}, 10);
+    store->search(query, {}, 10, &answer);
     QCOMPARE(store->indexStats().lastSearch, QStringLiteral("HNSW graph of 3,225 records"));
+    QCOMPARE(answer.detail, store->indexStats().lastSearch);
+    QCOMPARE(answer.method, VectorSearchAnswer::Method::Index);
+    QVERIFY(!answer.indexBuilding);
     QCOMPARE(store->count({}), 4300 - removed);
     for (int i = 4000; i < 4300; i += 7) {
         const auto hit = store->nearest(annVector(QStringLiteral("bg"), i, 0), {}, 1);

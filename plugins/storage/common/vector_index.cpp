@@ -8,6 +8,7 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
+#include <QLocale>
 #include <queue>
 #include <algorithm>
 #include <atomic>
@@ -1568,6 +1569,24 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     }
     m_ann = std::move(ann);
     return true;
+}
+
+VectorSearchAnswer VectorIndex::answerOf(bool walked, bool building) const
+{
+    static const QLocale english(QLocale::English);
+    const QString n = english.toString(qulonglong(size()));
+    VectorSearchAnswer a;
+    a.method = walked ? VectorSearchAnswer::Method::Index : VectorSearchAnswer::Method::Exact;
+    a.indexBuilding = building;
+    if (walked)
+        a.detail = QStringLiteral("HNSW graph of %1 records").arg(n);
+    else if (building)
+        a.detail = QStringLiteral("exact scan of %1 records: the HNSW graph is being built").arg(n);
+    else if (isAnn())
+        a.detail = QStringLiteral("exact scan of the records the filter selects (HNSW graph of %1 records)").arg(n);
+    else
+        a.detail = QStringLiteral("exact scan of %1 records").arg(n);
+    return a;
 }
 
 } // namespace mneme

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <mneme/core/record_filter.h>
+#include <mneme/core/storage_backend.h>
 
 #include <QHash>
 #include <QSet>
@@ -211,6 +212,9 @@ public:
     // With `walked`, whether the hits came from the graph (else from an exact scan).
     std::vector<Hit> search(const float *query, const RecordFilter &filter, int limit,
                             const std::vector<qint64> *onlyRows = nullptr, Mode mode = Mode::Auto, bool *walked = nullptr) const;
+    // How a search() answered, for SearchResult::answer: `walked` as search() said, `building` when a
+    // graph of this index is being built elsewhere (searches scan exactly meanwhile).
+    VectorSearchAnswer answerOf(bool walked, bool building) const;
 
     // Writes the approximate layout to `path`: a temporary file beside it, with a checksum of its
     // content, synced, renamed over it, and the folder synced. False with *error when it cannot

@@ -1543,7 +1543,8 @@ PostgresStorage::IndexStats PostgresStorage::indexStats()
 // Searches
 
 // The index's nearest records for the filter (after sync()); `limit` < 0: every selected one, ranked.
-std::vector<VectorIndex::Hit> PostgresStorage::nearest(const Embedding &query, const RecordFilter &filter, int limit)
+std::vector<VectorIndex::Hit> PostgresStorage::nearest(const Embedding &query, const RecordFilter &filter, int limit,
+                                                       VectorSearchAnswer *answer)
 {
     if (query.empty())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
@@ -1556,14 +1557,20 @@ std::vector<VectorIndex::Hit> PostgresStorage::nearest(const Embedding &query, c
         return {}; // nothing was ever embedded into this store
     if (m_index.dimension() != int(query.size()))
         checkDimension(int(query.size()), QStringLiteral("the query embedding"));
-    return m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &only);
+    bool walked = false;
+    std::vector<VectorIndex::Hit> hits =
+        m_index.search(query.data(), filter, limit, filter.ids.isEmpty() ? nullptr : &only, VectorIndex::Mode::Auto, &walked);
+    if (answer)
+        *answer = m_index.answerOf(walked, m_build != nullptr);
+    return hits;
 }
 
-std::vector<ScoredRecord> PostgresStorage::vectorSearch(const Embedding &query, const RecordFilter &filter, int limit)
+std::vector<ScoredRecord> PostgresStorage::vectorSearch(const Embedding &query, const RecordFilter &filter, int limit,
+                                                        VectorSearchAnswer *answer)
 {
     if (limit <= 0)
         return {};
-    const std::vector<VectorIndex::Hit> hits = nearest(query, filter, needsPostFilter(filter) ? -1 : limit);
+    const std::vector<VectorIndex::Hit> hits = nearest(query, filter, needsPostFilter(filter) ? -1 : limit, answer);
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     std::vector<ScoredRecord> out;
     // The rows are read a chunk of hits at a time; a post-filtered search reads on until it has `limit`.
@@ -1585,12 +1592,13 @@ std::vector<ScoredRecord> PostgresStorage::vectorSearch(const Embedding &query, 
     return out;
 }
 
-std::vector<SearchHit> PostgresStorage::vectorHits(const Embedding &query, const RecordFilter &filter, int limit)
+std::vector<SearchHit> PostgresStorage::vectorHits(const Embedding &query, const RecordFilter &filter, int limit,
+                                                   VectorSearchAnswer *answer)
 {
     std::vector<SearchHit> out;
     if (limit <= 0)
         return out;
-    const std::vector<VectorIndex::Hit> hits = nearest(query, filter, limit);
+    const std::vector<VectorIndex::Hit> hits = nearest(query, filter, limit, answer);
     QReadLocker read(&m_indexLock);
     for (const VectorIndex::Hit &h : hits)
         if (const std::optional<VectorIndex::RankFields> f = m_index.rankFields(h.rowid))
@@ -1839,10 +1847,10 @@ SearchResult PostgresStorage::find(const SearchRequest &request)
     }
     Lease lease(*this);
     if (request.output == SearchRequest::Output::Hits) {
-        out.hits = vector ? vectorHits(request.vector, filter, request.limit)
+        out.hits = vector ? vectorHits(request.vector, filter, request.limit, &out.answer)
                           : keywordHits(request.text, request.vector, filter, request.limit, request.contextWeight);
     } else if (vector) {
-        out.records = vectorSearch(request.vector, filter, request.limit);
+        out.records = vectorSearch(request.vector, filter, request.limit, &out.answer);
     } else {
         for (KeywordMatch &m : keywordMatches(request.text, filter, request.limit, request.contextWeight, true))
             out.records.push_back(ScoredRecord{std::move(m.record), m.score});

@@ -241,9 +241,12 @@ private:
         MemoryRecord record;
         double score = 0;
     };
-    std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit);
-    std::vector<ScoredRecord> vectorSearch(const Embedding &query, const RecordFilter &filter, int limit);
-    std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit);
+    std::vector<VectorIndex::Hit> nearest(const Embedding &query, const RecordFilter &filter, int limit,
+                                          VectorSearchAnswer *answer = nullptr);
+    std::vector<ScoredRecord> vectorSearch(const Embedding &query, const RecordFilter &filter, int limit,
+                                           VectorSearchAnswer *answer = nullptr);
+    std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit,
+                                      VectorSearchAnswer *answer = nullptr);
     // The best matches; with `records`, their whole records, else their id, importance and creation time.
     std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
                                              bool records);

@@ -2363,7 +2363,8 @@ void SqliteStorage::restore(const MemoryRecord &record)
     saveLocked(std::span<const MemoryRecord>(&record, 1));
 }
 
-std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const RecordFilter &requested, int limit)
+std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const RecordFilter &requested, int limit,
+                                                VectorSearchAnswer *answer)
 {
     const RecordFilter filter = normalized(requested);
     QMutexLocker lock(&m_mutex);
@@ -2381,7 +2382,7 @@ std::vector<ScoredRecord> SqliteStorage::search(const Embedding &query, const Re
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
     const std::vector<VectorIndex::Hit> hits =
-        searchIndex(query, filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows);
+        searchIndex(query, filter, post ? -1 : limit, filter.ids.isEmpty() ? nullptr : &rows, VectorIndex::Mode::Auto, answer);
     std::vector<ScoredRecord> out;
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
     // The rows are read a chunk of hits at a time, each chunk in one statement; a post-filtered search
@@ -2439,20 +2440,15 @@ std::vector<VectorIndex::Hit> SqliteStorage::nearest(const Embedding &query, con
 }
 
 std::vector<VectorIndex::Hit> SqliteStorage::searchIndex(const Embedding &query, const RecordFilter &filter, int limit,
-                                                         const std::vector<qint64> *rows, VectorIndex::Mode mode)
+                                                         const std::vector<qint64> *rows, VectorIndex::Mode mode,
+                                                         VectorSearchAnswer *answer)
 {
     bool walked = false;
     std::vector<VectorIndex::Hit> hits = m_index.search(query.data(), filter, limit, rows, mode, &walked);
-    static const QLocale english(QLocale::English);
-    const QString n = english.toString(qulonglong(m_index.size()));
-    if (walked)
-        m_stats.lastSearch = QStringLiteral("HNSW graph of %1 records").arg(n);
-    else if (m_build)
-        m_stats.lastSearch = QStringLiteral("exact scan of %1 records: the HNSW graph is being built").arg(n);
-    else if (m_index.isAnn())
-        m_stats.lastSearch = QStringLiteral("exact scan of the records the filter selects (HNSW graph of %1 records)").arg(n);
-    else
-        m_stats.lastSearch = QStringLiteral("exact scan of %1 records").arg(n);
+    VectorSearchAnswer a = m_index.answerOf(walked, m_build != nullptr);
+    m_stats.lastSearch = a.detail;
+    if (answer)
+        *answer = std::move(a);
     return hits;
 }
 
@@ -2672,7 +2668,8 @@ std::vector<ScoredRecord> SqliteStorage::keywordSearch(const QString &text, cons
     return out;
 }
 
-std::optional<std::vector<SearchHit>> SqliteStorage::searchHits(const Embedding &query, const RecordFilter &requested, int limit)
+std::optional<std::vector<SearchHit>> SqliteStorage::searchHits(const Embedding &query, const RecordFilter &requested, int limit,
+                                                                VectorSearchAnswer *answer)
 {
     const RecordFilter filter = normalized(requested);
     if (needsPostFilter(filter))
@@ -2691,7 +2688,8 @@ std::optional<std::vector<SearchHit>> SqliteStorage::searchHits(const Embedding 
     std::vector<qint64> rows;
     if (!filter.ids.isEmpty())
         rows = rowidsForIds(filter.ids);
-    for (const VectorIndex::Hit &h : searchIndex(query, filter, limit, filter.ids.isEmpty() ? nullptr : &rows)) {
+    for (const VectorIndex::Hit &h :
+         searchIndex(query, filter, limit, filter.ids.isEmpty() ? nullptr : &rows, VectorIndex::Mode::Auto, answer)) {
         const std::optional<VectorIndex::RankFields> f = m_index.rankFields(h.rowid);
         if (!f)
             continue; // cannot happen: the index found it
@@ -3579,12 +3577,12 @@ SearchResult SqliteStorage::find(const SearchRequest &request)
     SearchResult out;
     const bool vector = request.kind == SearchRequest::Kind::Vector;
     if (request.output == SearchRequest::Output::Records) {
-        out.records = vector ? search(request.vector, request.filter, request.limit)
+        out.records = vector ? search(request.vector, request.filter, request.limit, &out.answer)
                              : keywordSearch(request.text, request.filter, request.limit, request.contextWeight);
         return out;
     }
     std::optional<std::vector<SearchHit>> hits =
-        vector ? searchHits(request.vector, request.filter, request.limit)
+        vector ? searchHits(request.vector, request.filter, request.limit, &out.answer)
                : keywordHits(request.text, request.vector, request.filter, request.limit, request.contextWeight);
     if (hits)
         out.hits = std::move(*hits);

@@ -1,8 +1,8 @@
 #pragma once
 
+#include "keyword_evidence.h"
 #include "plugins/storage/common/index_build.h"
 #include "plugins/storage/common/read_cache.h"
-#include "keyword_evidence.h"
 #include "plugins/storage/common/vector_index.h"
 #include "wal_checkpointer.h"
 #include <mneme/core/storage_backend.h>
@@ -143,11 +143,13 @@ public:
     int reset(const QString &scopePrefix);
     void restore(const MemoryRecord &record);
 
-    // limit <= 0 returns nothing.
-    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit);
+    // limit <= 0 returns nothing. `answer`, when given, receives how the vector search was answered.
+    std::vector<ScoredRecord> search(const Embedding &query, const RecordFilter &filter, int limit,
+                                     VectorSearchAnswer *answer = nullptr);
     std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit,
                                             double contextWeight = 0);
-    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit);
+    std::optional<std::vector<SearchHit>> searchHits(const Embedding &query, const RecordFilter &filter, int limit,
+                                                     VectorSearchAnswer *answer = nullptr);
     std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
                                                       int limit, double contextWeight = 0);
     std::vector<std::optional<MemoryRecord>> hitRecords(const std::vector<qint64> &keys);
@@ -351,9 +353,10 @@ private:
     // Invalidates the index (cancelling a build of it).
     void dropIndex();
     void noteChange(qint64 rowid);
-    // m_index.search(), noting how it answered (IndexStats::lastSearch).
+    // m_index.search(), noting how it answered (IndexStats::lastSearch, and `answer` when given).
     std::vector<VectorIndex::Hit> searchIndex(const Embedding &query, const RecordFilter &filter, int limit,
-                                              const std::vector<qint64> *rows, VectorIndex::Mode mode = VectorIndex::Mode::Auto);
+                                              const std::vector<qint64> *rows, VectorIndex::Mode mode = VectorIndex::Mode::Auto,
+                                              VectorSearchAnswer *answer = nullptr);
     void saveIndexFile(bool force) noexcept;
     bool indexFileUsable() const;
     QString metaValue(const char *key);
