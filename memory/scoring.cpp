@@ -165,13 +165,14 @@ double Scoring::turnFactor(const MemoryRecord &record, const QString &query)
     return factor * shortTurnFactor(record.content);
 }
 
-int Scoring::wordCount(const QString &text)
+int Scoring::wordCount(const QString &text, int atMost)
 {
     int words = 0;
     bool inWord = false;
     for (const QChar c : text) {
         const bool space = c.isSpace();
-        words += !space && !inWord;
+        if (!space && !inWord && ++words >= atMost)
+            break;
         inWord = !space;
     }
     return words;
@@ -179,7 +180,8 @@ int Scoring::wordCount(const QString &text)
 
 double Scoring::shortTurnFactor(const QString &content)
 {
-    return std::clamp(std::sqrt(double(wordCount(content)) / kFullTurnWords), kShortTurnFloor, 1.0);
+    const int words = wordCount(content, kFullTurnWords); // a long turn is read no further than this
+    return std::clamp(std::sqrt(double(words) / kFullTurnWords), kShortTurnFloor, 1.0);
 }
 
 void Scoring::weighTurns(QList<MemoryMatch> &matches, const QString &query)

@@ -5,6 +5,7 @@
 #include <mneme/memory/memory_match.h>
 
 #include <QDateTime>
+#include <limits>
 #include <vector>
 
 namespace mneme {
@@ -82,8 +83,8 @@ public:
     // (kAnsweredQuestionWeight), and stays ahead of a question as short as itself.
     static constexpr int kFullTurnWords = 20;
     static constexpr double kShortTurnFloor = 0.5;
-    // The words of `text`: its runs of non-space characters.
-    static int wordCount(const QString &text);
+    // The words of `text` (its runs of non-space characters), counted up to `atMost`.
+    static int wordCount(const QString &text, int atMost = std::numeric_limits<int>::max());
     // sqrt(wordCount(content) / kFullTurnWords), clamped to kShortTurnFloor..1.
     static double shortTurnFactor(const QString &content);
     // In a conversation's index, the turn before a reply, when it asks, weighs this many times a

@@ -448,6 +448,8 @@ private Q_SLOTS:
         QFETCH(int, words);
         QFETCH(double, factor);
         QCOMPARE(Scoring::wordCount(content), words);
+        QCOMPARE(Scoring::wordCount(content, Scoring::kFullTurnWords), std::min(words, Scoring::kFullTurnWords));
+        QCOMPARE(Scoring::wordCount(content, 1), std::min(words, 1));
         QVERIFY2(qAbs(Scoring::shortTurnFactor(content) - factor) < 1e-12, qPrintable(QString::number(Scoring::shortTurnFactor(content))));
     }
 
