@@ -162,7 +162,26 @@ double Scoring::turnFactor(const MemoryRecord &record, const QString &query)
         factor *= 1.0 + kNamedSpeakerBoost;
     if (asks(record.content))
         factor *= 1.0 - kQuestionTurnDiscount;
-    return factor;
+    return factor * shortTurnFactor(record.content);
+}
+
+int Scoring::wordCount(const QString &text, int atMost)
+{
+    int words = 0;
+    bool inWord = false;
+    for (const QChar c : text) {
+        const bool space = c.isSpace();
+        if (!space && !inWord && ++words >= atMost)
+            break;
+        inWord = !space;
+    }
+    return words;
+}
+
+double Scoring::shortTurnFactor(const QString &content)
+{
+    const int words = wordCount(content, kFullTurnWords); // a long turn is read no further than this
+    return std::clamp(std::sqrt(double(words) / kFullTurnWords), kShortTurnFloor, 1.0);
 }
 
 void Scoring::weighTurns(QList<MemoryMatch> &matches, const QString &query)

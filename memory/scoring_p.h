@@ -5,6 +5,7 @@
 #include <mneme/memory/memory_match.h>
 
 #include <QDateTime>
+#include <limits>
 #include <vector>
 
 namespace mneme {
@@ -68,10 +69,24 @@ public:
     //  - a turn whose speaker the query names is about that person: score * (1 + kNamedSpeakerBoost),
     //    at most 1 ("What does Melanie paint?" prefers what Melanie said to what was said to her);
     //  - a turn that asks (asks()) holds less than the reply after it, which is indexed with the
-    //    question (kAnsweredQuestionWeight): score * (1 - kQuestionTurnDiscount).
-    // Neither changes relevance, so neither moves the relevance floor.
+    //    question (kAnsweredQuestionWeight): score * (1 - kQuestionTurnDiscount);
+    //  - a short turn says less than a long one: score * shortTurnFactor(). The vectors' cosine and
+    //    BM25 both normalise by length, which puts "Wow, camping sounds great!" on a par with the turn
+    //    that tells where the family camped; this prior on length (as pivoted length normalisation
+    //    restores in document retrieval) gives the turn that says more its due.
+    // None changes relevance, so none moves the relevance floor.
     static constexpr double kNamedSpeakerBoost = 0.2;
     static constexpr double kQuestionTurnDiscount = 0.2;
+    // A turn of at least this many words (its content as stored, "Speaker:" included) is not lowered;
+    // a shorter one of n words is lowered to sqrt(n / kFullTurnWords) (10 words: 0.71), never below
+    // kShortTurnFloor (5 words or fewer): a short reply is still found by the question it answers
+    // (kAnsweredQuestionWeight), and stays ahead of a question as short as itself.
+    static constexpr int kFullTurnWords = 20;
+    static constexpr double kShortTurnFloor = 0.5;
+    // The words of `text` (its runs of non-space characters), counted up to `atMost`.
+    static int wordCount(const QString &text, int atMost = std::numeric_limits<int>::max());
+    // sqrt(wordCount(content) / kFullTurnWords), clamped to kShortTurnFloor..1.
+    static double shortTurnFactor(const QString &content);
     // In a conversation's index, the turn before a reply, when it asks, weighs this many times a
     // neighbouring turn: in the reply's blended vector and in its keyword context (where its text
     // stands this many times).

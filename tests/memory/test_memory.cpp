@@ -830,6 +830,50 @@ private Q_SLOTS:
         QVERIFY(matches[1].signalValues.semantic > matches[0].signalValues.semantic);
     }
 
+    // A short turn says less: of two turns as related to the query (the same vector, no word of the
+    // query in either), the one that tells the story ranks first and the one-line reaction keeps half
+    // its score (Scoring::shortTurnFactor), with its relevance, which the floor judges, unchanged.
+    // Records that are not conversation turns are not weighed by their length.
+    void shortConversationTurnsRankBelowLongerOnes()
+    {
+        auto e = std::make_shared<FakeEmbedder>(4);
+        const QString story = QStringLiteral("We drove up to the lake on Saturday, pitched the tent by the water, and the "
+                                             "kids swam until the sun went down.");
+        const QString reaction = QStringLiteral("Sounds lovely!");
+        for (const QString &text : {story, reaction, QStringLiteral("Ann: ") + story, QStringLiteral("Bob: ") + reaction})
+            e->setVector(text, {1, 0, 0, 0});
+        e->setVector(QStringLiteral("Where did they go camping?"), {1, 0, 0, 0});
+        const QDateTime t0 = QDateTime(QDate(2024, 7, 1), QTime(9, 0), Qt::UTC);
+        RecallOptions q = shallow();
+        q.now = t0;
+        {
+            auto m = open(e);
+            ConversationOptions o;
+            o.defaults = fields(QStringLiteral("/chat"));
+            o.contextWindow = 0; // each turn alone: the vectors above are the stored ones
+            m->rememberConversation({{QStringLiteral("Ann"), story, t0, Json::object()},
+                                     {QStringLiteral("Bob"), reaction, t0, Json::object()}},
+                                    o)
+                .waitForFinished();
+            const QList<MemoryMatch> matches = m->recall(QStringLiteral("Where did they go camping?"), q);
+            QCOMPARE(matches.size(), 2);
+            QCOMPARE(matches[0].record.content, QStringLiteral("Ann: ") + story);
+            QCOMPARE(matches[1].record.content, QStringLiteral("Bob: ") + reaction);
+            QCOMPARE(matches[1].signalValues.relevance, matches[0].signalValues.relevance);
+            QVERIFY(qAbs(matches[1].score - matches[0].score * 0.5) < 1e-9); // three words: the floor, a half
+        }
+        // The same texts as plain records: equal scores, whatever their length.
+        auto m = open(e);
+        RememberOptions plain = fields(QStringLiteral("/notes"));
+        plain.createdAt = t0;
+        m->remember(story, plain);
+        m->remember(reaction, plain);
+        q.scopes = {QStringLiteral("/notes")};
+        const QList<MemoryMatch> matches = m->recall(QStringLiteral("Where did they go camping?"), q);
+        QCOMPARE(matches.size(), 2);
+        QCOMPARE(matches[0].score, matches[1].score);
+    }
+
     void conversationTurnsAreFoundByTheirNeighboursWords()
     {
         // Vectors that relate no turn to the query: only the keyword signal finds a turn.

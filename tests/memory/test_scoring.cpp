@@ -5,6 +5,8 @@
 
 #include <QtTest>
 
+#include <cmath>
+
 using namespace mneme;
 
 namespace {
@@ -363,13 +365,22 @@ private Q_SLOTS:
     }
 
     // A conversation turn (metadata.speaker) is lifted when the query names its speaker and lowered
-    // when it asks; other records are left as they are; scores stay at most 1.
+    // when it asks or says little; other records are left as they are; scores stay at most 1.
     void turnFactor()
     {
-        MemoryRecord said = MemoryRecord::create(QStringLiteral("Melanie: I painted a sunset."));
+        // Turns of 20 words or more, which their length does not lower.
+        const QString story = QStringLiteral("Melanie: I painted a sunset over the lake last weekend with the kids, and we "
+                                             "hung it in the hall by the door.");
+        const QString question = QStringLiteral("Melanie: Do you paint too, or do you mostly draw with pencils and ink "
+                                                "when you have a free afternoon at home?");
+        QVERIFY(Scoring::wordCount(story) >= Scoring::kFullTurnWords);
+        QVERIFY(Scoring::wordCount(question) >= Scoring::kFullTurnWords);
+        MemoryRecord said = MemoryRecord::create(story);
         said.metadata = Json{{"speaker", "Melanie"}};
-        MemoryRecord asked = MemoryRecord::create(QStringLiteral("Melanie: Do you paint?"));
+        MemoryRecord asked = MemoryRecord::create(question);
         asked.metadata = Json{{"speaker", "Melanie"}};
+        MemoryRecord brief = MemoryRecord::create(QStringLiteral("Melanie: I paint sunsets mostly."));
+        brief.metadata = Json{{"speaker", "Melanie"}};
         MemoryRecord note = MemoryRecord::create(QStringLiteral("Melanie: do you paint?"));
         MemoryRecord odd = note;
         odd.metadata = Json{{"speaker", 3}};
@@ -378,6 +389,10 @@ private Q_SLOTS:
         QCOMPARE(Scoring::turnFactor(said, QStringLiteral("What does Caroline paint?")), 1.0);
         QVERIFY(qAbs(Scoring::turnFactor(asked, query) - (1.0 + Scoring::kNamedSpeakerBoost) * (1.0 - Scoring::kQuestionTurnDiscount)) < 1e-12);
         QCOMPARE(Scoring::turnFactor(asked, QStringLiteral("paint")), 1.0 - Scoring::kQuestionTurnDiscount);
+        // Five words: lowered by half, the most its length can lower it.
+        QCOMPARE(Scoring::turnFactor(brief, QStringLiteral("paint")), Scoring::kShortTurnFloor);
+        QVERIFY(qAbs(Scoring::turnFactor(brief, query) - (1.0 + Scoring::kNamedSpeakerBoost) * Scoring::kShortTurnFloor) < 1e-12);
+        // Not turns: as short as they are, nothing changes.
         QCOMPARE(Scoring::turnFactor(note, query), 1.0);
         QCOMPARE(Scoring::turnFactor(odd, query), 1.0);
         QVERIFY(Scoring::isNamedSpeakersTurn(said, query));
@@ -386,17 +401,56 @@ private Q_SLOTS:
         QVERIFY(!Scoring::isTurn(note));
         QVERIFY(!Scoring::isTurn(odd));
 
-        QList<MemoryMatch> matches(3);
+        QList<MemoryMatch> matches(4);
         matches[0].record = said;
         matches[0].score = 0.9;
         matches[1].record = asked;
         matches[1].score = 0.5;
         matches[2].record = note;
         matches[2].score = 0.4;
+        matches[3].record = brief;
+        matches[3].score = 0.9;
         Scoring::weighTurns(matches, query);
         QCOMPARE(matches[0].score, 1.0); // 0.9 * 1.2, at most 1
         QVERIFY(qAbs(matches[1].score - 0.5 * 1.2 * 0.8) < 1e-12);
         QCOMPARE(matches[2].score, 0.4);
+        QVERIFY(qAbs(matches[3].score - 0.9 * 1.2 * 0.5) < 1e-12);
+    }
+
+    // A turn's length: words are runs of non-space characters (the speaker's "Name:" is one); the
+    // factor is sqrt(words / 20), between a half (5 words or fewer) and 1 (20 or more).
+    void shortTurnFactor_data()
+    {
+        QTest::addColumn<QString>("content");
+        QTest::addColumn<int>("words");
+        QTest::addColumn<double>("factor");
+        const auto words = [](int n) {
+            QStringList w;
+            for (int i = 0; i < n; ++i)
+                w << QStringLiteral("w%1").arg(i);
+            return w.join(QLatin1Char(' '));
+        };
+        QTest::newRow("empty") << QString() << 0 << 0.5;
+        QTest::newRow("spaces only") << QStringLiteral(" \t\n ") << 0 << 0.5;
+        QTest::newRow("a short reply") << QStringLiteral("Bob: Yes, twice!") << 3 << 0.5;
+        QTest::newRow("five words, at the floor") << words(5) << 5 << 0.5;
+        QTest::newRow("ten words") << words(10) << 10 << std::sqrt(0.5);
+        QTest::newRow("any whitespace separates")
+            << QStringLiteral("  Ann:\tone\ntwo  three\u00a0four five six\r\nseven eight nine ten  ") << 11 << std::sqrt(11.0 / 20);
+        QTest::newRow("nineteen words") << words(19) << 19 << std::sqrt(19.0 / 20);
+        QTest::newRow("twenty words") << words(20) << 20 << 1.0;
+        QTest::newRow("sixty words") << words(60) << 60 << 1.0;
+    }
+
+    void shortTurnFactor()
+    {
+        QFETCH(QString, content);
+        QFETCH(int, words);
+        QFETCH(double, factor);
+        QCOMPARE(Scoring::wordCount(content), words);
+        QCOMPARE(Scoring::wordCount(content, Scoring::kFullTurnWords), std::min(words, Scoring::kFullTurnWords));
+        QCOMPARE(Scoring::wordCount(content, 1), std::min(words, 1));
+        QVERIFY2(qAbs(Scoring::shortTurnFactor(content) - factor) < 1e-12, qPrintable(QString::number(Scoring::shortTurnFactor(content))));
     }
 
     void cosine()
