@@ -7,6 +7,7 @@
 #include "fake_embedder.h"
 #include "pg_test_util.h"
 #include "plugins/storage/postgres/postgres_storage.h"
+#include "plugins/storage/postgres/text_words.h"
 #include <mneme/core/error.h>
 #include <mneme/core/plugin_registry.h>
 #include <mneme/memory/chat_memory.h>
@@ -829,6 +830,93 @@ private Q_SLOTS:
         const auto found = s->keywordSearch(QStringLiteral("Lisbon"), RecordFilter(), 5);
         QCOMPARE(found.size(), std::size_t(1));
         QCOMPARE(found.front().record.id, r.id);
+    }
+
+    // The words of a text, as records are indexed and queries analysed (TextWords).
+    void textWordsOfATextAndAQuery_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<QByteArray>("words");
+        QTest::newRow("stemmed") << QStringLiteral("Alice drinks green tea") << QByteArray("'alic':1 'drink':2 'green':3 'tea':4");
+        // Stop words take a position; an apostrophe between letters joins them ("don't" is "dont").
+        QTest::newRow("stop words") << QStringLiteral("Don't stop the music!") << QByteArray("'music':4 'stop':2");
+        QTest::newRow("diacritics and case") << QStringLiteral("Café Müller, NAÏVE") << QByteArray("'cafe':1 'muller':2 'naiv':3");
+        QTest::newRow("numbers") << QStringLiteral("In 2023 the reports") << QByteArray("'2023':2 'report':4");
+        QTest::newRow("apostrophes") << QStringLiteral("O'Brien\u2019s dogs'") << QByteArray("'dog':2 'obrien':1");
+        QTest::newRow("no words") << QStringLiteral("... -- !?") << QByteArray();
+        QTest::newRow("ligature, emoji, hyphen") << QStringLiteral("A \uFB01nal \U0001F600 emoji-word") << QByteArray("'emoji':3 'final':2 'word':4");
+        QTest::newRow("a repeated word") << QStringLiteral("tea cup tea") << QByteArray("'cup':2 'tea':1,3");
+        // A word too long for a tsvector is not indexed (it takes its position).
+        QTest::newRow("too long") << QString(3000, QLatin1Char('x')) + QStringLiteral(" tea") << QByteArray("'tea':2");
+    }
+    void textWordsOfATextAndAQuery()
+    {
+        QFETCH(QString, text);
+        QFETCH(QByteArray, words);
+        QCOMPARE(TextWords::tsvector(text), words);
+        // A query's words are the same words.
+        QStringList lexemes;
+        for (const auto &[lexeme, n] : KeywordIndex::parse(std::string_view(words.constData(), std::size_t(words.size()))))
+            lexemes << lexeme;
+        QCOMPARE(TextWords::distinct(text), lexemes);
+    }
+
+    // What a tsvector holds at most: 256 positions a word, positions up to 16,383 (later words share
+    // it); the server takes the words as they are written.
+    void textWordsFitATsvector()
+    {
+        const QByteArray many = TextWords::tsvector(QStringLiteral("tea ").repeated(300));
+        QCOMPARE(many.count(','), TextWords::kMaxPositions - 1);
+        const QByteArray far = TextWords::tsvector(QStringLiteral("pad ").repeated(17000) + QStringLiteral("tea cup"));
+        QVERIFY(far.contains("'cup':16383 "));
+        QVERIFY(far.endsWith("'tea':16383"));
+        const QString dsn = test::PgCluster::freshDsn();
+        for (const QByteArray &w : {many, far, TextWords::tsvector(QStringLiteral("Don't stop the music!"))}) {
+            QString literal = QString::fromUtf8(w);
+            literal.replace(QLatin1Char('\''), QStringLiteral("''"));
+            QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT '%1'::tsvector::text").arg(literal), dsn), QString::fromUtf8(w));
+        }
+    }
+
+    // A store of schema 4 (its words the server's to_tsvector('english', ...)) has every record's words
+    // rewritten as this process writes them when opened: a query finds the records by them.
+    void wordsAreRewrittenByMigration()
+    {
+        const QString dsn = test::PgCluster::freshDsn();
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 12; ++i) {
+            MemoryRecord r = MemoryRecord::create(QStringLiteral("We met at the Café Müller, table %1").arg(i));
+            r.context = QStringLiteral("a naïve note %1").arg(i);
+            records.push_back(r);
+        }
+        openPg(dsn)->save(records);
+        test::PgCluster::run(QStringLiteral("UPDATE mneme_records SET words = to_tsvector('english', content), "
+                                            "context_words = to_tsvector('english', context); "
+                                            "DELETE FROM mneme_meta WHERE key = 'words'; "
+                                            "UPDATE mneme_meta SET value = '4' WHERE key = 'schema_version'"),
+                             dsn);
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM mneme_records WHERE words @@ 'cafe'::tsquery"), dsn),
+                 QStringLiteral("0"));
+        auto s = openPg(dsn);
+        QVERIFY(s->info().schemaVersion >= 5);
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT value FROM mneme_meta WHERE key = 'words'"), dsn), QStringLiteral("mneme-english-1"));
+        for (const MemoryRecord &r : records) {
+            const QString where = QStringLiteral(" FROM mneme_records WHERE id = '%1'").arg(r.id);
+            QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT words::text") + where, dsn), QString::fromUtf8(TextWords::tsvector(r.content)));
+            QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT context_words::text") + where, dsn), QString::fromUtf8(TextWords::tsvector(r.context)));
+        }
+        QCOMPARE(s->keywordSearch(QStringLiteral("cafe muller"), RecordFilter(), 50).size(), records.size());
+        const auto one = s->keywordSearch(QStringLiteral("Cafe table 7"), RecordFilter(), 5);
+        QVERIFY(!one.empty());
+        QCOMPARE(one.front().record.id, records[7].id);
+        QCOMPARE(s->keywordSearch(QStringLiteral("naive"), RecordFilter(), 50, 0.5).size(), records.size()); // the context's words
+        // An update writes the words of its new texts.
+        MemoryRecord changed = records[3];
+        changed.content = QStringLiteral("Dinner at the Brasserie");
+        s->update(changed);
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT words::text FROM mneme_records WHERE id = '%1'").arg(changed.id), dsn),
+                 QStringLiteral("'brasseri':4 'dinner':1"));
+        QCOMPARE(s->keywordSearch(QStringLiteral("brasserie"), RecordFilter(), 5).front().record.id, changed.id);
     }
 
     // Memory on a PostgreSQL store: remember, recall (vectors and keywords), forget and undo.

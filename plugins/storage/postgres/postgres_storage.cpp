@@ -2,6 +2,7 @@
 
 #include "postgres_graph_store.h"
 #include "postgres_result.h"
+#include "text_words.h"
 
 #include "core/schema_migration_p.h"
 #include <mneme/core/error.h>
@@ -109,7 +110,15 @@ DROP INDEX IF EXISTS mneme_records_words;
 DROP INDEX IF EXISTS mneme_records_context_words;
 ALTER TABLE mneme_records DROP COLUMN IF EXISTS word_count, DROP COLUMN IF EXISTS context_word_count;
 )sql"},
+    // The words are computed by the writing process (TextWords), for the texts saved and the queries
+    // alike, and no longer by the server's to_tsvector('english', ...): the step names the analysis,
+    // and the opening process rewrites every record's words with it (rewriteWords()).
+    {5, R"sql(
+INSERT INTO mneme_meta(key, value) VALUES ('words', 'mneme-english-1') ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+)sql"},
 };
+// The step after which rewriteWords() runs.
+constexpr int kClientWordsVersion = 5;
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
 // the per-content locks of InsertUnlessIdentical (pg_advisory_xact_lock takes one bigint, or two ints).
@@ -629,7 +638,11 @@ void PostgresStorage::migrate()
                         .arg(latestSchemaVersion()));
     m_version = applySchemaMigrations(
         kMigrations, current,
-        [&](const SchemaMigration &m) { exec(m.sql, QStringLiteral("upgrading the schema to version %1").arg(m.version)); },
+        [&](const SchemaMigration &m) {
+            exec(m.sql, QStringLiteral("upgrading the schema to version %1").arg(m.version));
+            if (m.version == kClientWordsVersion)
+                rewriteWords();
+        },
         [&](int version) {
             Params p;
             p.add(QByteArray::number(version));
@@ -638,6 +651,39 @@ void PostgresStorage::migrate()
                  p, QStringLiteral("recording the schema version"));
         });
     t.commit();
+}
+
+// Every record's words as TextWords writes them, a chunk at a time, in the caller's transaction (the
+// schema upgrade's: the other processes wait for it at open). A process's keyword index is loaded at
+// its first keyword search after the open, so none holds the old words.
+void PostgresStorage::rewriteWords()
+{
+    for (qint64 after = 0;;) {
+        Params p;
+        p.add(after);
+        p.add(qint64(kChunk));
+        const Result r = exec("SELECT rid, content, context FROM mneme_records WHERE rid > $1 ORDER BY rid LIMIT $2", p,
+                              QStringLiteral("reading the records' texts to index their words"));
+        std::vector<qint64> rids;
+        std::vector<std::optional<QByteArray>> words, contextWords;
+        for (int i = 0; i < r.rows(); ++i) {
+            rids.push_back(r.int64(i, 0));
+            words.push_back(TextWords::tsvector(r.text(i, 1)));
+            contextWords.push_back(TextWords::tsvector(r.text(i, 2)));
+        }
+        if (!rids.empty()) {
+            Params u;
+            u.add(bigintArray(rids));
+            u.add(arrayLiteral(words));
+            u.add(arrayLiteral(contextWords));
+            exec("UPDATE mneme_records AS r SET words = t.words, context_words = t.context_words "
+                 "FROM unnest($1::bigint[], $2::tsvector[], $3::tsvector[]) AS t(rid, words, context_words) WHERE r.rid = t.rid",
+                 u, QStringLiteral("writing the records' words"));
+            after = rids.back();
+        }
+        if (r.rows() < kChunk)
+            break;
+    }
 }
 
 // The store's id, the server's pgvector, and the index file of this server, database and schema.
@@ -915,13 +961,15 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
     p.add(qint64(r.accessCount));
     p.add(r.embedding.empty() ? std::nullopt : std::optional(pg::embeddingBytes(r.embedding)), true);
     p.add(r.context);
+    p.add(TextWords::tsvector(r.content));
+    p.add(TextWords::tsvector(r.context));
     return p;
 }
 
 // One statement inserting the records (each column an array), returning their row ids.
 PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
 {
-    constexpr int kColumnsWritten = 14;
+    constexpr int kColumnsWritten = 16;
     std::array<std::vector<std::optional<QByteArray>>, kColumnsWritten> columns;
     for (const MemoryRecord *r : records) {
         Params p = recordParams(*r, atMs);
@@ -938,11 +986,11 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
         "last_accessed, access_count, embedding, context, words, context_words) "
         "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-        "t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), to_tsvector('english', t.context) "
+        "t.last_accessed, t.access_count, t.embedding, t.context, t.words, t.context_words "
         "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
+        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[], $15::tsvector[], $16::tsvector[]) "
         "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-        "access_count, embedding, context) RETURNING rid",
+        "access_count, embedding, context, words, context_words) RETURNING rid",
         std::move(p)};
 }
 
@@ -1092,7 +1140,7 @@ void PostgresStorage::update(const MemoryRecord &record)
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
                                      "last_accessed = greatest(r.last_accessed, $11), access_count = greatest(r.access_count, $12), "
                                      "embedding = coalesce($13, r.embedding), context = $14, "
-                                     "words = to_tsvector('english', $2), context_words = to_tsvector('english', $14) "
+                                     "words = $15, context_words = $16 "
                                      "WHERE r.id = $1 RETURNING r.rid"),
                           p, QStringLiteral("updating record %1").arg(record.id));
     t.changed(updated.int64(0, 0));
@@ -1704,19 +1752,12 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
     if (limit <= 0)
         return {};
-    // One round trip: the query's words as the server indexes them (stemmed, without stop words), and
-    // the change log's position, which the keyword index is brought to.
-    Params q;
-    q.add(text);
-    const std::vector<Result> first = execAll(
-        {Statement{"SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', $1))", std::move(q)}, positionStatement()},
-        QStringLiteral("reading the query's words"));
-    QStringList lexemes;
-    for (int i = 0; i < first[0].rows(); ++i)
-        lexemes << first[0].text(i, 0);
+    // The query's words as the records' are written (TextWords); the keyword index is brought to the
+    // change log's position.
+    const QStringList lexemes = TextWords::distinct(text);
     if (lexemes.isEmpty())
         return {};
-    const LogPosition at = positionOf(first[1]);
+    const LogPosition at = position();
     syncKeywords(at);
     std::vector<KeywordIndex::Match> ranked;
     {

@@ -183,6 +183,7 @@ private:
     std::vector<Result> execAll(const std::vector<Statement> &statements, const QString &doing);
     [[noreturn]] void fail(const QString &doing, const QByteArray &serverMessage) const;
     void migrate();
+    void rewriteWords();
     void readIdentity();
     std::optional<EmbedderBinding> storedBinding();
     void checkDimension(int dimension, const QString &what);
