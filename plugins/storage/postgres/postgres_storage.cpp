@@ -239,6 +239,73 @@ QByteArray bigintArray(const std::vector<qint64> &numbers)
     return out + "}";
 }
 
+// A one-dimensional array parameter in PostgreSQL's binary format (what array_recv reads): a batch's
+// column sent as it is, which the server neither parses nor unescapes (a text array literal of a
+// batch was a quarter of the server's work for a save). The element type's oid (pg_type) names the
+// binary form of each element added.
+class BinaryArray
+{
+public:
+    static constexpr unsigned kBool = 16, kBytea = 17, kInt8 = 20, kInt4 = 23, kText = 25, kFloat8 = 701;
+
+    explicit BinaryArray(unsigned elementType)
+    {
+        for (const quint32 word : {1u, 0u, quint32(elementType), 0u, 1u}) // dimensions, nulls, type, length, lower bound
+            put(word);
+    }
+    void addNull()
+    {
+        put(quint32(-1));
+        m_hasNull = true;
+        ++m_count;
+    }
+    void add(const char *data, qsizetype size)
+    {
+        put(quint32(size));
+        m_out.append(data, size);
+        ++m_count;
+    }
+    void add(const QByteArray &bytes) { add(bytes.constData(), bytes.size()); }
+    void add(const std::optional<QByteArray> &bytes) { bytes ? add(*bytes) : addNull(); }
+    void add(const QString &text) { add(text.toUtf8()); }
+    void add(qint64 n)
+    {
+        const quint64 big = qToBigEndian(quint64(n));
+        add(reinterpret_cast<const char *>(&big), 8);
+    }
+    void add(int n)
+    {
+        const quint32 big = qToBigEndian(quint32(n));
+        add(reinterpret_cast<const char *>(&big), 4);
+    }
+    void add(double d)
+    {
+        quint64 bits;
+        std::memcpy(&bits, &d, 8);
+        const quint64 big = qToBigEndian(bits);
+        add(reinterpret_cast<const char *>(&big), 8);
+    }
+    void add(bool b) { add(b ? "\1" : "\0", 1); }
+    // The finished array.
+    QByteArray bytes() const
+    {
+        QByteArray out = m_out;
+        qToBigEndian(quint32(m_hasNull ? 1 : 0), out.data() + 4);
+        qToBigEndian(quint32(m_count), out.data() + 12);
+        return out;
+    }
+
+private:
+    void put(quint32 word)
+    {
+        const quint32 big = qToBigEndian(word);
+        m_out.append(reinterpret_cast<const char *>(&big), 4);
+    }
+    QByteArray m_out;
+    bool m_hasNull = false;
+    int m_count = 0;
+};
+
 // An array literal of these texts (null: NULL), for a parameter cast to text[] or another array type.
 QByteArray arrayLiteral(const std::vector<std::optional<QByteArray>> &values)
 {
@@ -506,7 +573,10 @@ pg_conn *PostgresStorage::openConnection()
         m_location = QStringLiteral("postgresql://%1@%2:%3/%4")
                          .arg(QString::fromUtf8(PQuser(c)), QString::fromUtf8(PQhost(c)), QString::fromUtf8(PQport(c)),
                               QString::fromUtf8(PQdb(c)));
-    Result r(PQexec(c, "SET client_min_messages = warning"));
+    // Without JIT compilation: Mneme's statements are short, and compiling them (tens of milliseconds)
+    // costs more than it saves whenever the planner's estimates run high, as on a table without
+    // statistics yet.
+    Result r(PQexec(c, "SET client_min_messages = warning; SET jit = off"));
     if (r.status() != PGRES_COMMAND_OK) {
         const QByteArray message = PQerrorMessage(c);
         PQfinish(c);
@@ -966,46 +1036,66 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
     return p;
 }
 
-// One statement inserting the records (each column an array), returning their row ids.
+// One statement inserting the records (each column an array in the binary format), returning their
+// row ids.
 PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
 {
-    constexpr int kColumnsWritten = 16;
-    std::array<std::vector<std::optional<QByteArray>>, kColumnsWritten> columns;
+    BinaryArray id(BinaryArray::kText), content(BinaryArray::kText), scope(BinaryArray::kText), categories(BinaryArray::kText),
+        importance(BinaryArray::kFloat8), source(BinaryArray::kText), isPrivate(BinaryArray::kBool), metadata(BinaryArray::kText),
+        created(BinaryArray::kInt8), updated(BinaryArray::kInt8), accessed(BinaryArray::kInt8), accessCount(BinaryArray::kInt4),
+        embedding(BinaryArray::kBytea), context(BinaryArray::kText), words(BinaryArray::kText), contextWords(BinaryArray::kText);
     for (const MemoryRecord *r : records) {
-        Params p = recordParams(*r, atMs);
-        std::optional<QByteArray> &embedding = p.values[12];
-        if (embedding)
-            embedding = "\\x" + embedding->toHex(); // bytea's text form, inside an array
-        for (int c = 0; c < kColumnsWritten; ++c)
-            columns[std::size_t(c)].push_back(std::move(p.values[std::size_t(c)]));
+        id.add(r->id);
+        content.add(r->content);
+        scope.add(r->scope);
+        categories.add(categoriesText(r->categories));
+        importance.add(r->importance);
+        source.add(r->source);
+        isPrivate.add(r->isPrivate);
+        metadata.add(jsonText(r->metadata.is_object() ? r->metadata : Json::object()));
+        created.add(msOf(r->createdAt, atMs));
+        updated.add(msOf(r->updatedAt, atMs));
+        if (r->lastAccessed.isValid())
+            accessed.add(qint64(r->lastAccessed.toMSecsSinceEpoch()));
+        else
+            accessed.addNull();
+        accessCount.add(int(r->accessCount));
+        if (r->embedding.empty())
+            embedding.addNull();
+        else
+            embedding.add(pg::embeddingBytes(r->embedding));
+        context.add(r->context);
+        words.add(TextWords::tsvector(r->content));
+        contextWords.add(TextWords::tsvector(r->context));
     }
     Params p;
-    for (const auto &column : columns)
-        p.add(arrayLiteral(column));
+    for (const BinaryArray *column : {&id, &content, &scope, &categories, &importance, &source, &isPrivate, &metadata, &created, &updated,
+                                      &accessed, &accessCount, &embedding, &context, &words, &contextWords})
+        p.add(column->bytes(), true);
     return Statement{
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
         "last_accessed, access_count, embedding, context, words, context_words) "
         "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-        "t.last_accessed, t.access_count, t.embedding, t.context, t.words, t.context_words "
+        "t.last_accessed, t.access_count, t.embedding, t.context, t.words::tsvector, t.context_words::tsvector "
         "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[], $15::tsvector[], $16::tsvector[]) "
+        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[], $15::text[], $16::text[]) "
         "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
         "access_count, embedding, context, words, context_words) RETURNING rid",
         std::move(p)};
 }
 
-// One statement writing the ADD history entries of the records.
+// One statement writing the ADD history entries of the records (binary arrays).
 PostgresStorage::Statement PostgresStorage::addHistoryStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
 {
-    std::array<std::vector<std::optional<QByteArray>>, 3> columns; // record_id, new_content, new_record
+    BinaryArray recordId(BinaryArray::kText), newContent(BinaryArray::kText), newRecord(BinaryArray::kText);
     for (const MemoryRecord *r : records) {
-        columns[0].push_back(r->id.toUtf8());
-        columns[1].push_back(r->content.toUtf8());
-        columns[2].push_back(recordJson(*r));
+        recordId.add(r->id);
+        newContent.add(r->content);
+        newRecord.add(recordJson(*r));
     }
     Params p;
-    for (const auto &column : columns)
-        p.add(arrayLiteral(column));
+    for (const BinaryArray *column : {&recordId, &newContent, &newRecord})
+        p.add(column->bytes(), true);
     p.add(HistoryEntry::eventName(HistoryEntry::Event::Add));
     p.add(atMs);
     return Statement{"INSERT INTO mneme_history(record_id, event, new_content, new_record, at) "
@@ -1015,25 +1105,28 @@ PostgresStorage::Statement PostgresStorage::addHistoryStatement(const std::vecto
 }
 
 // The stored record identical to each of these: one statement reads every stored record with one of
-// their contents (by the md5 index), and they are matched here.
+// their contents, and they are matched here. It looks each content up by the md5 index (a lateral
+// subquery the planner keeps as it is): `content_hash = ANY(...)` has the planner judge the table,
+// and on a young table without statistics (before autovacuum's first analyze, most of a bulk load)
+// it scanned the whole table for every batch.
 std::vector<std::optional<MemoryRecord>> PostgresStorage::identicals(std::span<const MemoryRecord> records, const QString *scopePrefix,
                                                                      bool identities)
 {
     QMultiHash<QString, MemoryRecord> stored; // by content, oldest first
     for (std::size_t first = 0; first < records.size(); first += kChunk) {
-        std::vector<std::optional<QByteArray>> hashes;
+        QSet<QByteArray> distinct;
         for (std::size_t i = first; i < std::min(records.size(), first + kChunk); ++i)
-            hashes.push_back(QCryptographicHash::hash(records[i].content.toUtf8(), QCryptographicHash::Md5).toHex());
+            distinct.insert(QCryptographicHash::hash(records[i].content.toUtf8(), QCryptographicHash::Md5).toHex());
         Params p;
-        p.add(arrayLiteral(hashes));
+        p.add(arrayLiteral(std::vector<std::optional<QByteArray>>(distinct.begin(), distinct.end())));
         QByteArray scope;
         if (scopePrefix && *scopePrefix != QLatin1String("/")) {
             const int exact = p.add(*scopePrefix);
             const int below = p.add(likePrefix(*scopePrefix + QLatin1Char('/')));
             scope = " AND (scope = $" + QByteArray::number(exact) + " OR scope LIKE $" + QByteArray::number(below) + ")";
         }
-        Result r = exec("SELECT " + kColumns + " FROM mneme_records WHERE content_hash = ANY($1::text[])" + scope + " ORDER BY rid DESC", p,
-                        QStringLiteral("looking up identical records"));
+        Result r = exec("SELECT " + kColumns + " FROM unnest($1::text[]) AS wanted(hash), LATERAL (SELECT " + kColumns + " FROM mneme_records WHERE content_hash = wanted.hash" + scope + " OFFSET 0) AS same ORDER BY rid DESC",
+                        p, QStringLiteral("looking up identical records"));
         for (int i = 0; i < r.rows(); ++i) {
             MemoryRecord m = recordAt(r, i);
             stored.insert(m.content, std::move(m)); // values() of a key: the last inserted first
