@@ -832,6 +832,37 @@ private Q_SLOTS:
         QCOMPARE(found.front().record.id, r.id);
     }
 
+    // A batch's columns go to the server as binary arrays: in one batch, a record without an
+    // embedding, access time or metadata beside one with all of them, read back exactly.
+    void batchColumnsReadBack()
+    {
+        auto s = openPg(test::PgCluster::freshDsn());
+        MemoryRecord bare = MemoryRecord::create(QStringLiteral("quote ' and \" and \\ and {braces}, NULL"));
+        bare.lastAccessed = QDateTime();
+        bare.importance = 0;
+        MemoryRecord full = vectorRecord(QStringLiteral("Ana's café — «ünïcode» 😀"), {0.25f, -1.5f, 3.0f, 1e-7f});
+        full.scope = QStringLiteral("/team/ana");
+        full.categories = {QStringLiteral("places"), QStringLiteral("times")};
+        full.importance = 0.123456789012345;
+        full.source = QStringLiteral("ana");
+        full.isPrivate = true;
+        full.metadata = Json{{"big", 9007199254740993LL}, {"text", "a \"quoted\" value"}};
+        full.accessCount = 2147483647;
+        full.lastAccessed = QDateTime::fromMSecsSinceEpoch(1700000000123LL, Qt::UTC);
+        full.context = QStringLiteral("the context, with \\ and \"");
+        s->save({bare, full});
+        const std::optional<MemoryRecord> gotBare = s->get(bare.id, true);
+        const std::optional<MemoryRecord> gotFull = s->get(full.id, true);
+        QVERIFY(gotBare && gotFull);
+        QCOMPARE(*gotBare, bare);
+        QVERIFY(gotBare->embedding.empty());
+        QVERIFY(!gotBare->lastAccessed.isValid());
+        QCOMPARE(*gotFull, full);
+        QCOMPARE(gotFull->embedding, full.embedding);
+        QCOMPARE(s->keywordSearch(QStringLiteral("cafe unicode"), RecordFilter(), 5).front().record.id, full.id);
+        QCOMPARE(s->keywordSearch(QStringLiteral("braces"), RecordFilter(), 5).front().record.id, bare.id);
+    }
+
     // The words of a text, as records are indexed and queries analysed (TextWords).
     void textWordsOfATextAndAQuery_data()
     {

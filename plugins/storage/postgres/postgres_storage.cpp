@@ -266,7 +266,6 @@ public:
         ++m_count;
     }
     void add(const QByteArray &bytes) { add(bytes.constData(), bytes.size()); }
-    void add(const std::optional<QByteArray> &bytes) { bytes ? add(*bytes) : addNull(); }
     void add(const QString &text) { add(text.toUtf8()); }
     void add(qint64 n)
     {
@@ -734,22 +733,20 @@ void PostgresStorage::rewriteWords()
         p.add(qint64(kChunk));
         const Result r = exec("SELECT rid, content, context FROM mneme_records WHERE rid > $1 ORDER BY rid LIMIT $2", p,
                               QStringLiteral("reading the records' texts to index their words"));
-        std::vector<qint64> rids;
-        std::vector<std::optional<QByteArray>> words, contextWords;
+        BinaryArray rids(BinaryArray::kInt8), words(BinaryArray::kText), contextWords(BinaryArray::kText);
         for (int i = 0; i < r.rows(); ++i) {
-            rids.push_back(r.int64(i, 0));
-            words.push_back(TextWords::tsvector(r.text(i, 1)));
-            contextWords.push_back(TextWords::tsvector(r.text(i, 2)));
+            after = r.int64(i, 0);
+            rids.add(after);
+            words.add(TextWords::tsvector(r.text(i, 1)));
+            contextWords.add(TextWords::tsvector(r.text(i, 2)));
         }
-        if (!rids.empty()) {
+        if (r.rows() > 0) {
             Params u;
-            u.add(bigintArray(rids));
-            u.add(arrayLiteral(words));
-            u.add(arrayLiteral(contextWords));
-            exec("UPDATE mneme_records AS r SET words = t.words, context_words = t.context_words "
-                 "FROM unnest($1::bigint[], $2::tsvector[], $3::tsvector[]) AS t(rid, words, context_words) WHERE r.rid = t.rid",
+            for (const BinaryArray *column : {&rids, &words, &contextWords})
+                u.add(column->bytes(), true);
+            exec("UPDATE mneme_records AS r SET words = t.words::tsvector, context_words = t.context_words::tsvector "
+                 "FROM unnest($1::bigint[], $2::text[], $3::text[]) AS t(rid, words, context_words) WHERE r.rid = t.rid",
                  u, QStringLiteral("writing the records' words"));
-            after = rids.back();
         }
         if (r.rows() < kChunk)
             break;
