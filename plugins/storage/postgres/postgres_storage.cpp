@@ -415,6 +415,18 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
             if (!value.is_boolean())
                 throw Error(ErrorKind::InvalidArgument, QStringLiteral("storage config \"listen\" must be true or false"));
             o.listen = value.get<bool>();
+        } else if (key == "vector_search") {
+            const std::string mode = value.is_string() ? value.get<std::string>() : std::string();
+            if (mode == "auto")
+                o.vectorSearch = VectorSearch::Auto;
+            else if (mode == "pgvector")
+                o.vectorSearch = VectorSearch::Pgvector;
+            else if (mode == "local")
+                o.vectorSearch = VectorSearch::Local;
+            else
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("storage config \"vector_search\" must be \"auto\" (pgvector when the database has the "
+                                           "extension), \"pgvector\" (always; an error without it) or \"local\" (the per-process index)"));
         } else if (key == "index_dir") {
             if (!value.is_string() || value.get<std::string>().empty())
                 throw Error(ErrorKind::InvalidArgument,
@@ -423,7 +435,7 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("unknown postgres storage config key \"%1\"; use \"dsn\", \"connect_timeout_s\", \"pool_size\", "
-                                       "\"index_dir\", \"ann_threshold\", \"change_log_keep\" and \"listen\"")
+                                       "\"index_dir\", \"ann_threshold\", \"change_log_keep\", \"listen\" and \"vector_search\"")
                             .arg(QString::fromStdString(key)));
         }
     }
@@ -461,6 +473,7 @@ PostgresStorage::PostgresStorage(const Options &options) : m_options(options)
     Lease lease(*this);
     migrate();
     readIdentity();
+    detectVectorSearch();
     if (m_options.listen) {
         // Open only once the listener listens: a write another process makes after this store is
         // open is always notified to it.
@@ -648,9 +661,6 @@ void PostgresStorage::readIdentity()
                     QStringLiteral("reading the store's identity"));
     m_storeId = r.text(0, 0);
     m_vectorExtension = r.isNull(0, 2) ? QString() : r.text(0, 2);
-    if (!m_vectorExtension.isEmpty())
-        qCInfo(lcPostgres).noquote() << "the server has pgvector" << m_vectorExtension
-                                     << "; Mneme searches vectors with its own per-process index";
     QString dir = m_options.indexDir;
     if (dir.isEmpty())
         dir = QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation) + QStringLiteral("/mneme/postgres");
@@ -691,6 +701,7 @@ void PostgresStorage::checkDimension(int dimension, const QString &what)
         p.add(QByteArray::number(dimension));
         exec("INSERT INTO mneme_meta(key, value) VALUES ('dimension', $1) ON CONFLICT (key) DO NOTHING", p,
              QStringLiteral("recording the embedding dimension"));
+        prepareVectorColumn(dimension);
     }
 }
 
@@ -919,10 +930,12 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
 }
 
 // One statement inserting the records (each column an array), returning their row ids.
-PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
+PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs,
+                                                            const QByteArray &vectorType)
 {
     constexpr int kColumnsWritten = 14;
     std::array<std::vector<std::optional<QByteArray>>, kColumnsWritten> columns;
+    std::vector<std::optional<QByteArray>> vectors; // with pgvector's column: the embeddings in its text form
     for (const MemoryRecord *r : records) {
         Params p = recordParams(*r, atMs);
         std::optional<QByteArray> &embedding = p.values[12];
@@ -930,19 +943,31 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
             embedding = "\\x" + embedding->toHex(); // bytea's text form, inside an array
         for (int c = 0; c < kColumnsWritten; ++c)
             columns[std::size_t(c)].push_back(std::move(p.values[std::size_t(c)]));
+        if (!vectorType.isEmpty())
+            vectors.push_back(pgvectorText(r->embedding));
     }
     Params p;
     for (const auto &column : columns)
         p.add(arrayLiteral(column));
+    QByteArray vectorColumn, vectorValue, vectorArray;
+    if (!vectorType.isEmpty()) {
+        p.add(arrayLiteral(vectors));
+        vectorColumn = ", embedding_v";
+        vectorValue = ", t.embedding_v::" + vectorType;
+        vectorArray = ", $15::text[]";
+    }
     return Statement{
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
-        "last_accessed, access_count, embedding, context, words, context_words) "
-        "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-        "t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), to_tsvector('english', t.context) "
-        "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]) "
-        "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-        "access_count, embedding, context) RETURNING rid",
+        "last_accessed, access_count, embedding, context, words, context_words"
+            + vectorColumn + ") "
+                             "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
+                             "t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), to_tsvector('english', t.context)"
+            + vectorValue + " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
+                            "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]"
+            + vectorArray + ") "
+                            "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
+                            "access_count, embedding, context"
+            + vectorColumn + ") RETURNING rid",
         std::move(p)};
 }
 
@@ -1064,7 +1089,7 @@ std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> re
     for (std::size_t first = 0; first < fresh.size(); first += kChunk) {
         const std::vector<const MemoryRecord *> chunk(fresh.begin() + std::ptrdiff_t(first),
                                                       fresh.begin() + std::ptrdiff_t(std::min(fresh.size(), first + kChunk)));
-        const std::vector<Result> done = execAll({insertStatement(chunk, at), addHistoryStatement(chunk, at)}, QStringLiteral("saving records"));
+        const std::vector<Result> done = execAll({insertStatement(chunk, at, vectorColumn()), addHistoryStatement(chunk, at)}, QStringLiteral("saving records"));
         for (int i = 0; i < done[0].rows(); ++i)
             t.changed(done[0].int64(i, 0));
     }
@@ -1086,14 +1111,17 @@ void PostgresStorage::update(const MemoryRecord &record)
     if (!record.embedding.empty())
         checkDimension(int(record.embedding.size()), QStringLiteral("the embedding of record %1").arg(record.id));
     const qint64 at = nowUtc().toMSecsSinceEpoch();
-    const Params p = recordParams(record, at);
+    Params p = recordParams(record, at);
+    QByteArray vector; // pgvector's column, when there is one, with the embedding
+    if (const QByteArray type = vectorColumn(); !type.isEmpty() && !record.embedding.empty())
+        vector = ", embedding_v = $" + QByteArray::number(p.add(*pgvectorText(record.embedding))) + "::" + type;
     // A touch() in between is kept: access times and counts only grow.
     Result updated = exec(QByteArray("UPDATE mneme_records AS r SET content = $2, scope = $3, categories = $4, importance = $5, "
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
                                      "last_accessed = greatest(r.last_accessed, $11), access_count = greatest(r.access_count, $12), "
                                      "embedding = coalesce($13, r.embedding), context = $14, "
-                                     "words = to_tsvector('english', $2), context_words = to_tsvector('english', $14) "
-                                     "WHERE r.id = $1 RETURNING r.rid"),
+                                     "words = to_tsvector('english', $2), context_words = to_tsvector('english', $14)"
+                                     + vector + " WHERE r.id = $1 RETURNING r.rid"),
                           p, QStringLiteral("updating record %1").arg(record.id));
     t.changed(updated.int64(0, 0));
     const Statement history = historyStatement(record.id, HistoryEntry::Event::Update, &*old, &record, at);
@@ -1175,6 +1203,7 @@ void PostgresStorage::bindEmbedder(const EmbedderBinding &binding)
         exec("INSERT INTO mneme_meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", p,
              QStringLiteral("recording the embedder"));
     }
+    prepareVectorColumn(binding.dimension);
     t.commit();
 }
 
@@ -1548,6 +1577,12 @@ std::vector<VectorIndex::Hit> PostgresStorage::nearest(const Embedding &query, c
 {
     if (query.empty())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+    if (m_pgvector) {
+        std::vector<VectorIndex::Hit> out;
+        for (const SearchHit &h : pgvectorNearest(query, filter, limit, answer))
+            out.push_back(VectorIndex::Hit{h.key, h.score});
+        return out;
+    }
     sync();
     std::vector<qint64> only;
     if (!filter.ids.isEmpty())
@@ -1598,6 +1633,11 @@ std::vector<SearchHit> PostgresStorage::vectorHits(const Embedding &query, const
     std::vector<SearchHit> out;
     if (limit <= 0)
         return out;
+    if (m_pgvector) {
+        if (query.empty())
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+        return pgvectorNearest(query, filter, limit, answer);
+    }
     const std::vector<VectorIndex::Hit> hits = nearest(query, filter, limit, answer);
     QReadLocker read(&m_indexLock);
     for (const VectorIndex::Hit &h : hits)
@@ -1612,6 +1652,18 @@ std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const E
 {
     std::vector<SearchHit> out;
     const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight, false);
+    if (m_pgvector) {
+        std::vector<qint64> rids;
+        for (const KeywordMatch &m : matches)
+            rids.push_back(m.rid);
+        const std::unordered_map<qint64, double> cosines = query.empty() ? std::unordered_map<qint64, double>()
+                                                                         : pgvectorSimilarities(query, rids);
+        for (const KeywordMatch &m : matches) {
+            const auto it = cosines.find(m.rid);
+            out.push_back(SearchHit{m.rid, m.score, it == cosines.end() ? 0.0 : it->second, m.record.importance, m.record.createdAt});
+        }
+        return out;
+    }
     QReadLocker read(&m_indexLock);
     // The vector index is as current as the search (keywordMatches() brought it up to date when loaded).
     const bool cosines = !query.empty() && m_index.isLoaded() && m_index.dimension() == int(query.size());
