@@ -1483,6 +1483,8 @@ void PostgresStorage::listenForChanges(std::promise<void> &listening)
 
 void PostgresStorage::syncIndex()
 {
+    if (m_pgvector)
+        return; // no per-process index: the server's is always current
     Lease lease(*this);
     sync();
 }

@@ -156,7 +156,8 @@ public:
     QString indexFilePath() const { return m_indexFile; }
     // Waits for a background graph build to finish and takes it (tests, benchmarks).
     void waitForIndex();
-    // Brings the index up to date with the change log now (what every search does first).
+    // Brings the index up to date with the change log now (what every search does first); nothing
+    // when searches run with pgvector.
     void syncIndex();
     // Called in a write's transaction after its change-log entry, before COMMIT (tests that hold a
     // writer there to pin the ordering of change-log entries); null: nothing.
