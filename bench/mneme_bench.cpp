@@ -588,8 +588,7 @@ int main(int argc, char **argv)
                 std::fprintf(stderr, "mneme-bench: --vector-search is auto, pgvector or local\n");
                 return 2;
             }
-        }
-        else {
+        } else {
             std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --recall-only --graph --storage sqlite|postgres --dsn DSN --vector-search auto|pgvector|local\n",
                          qPrintable(a));
             return 2;
@@ -616,7 +615,7 @@ int main(int argc, char **argv)
             return 1;
     }
     std::fprintf(stderr, "mneme-bench: %d-dimensional builtin embedder, %s in %s\n", dimension,
-                 !gPostgres                                     ? "SQLite"
+                 !gPostgres                                   ? "SQLite"
                  : gVectorSearch == QLatin1String("pgvector") ? "PostgreSQL (pgvector)"
                                                               : "PostgreSQL (index files)",
                  qPrintable(dir));

@@ -128,8 +128,9 @@ stop() {
   local data
   data=$(sed -n 's/^MNEME_PG_DATA=//p' "$dir/env")
   # The server's own pg_ctl (the private installation's, for a cluster started --with-pgvector).
-  bindir=$(sed -n 's/^MNEME_PG_BINDIR=//p' "$dir/env")
-  bindir=${bindir:-/usr/lib/postgresql/15/bin}
+  local server_bindir
+  server_bindir=$(sed -n 's/^MNEME_PG_BINDIR=//p' "$dir/env")
+  server_bindir=${server_bindir:-$bindir}
   case "$data" in
     */mneme-pg.*) ;;
     *)
@@ -138,7 +139,7 @@ stop() {
       ;;
   esac
   if [ -d "$data/cluster" ]; then
-    as_owner "$bindir/pg_ctl" -D "$data/cluster" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+    as_owner "$server_bindir/pg_ctl" -D "$data/cluster" -m fast -w -t 60 stop >/dev/null 2>&1 || true
   fi
   rm -rf "$data" "$dir"
 }

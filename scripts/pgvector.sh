@@ -30,6 +30,10 @@ pkglibdir=$("$pg_config" --pkglibdir)
 sharedir=$("$pg_config" --sharedir)
 root=$out/root
 private_bin=$root$bindir
+# One build at a time into OUT (the tests' fixture and a benchmark may ask at once).
+mkdir -p "$(dirname "$out")"
+exec 9>"$out.lock"
+flock 9
 
 # What the installation is made of: the vendored sources and the server's binaries.
 stamp=$( (

@@ -410,6 +410,31 @@ private Q_SLOTS:
         QCOMPARE(int(seen.size()), kWriters * kEach);
     }
 
+    // Embeddings of more dimensions than pgvector indexes (2,000): "auto" searches with the process's
+    // own index, without a column; "pgvector" refuses them.
+    void widerThanPgvectorIndexes()
+    {
+        QTemporaryDir dir;
+        const QString dsn = freshDsn();
+        const MemoryRecord wide = vectorRecord(QStringLiteral("very wide"), randomVector(3, 2048));
+        {
+            PostgresStorage forced(options(dsn, VectorSearch::Pgvector, dir.path()));
+            ErrorKind kind = ErrorKind::Internal;
+            const QString message = errorOf([&] { forced.save({wide}); }, &kind);
+            QCOMPARE(kind, ErrorKind::InvalidArgument);
+            QVERIFY2(message.contains(QLatin1String("2000 dimensions at most")), qPrintable(message));
+            QCOMPARE(forced.count(RecordFilter()), 0);
+        }
+        PostgresStorage automatic(options(dsn, VectorSearch::Auto, dir.path()));
+        QVERIFY(automatic.searchesWithPgvector());
+        automatic.save({wide});
+        QVERIFY(!automatic.searchesWithPgvector());
+        QCOMPARE(vectorColumn(dsn), 0);
+        QCOMPARE(automatic.search(wide.embedding, RecordFilter(), 1).front().record.id, wide.id);
+        PostgresStorage again(options(dsn, VectorSearch::Auto, dir.path()));
+        QVERIFY(!again.searchesWithPgvector());
+    }
+
     // A reset lets the store take an embedder of another dimension: the column follows.
     void resetToAnotherDimension()
     {

@@ -140,7 +140,7 @@ void PostgresStorage::prepareVectorColumn(int dimension)
         return;
     if (!m_pgvector && vectorColumnOnServer() == 0)
         return; // no column to keep up: nothing to do for a store the per-process index searches
-    if (dimension > kMaxIndexedDimension)
+    if (dimension > kMaxIndexedDimension && m_options.vectorSearch == Options::VectorSearch::Pgvector)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("pgvector indexes embeddings of %1 dimensions at most, not %2; %3")
                                                     .arg(kMaxIndexedDimension)
                                                     .arg(dimension)
@@ -157,6 +157,18 @@ void PostgresStorage::prepareVectorColumn(int dimension)
         exec("DROP TRIGGER IF EXISTS mneme_records_vector_insert ON mneme_records;\n"
              "DROP TRIGGER IF EXISTS mneme_records_vector_update ON mneme_records;",
              QStringLiteral("making pgvector's triggers"));
+        if (dimension > kMaxIndexedDimension) {
+            // ("auto" or "local") Embeddings pgvector cannot index: the store has no column, and this
+            // process searches with its own index.
+            exec("ALTER TABLE mneme_records DROP COLUMN IF EXISTS embedding_v", QStringLiteral("dropping pgvector's column"));
+            if (own)
+                exec("COMMIT", QStringLiteral("dropping pgvector's column"));
+            m_pgvector = false;
+            vectorColumnOnServer();
+            qCInfo(lcPgvector).noquote() << "embeddings of" << dimension << "dimensions are more than pgvector indexes; vector searches of"
+                                         << m_location << "use the per-process index";
+            return;
+        }
         if (existing == 0)
             exec("ALTER TABLE mneme_records ADD COLUMN embedding_v " + type, QStringLiteral("adding pgvector's column"));
         else if (existing != dimension) // a store reset and bound to an embedder of another dimension
@@ -257,11 +269,18 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
     if (dimension != int(query.size()))
         dimension = vectorColumnOnServer(); // made (or changed) by another process since
     if (dimension != int(query.size())) {
-        checkDimension(int(query.size()), QStringLiteral("the query embedding")); // throws for a store of another dimension
-        if (storedBinding())
-            prepareVectorColumn(int(query.size()));
-        else
+        const std::optional<EmbedderBinding> binding = storedBinding();
+        if (!binding)
             return {}; // nothing was ever embedded into this store
+        if (binding->dimension != int(query.size()))
+            checkDimension(int(query.size()), QStringLiteral("the query embedding")); // throws
+        prepareVectorColumn(binding->dimension);                                      // bound by a process that searches with its own index
+        if (!m_pgvector)
+            throw Error(ErrorKind::Storage,
+                        QStringLiteral("the store %1 was bound to embeddings of %2 dimensions since it was opened, more than pgvector "
+                                       "indexes; open it again to search it with the per-process index")
+                            .arg(m_location)
+                            .arg(binding->dimension));
     }
     const QByteArray type = m_vectorSchema + ".vector(" + QByteArray::number(query.size()) + ")";
     const QByteArray distance = "embedding_v OPERATOR(" + m_vectorSchema + ".<#>) $1::" + type;

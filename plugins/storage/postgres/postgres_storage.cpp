@@ -956,19 +956,21 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
         vectorValue = ", t.embedding_v::" + vectorType;
         vectorArray = ", $15::text[]";
     }
-    return Statement{
-        "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
-        "last_accessed, access_count, embedding, context, words, context_words"
-            + vectorColumn + ") "
-                             "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-                             "t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), to_tsvector('english', t.context)"
-            + vectorValue + " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-                            "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]"
-            + vectorArray + ") "
-                            "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-                            "access_count, embedding, context"
-            + vectorColumn + ") RETURNING rid",
-        std::move(p)};
+    const QByteArray into = "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, "
+                            "updated_at, last_accessed, access_count, embedding, context, words, context_words"
+                          + vectorColumn + ") ";
+    const QByteArray values = "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, "
+                              "t.updated_at, t.last_accessed, t.access_count, t.embedding, t.context, to_tsvector('english', t.content), "
+                              "to_tsvector('english', t.context)"
+                            + vectorValue;
+    const QByteArray from = " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], "
+                            "$8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[]"
+                          + vectorArray
+                          + ") AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
+                            "last_accessed, access_count, embedding, context"
+                          + vectorColumn + ") RETURNING rid";
+    return Statement{into + values + from,
+                     std::move(p)};
 }
 
 // One statement writing the ADD history entries of the records.
@@ -1114,7 +1116,7 @@ void PostgresStorage::update(const MemoryRecord &record)
     Params p = recordParams(record, at);
     QByteArray vector; // pgvector's column, when there is one, with the embedding
     if (const QByteArray type = vectorColumn(); !type.isEmpty() && !record.embedding.empty())
-        vector = ", embedding_v = $" + QByteArray::number(p.add(*pgvectorText(record.embedding))) + "::" + type;
+        vector = ", embedding_v = $" + QByteArray::number(p.add(pgvectorText(record.embedding))) + "::" + type;
     // A touch() in between is kept: access times and counts only grow.
     Result updated = exec(QByteArray("UPDATE mneme_records AS r SET content = $2, scope = $3, categories = $4, importance = $5, "
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "

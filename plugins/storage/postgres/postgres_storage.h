@@ -45,7 +45,9 @@ class PostgresGraphStore;
 // commit order; its newest change_log_keep entries kept, meta changes_pruned_through the last seq
 // deleted).
 //
-// Vectors are float32 bytea in the records table. Each process keeps them in a VectorIndex (exact
+// Vectors are float32 bytea in the records table. With pgvector (vector_search, postgres_pgvector.cpp)
+// the server searches them, in a column of its vector type filled from them; otherwise each process
+// keeps them in a VectorIndex (exact
 // scan while small, an HNSW graph past ann_threshold, built in the background), persisted in a file of
 // index_dir and caught up from mneme_changes before every search: a search sees every write committed
 // before it started, on any host. The words are kept the same way, in a KeywordIndex (not persisted:
@@ -345,7 +347,9 @@ private:
     QString m_location;        // postgresql://user@host:port/dbname, without a password
     QString m_vectorExtension; // pgvector's version on the server, if installed
     QByteArray m_vectorSchema; // the schema pgvector's objects are in, quoted for SQL
-    bool m_pgvector = false;   // searches run on the server (fixed at open)
+    // Searches run on the server: decided at open; turned off (never on) by embeddings of more
+    // dimensions than pgvector indexes.
+    std::atomic<bool> m_pgvector{false};
     // The dimension of the column embedding_v as this process last saw it (0: none); written with a
     // lease under m_vectorMutex, read by writers to add the column to their statements.
     mutable QMutex m_vectorMutex;
