@@ -33,6 +33,49 @@ constexpr int kCandidates = 96;
 constexpr int kMaxCandidates = 1000;
 // Rows the upgrade fills at once.
 constexpr int kFillChunk = 2000;
+// A filter selecting fewer records than the larger of these is scanned exactly (VectorIndex::search's
+// rule).
+constexpr int kExactBelow = 4000;
+constexpr double kExactShare = 0.05;
+
+// Whether an extension version ("0.8.6") is at least major.minor.
+bool atLeast(const QString &version, int major, int minor)
+{
+    const QStringList parts = version.split(QLatin1Char('.'));
+    const int a = parts.value(0).toInt(), b = parts.value(1).toInt();
+    return a > major || (a == major && b >= minor);
+}
+
+// A text[] literal of these texts.
+QByteArray textArray(const std::vector<std::optional<QByteArray>> &values)
+{
+    QByteArray out = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i)
+            out += ',';
+        if (!values[i]) {
+            out += "NULL";
+            continue;
+        }
+        out += '"';
+        for (const char c : *values[i]) {
+            if (c == '"' || c == '\\')
+                out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
+}
+
+// A bigint[] literal of these numbers.
+QByteArray bigintList(const std::vector<qint64> &numbers)
+{
+    QByteArray out = "{";
+    for (std::size_t i = 0; i < numbers.size(); ++i)
+        out += (i ? "," : "") + QByteArray::number(numbers[i]);
+    return out + "}";
+}
 
 const QByteArray kAdvice = "set \"vector_search\" to \"auto\" or \"local\" to search with the per-process index";
 
@@ -111,6 +154,16 @@ void PostgresStorage::detectVectorSearch()
                       QStringLiteral("looking for pgvector"));
     m_vectorExtension = ext.rows() ? ext.text(0, 0) : QString();
     m_vectorSchema = ext.rows() ? ext.bytes(0, 1) : QByteArray();
+    if (!m_vectorExtension.isEmpty() && !atLeast(m_vectorExtension, 0, 7)) { // without l2_normalize (the triggers')
+        if (mode == Options::VectorSearch::Pgvector)
+            throw Error(ErrorKind::Storage, QStringLiteral("storage config \"vector_search\" is \"pgvector\", but the database of %1 has "
+                                                           "pgvector %2, older than the 0.7 Mneme needs; update it (ALTER EXTENSION vector "
+                                                           "UPDATE), or %3")
+                                                .arg(m_location, m_vectorExtension, QString::fromLatin1(kAdvice)));
+        qCInfo(lcPgvector).noquote() << "pgvector" << m_vectorExtension << "is older than 0.7: not used";
+        m_vectorExtension.clear();
+        m_vectorSchema.clear();
+    }
     // The column may be there whatever this process searches with: its writes then fill it too.
     const int column = m_vectorExtension.isEmpty() ? 0 : vectorColumnOnServer();
     m_pgvector = mode != Options::VectorSearch::Local && !m_vectorExtension.isEmpty();
@@ -192,15 +245,9 @@ void PostgresStorage::prepareVectorColumn(int dimension)
                 vectors.push_back(pgvectorText(pg::embeddingOf(QByteArray(bytes.data(), qsizetype(bytes.size())))));
             }
             if (!rids.empty()) {
-                QByteArray ridList = "{";
-                for (std::size_t i = 0; i < rids.size(); ++i)
-                    ridList += (i ? "," : "") + QByteArray::number(rids[i]);
-                QByteArray vectorList = "{";
-                for (std::size_t i = 0; i < vectors.size(); ++i)
-                    vectorList += (i ? "," : "") + (vectors[i] ? '"' + *vectors[i] + '"' : QByteArray("NULL"));
                 Params fill;
-                fill.add(ridList + "}");
-                fill.add(vectorList + "}");
+                fill.add(bigintList(rids));
+                fill.add(textArray(vectors));
                 exec("UPDATE mneme_records AS r SET embedding_v = t.v::" + type + " FROM unnest($1::bigint[], $2::text[]) AS t(rid, v) "
                                                                                   "WHERE r.rid = t.rid",
                      fill, QStringLiteral("filling pgvector's column"));
@@ -286,34 +333,27 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
     const QByteArray distance = "embedding_v OPERATOR(" + m_vectorSchema + ".<#>) $1::" + type;
     // What SQL judges of the filter, plus its categories (any of them); the rest (metadata, content)
     // is judged on the records, reading more candidates until `limit` pass.
+    const auto condition = [&](Params &params) {
+        QByteArray sql = "embedding_v IS NOT NULL AND " + where(filter, params);
+        if (!filter.categories.isEmpty()) {
+            std::vector<std::optional<QByteArray>> names;
+            for (const QString &c : filter.categories)
+                names.push_back(c.toUtf8());
+            sql += " AND categories::jsonb ?| $" + QByteArray::number(params.add(textArray(names))) + "::text[]";
+        }
+        return sql;
+    };
     Params p;
     p.add(*q);
-    QByteArray condition = "embedding_v IS NOT NULL AND " + where(filter, p);
-    if (!filter.categories.isEmpty()) {
-        std::vector<std::optional<QByteArray>> names;
-        for (const QString &c : filter.categories)
-            names.push_back(c.toUtf8());
-        QByteArray literal = "{";
-        for (std::size_t i = 0; i < names.size(); ++i) {
-            literal += i ? "," : "";
-            literal += '"';
-            for (const char ch : *names[i]) {
-                if (ch == '"' || ch == '\\')
-                    literal += '\\';
-                literal += ch;
-            }
-            literal += '"';
-        }
-        condition += " AND categories::jsonb ?| $" + QByteArray::number(p.add(literal + "}")) + "::text[]";
-    }
-    // pgvector 0.8 goes on walking the graph while the filter rejects what it finds; an older one
-    // stops at ef_search candidates, and the exact scan below finds the rest.
-    const QStringList version = m_vectorExtension.split(QLatin1Char('.'));
-    const bool iterative = version.size() >= 2 && (version[0].toInt() > 0 || version[1].toInt() >= 8);
+    const QByteArray selected = condition(p);
     const bool onRecords = !filter.metadata.empty() || !filter.contentContains.isEmpty();
     const MetadataFilter conditions = MetadataFilter::parse(filter.metadata);
-    const int candidatesParam = p.add(qint64(std::max(limit, 1)));
+    // pgvector 0.8 goes on walking the graph while the filter rejects what it finds; an older one
+    // stops at ef_search candidates, and the exact scan below finds the rest.
+    const bool iterative = atLeast(m_vectorExtension, 0, 8);
 
+    // Exact: ordered by an expression the HNSW index does not serve, so the server reads the selected
+    // rows (by the scope index, for a scope) and sorts them.
     const auto run = [&](int rows, bool exact) {
         std::vector<Statement> statements;
         statements.push_back(Statement{"BEGIN", {}});
@@ -329,17 +369,12 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
                 + QByteArray(iterative ? ", set_config('hnsw.iterative_scan', 'relaxed_order', true)" : "")
                 + " FROM pg_class c WHERE c.oid = 'mneme_records'::regclass",
             std::move(settings)});
-        if (exact)
-            statements.push_back(Statement{"SET LOCAL enable_indexscan = off", {}});
         Params search = p;
-        search.values[std::size_t(candidatesParam - 1)] = QByteArray::number(rows);
-        if (rows <= 0) { // no LIMIT: every selected row
-            search.values.pop_back();
-            search.binary.pop_back();
-        }
-        statements.push_back(Statement{"SELECT rid, -(" + distance + "), importance, created_at FROM mneme_records WHERE " + condition
-                                           + " ORDER BY " + distance + (rows > 0 ? " LIMIT $" + QByteArray::number(candidatesParam) : QByteArray()),
-                                       std::move(search)});
+        QByteArray tail = " ORDER BY " + (exact ? "(" + distance + ") + 0" : distance);
+        if (rows > 0)
+            tail += " LIMIT $" + QByteArray::number(search.add(qint64(rows)));
+        statements.push_back(
+            Statement{"SELECT rid, -(" + distance + "), importance, created_at FROM mneme_records WHERE " + selected + tail, std::move(search)});
         statements.push_back(Statement{"COMMIT", {}});
         std::vector<Result> done = execAll(statements, QStringLiteral("searching vectors with pgvector"));
         const Result &r = done[done.size() - 2];
@@ -348,9 +383,8 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
             hits.push_back(SearchHit{r.int64(i, 0), r.number(i, 1), r.number(i, 1), r.number(i, 2),
                                      QDateTime::fromMSecsSinceEpoch(r.int64(i, 3), Qt::UTC)});
         // The relaxed scan returns nearly in order: the exact order of what it found.
-        std::sort(hits.begin(), hits.end(), [](const SearchHit &a, const SearchHit &b) {
-            return a.score != b.score ? a.score > b.score : a.key < b.key;
-        });
+        std::sort(hits.begin(), hits.end(),
+                  [](const SearchHit &a, const SearchHit &b) { return a.score != b.score ? a.score > b.score : a.key < b.key; });
         return hits;
     };
     const auto judged = [&](std::vector<SearchHit> hits) {
@@ -366,26 +400,39 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
         });
         return hits;
     };
+    const auto cut = [&](std::vector<SearchHit> hits) {
+        if (limit >= 0 && int(hits.size()) > limit)
+            hits.resize(std::size_t(limit));
+        return hits;
+    };
 
-    if (limit < 0)
-        return judged(run(0, true));
+    // As the per-process index: ids, and a filter that selects few records (under 5 % of them, or
+    // under 4,000), are scanned exactly; the count stops at that bound.
+    bool exact = limit < 0 || !filter.ids.isEmpty();
+    const bool narrows = (!filter.scopes.isEmpty() && !filter.scopes.contains(QStringLiteral("/"))) || !filter.categories.isEmpty()
+                      || filter.createdBefore.isValid() || filter.createdAfter.isValid() || !filter.onlySource.isEmpty();
+    if (!exact && narrows) {
+        Params count;
+        const QByteArray where = condition(count);
+        const QByteArray bound = "(SELECT greatest(" + QByteArray::number(kExactBelow) + ", (" + QByteArray::number(kExactShare)
+                               + " * c.reltuples)::bigint) FROM pg_class c WHERE c.oid = 'mneme_records'::regclass)";
+        exact = exec("SELECT (SELECT count(*) FROM (SELECT 1 FROM mneme_records WHERE " + where + " LIMIT " + bound + ") AS s) < " + bound,
+                     count, QStringLiteral("counting the records a vector search selects"))
+                    .boolean(0, 0);
+    }
+    if (exact)
+        return cut(judged(run(0, true)));
     // Candidates by the graph; more of them while the rows judged here reject too many; an exact scan
     // when the graph's walk ends short of `limit` (pgvector stops an iterative scan after
-    // hnsw.max_scan_tuples rows: a filter that selects few records).
+    // hnsw.max_scan_tuples rows).
     for (int rows = onRecords ? std::max(4 * limit, 40) : limit;; rows *= 4) {
         std::vector<SearchHit> found = run(rows, false);
         const bool ended = int(found.size()) < rows;
         std::vector<SearchHit> hits = judged(std::move(found));
-        if (int(hits.size()) >= limit) {
-            hits.resize(std::size_t(limit));
-            return hits;
-        }
-        if (ended) {
-            hits = judged(run(0, true));
-            if (int(hits.size()) > limit)
-                hits.resize(std::size_t(limit));
-            return hits;
-        }
+        if (int(hits.size()) >= limit)
+            return cut(std::move(hits));
+        if (ended)
+            return cut(judged(run(0, true)));
     }
 }
 
@@ -400,12 +447,9 @@ std::unordered_map<qint64, double> PostgresStorage::pgvectorSimilarities(const E
     }
     if (!q || rids.empty())
         return out;
-    QByteArray list = "{";
-    for (std::size_t i = 0; i < rids.size(); ++i)
-        list += (i ? "," : "") + QByteArray::number(rids[i]);
     Params p;
     p.add(*q);
-    p.add(list + "}");
+    p.add(bigintList(rids));
     Result r = exec("SELECT rid, -(embedding_v OPERATOR(" + m_vectorSchema + ".<#>) $1::" + m_vectorSchema + ".vector) FROM mneme_records "
                                                                                                              "WHERE rid = ANY($2::bigint[]) AND embedding_v IS NOT NULL",
                     p, QStringLiteral("scoring keyword matches by their vectors"));
