@@ -324,6 +324,8 @@ void runScale(const QString &dir, int records, int queries, int dimension)
         PostgresStorage::Options po;
         po.dsn = gDsn;
         po.indexDir = QFileInfo(path).absolutePath();
+        po.vectorSearch = gVectorSearch == QLatin1String("local") ? PostgresStorage::Options::VectorSearch::Local
+                                                                  : PostgresStorage::Options::VectorSearch::Auto;
         PostgresStorage storage(po);
         storage.syncIndex();
         storage.waitForIndex();
