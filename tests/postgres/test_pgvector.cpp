@@ -206,7 +206,9 @@ private Q_SLOTS:
         const QString dsn = freshDsn();
         const std::vector<MemoryRecord> records = manyRecords(3000);
         {
-            PostgresStorage writer(options(dsn, VectorSearch::Pgvector, dir.path()));
+            // Saved without the column, which the first open with pgvector then makes in one go
+            // (faster than pgvector's graph grown row by row).
+            PostgresStorage writer(options(dsn, VectorSearch::Local, dir.path()));
             writer.save(records);
         }
         PostgresStorage local(options(dsn, VectorSearch::Local, dir.path()));
