@@ -46,37 +46,6 @@ bool atLeast(const QString &version, int major, int minor)
     return a > major || (a == major && b >= minor);
 }
 
-// A text[] literal of these texts.
-QByteArray textArray(const std::vector<std::optional<QByteArray>> &values)
-{
-    QByteArray out = "{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i)
-            out += ',';
-        if (!values[i]) {
-            out += "NULL";
-            continue;
-        }
-        out += '"';
-        for (const char c : *values[i]) {
-            if (c == '"' || c == '\\')
-                out += '\\';
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
-
-// A bigint[] literal of these numbers.
-QByteArray bigintList(const std::vector<qint64> &numbers)
-{
-    QByteArray out = "{";
-    for (std::size_t i = 0; i < numbers.size(); ++i)
-        out += (i ? "," : "") + QByteArray::number(numbers[i]);
-    return out + "}";
-}
-
 const QByteArray kAdvice = "set \"vector_search\" to \"auto\" or \"local\" to search with the per-process index";
 
 } // namespace
@@ -246,8 +215,8 @@ void PostgresStorage::prepareVectorColumn(int dimension)
             }
             if (!rids.empty()) {
                 Params fill;
-                fill.add(bigintList(rids));
-                fill.add(textArray(vectors));
+                fill.add(pg::bigintArray(rids));
+                fill.add(pg::arrayLiteral(vectors));
                 exec("UPDATE mneme_records AS r SET embedding_v = t.v::" + type + " FROM unnest($1::bigint[], $2::text[]) AS t(rid, v) "
                                                                                   "WHERE r.rid = t.rid",
                      fill, QStringLiteral("filling pgvector's column"));
@@ -339,7 +308,7 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
             std::vector<std::optional<QByteArray>> names;
             for (const QString &c : filter.categories)
                 names.push_back(c.toUtf8());
-            sql += " AND categories::jsonb ?| $" + QByteArray::number(params.add(textArray(names))) + "::text[]";
+            sql += " AND categories::jsonb ?| $" + QByteArray::number(params.add(pg::arrayLiteral(names))) + "::text[]";
         }
         return sql;
     };
@@ -449,7 +418,7 @@ std::unordered_map<qint64, double> PostgresStorage::pgvectorSimilarities(const E
         return out;
     Params p;
     p.add(*q);
-    p.add(bigintList(rids));
+    p.add(pg::bigintArray(rids));
     Result r = exec("SELECT rid, -(embedding_v OPERATOR(" + m_vectorSchema + ".<#>) $1::" + m_vectorSchema + ".vector) FROM mneme_records "
                                                                                                              "WHERE rid = ANY($2::bigint[]) AND embedding_v IS NOT NULL",
                     p, QStringLiteral("scoring keyword matches by their vectors"));

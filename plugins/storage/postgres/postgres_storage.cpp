@@ -218,39 +218,8 @@ void checkRecord(const MemoryRecord &r)
                     QStringLiteral("the scope \"%1\" of record %2 is not normalised; pass it through ScopePath::normalize()").arg(r.scope, r.id));
 }
 
-// A bigint[] literal of these numbers.
-QByteArray bigintArray(const std::vector<qint64> &numbers)
-{
-    QByteArray out = "{";
-    for (std::size_t i = 0; i < numbers.size(); ++i) {
-        if (i)
-            out += ',';
-        out += QByteArray::number(numbers[i]);
-    }
-    return out + "}";
-}
-
-// An array literal of these texts (null: NULL), for a parameter cast to text[] or another array type.
-QByteArray arrayLiteral(const std::vector<std::optional<QByteArray>> &values)
-{
-    QByteArray out = "{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i)
-            out += ',';
-        if (!values[i]) {
-            out += "NULL";
-            continue;
-        }
-        out += '"';
-        for (const char c : *values[i]) {
-            if (c == '"' || c == '\\')
-                out += '\\';
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
+using pg::arrayLiteral;
+using pg::bigintArray;
 
 std::vector<qint64> bigintsOf(const QByteArray &literal)
 {
