@@ -178,6 +178,15 @@ private Q_SLOTS:
             QCOMPARE(found.front().record.id, records[std::size_t(i)].id);
             QVERIFY(std::abs(found.front().score - 1.0) < 1e-5);
         }
+        // How each was answered: by pgvector's graph, or (ids) exactly.
+        VectorSearchAnswer answer;
+        s.search(records[3].embedding, RecordFilter(), 5, &answer);
+        QCOMPARE(answer.method, VectorSearchAnswer::Method::Index);
+        RecordFilter ids;
+        ids.ids = {records[3].id, records[4].id};
+        QCOMPARE(s.search(records[3].embedding, ids, 5, &answer).size(), std::size_t(2));
+        QCOMPARE(answer.method, VectorSearchAnswer::Method::Exact);
+        QVERIFY(answer.detail.contains(QLatin1String("pgvector")));
         const PostgresStorage::IndexStats stats = s.indexStats();
         QVERIFY(!stats.loaded);
         QCOMPARE(stats.fullLoads, 0);

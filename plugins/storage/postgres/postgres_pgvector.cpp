@@ -389,6 +389,15 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
                      count, QStringLiteral("counting the records a vector search selects"))
                     .boolean(0, 0);
     }
+    const auto answered = [&](bool byIndex) {
+        if (!answer)
+            return;
+        answer->method = byIndex ? VectorSearchAnswer::Method::Index : VectorSearchAnswer::Method::Exact;
+        answer->indexBuilding = false;
+        answer->detail = byIndex ? QStringLiteral("pgvector's HNSW index on the server")
+                                 : QStringLiteral("exact scan on the server (pgvector) of the records the filter selects");
+    };
+    answered(!exact);
     if (exact)
         return cut(judged(run(0, true)));
     // Candidates by the graph; more of them while the rows judged here reject too many; an exact scan
@@ -400,8 +409,10 @@ std::vector<SearchHit> PostgresStorage::pgvectorNearest(const Embedding &query, 
         std::vector<SearchHit> hits = judged(std::move(found));
         if (int(hits.size()) >= limit)
             return cut(std::move(hits));
-        if (ended)
+        if (ended) {
+            answered(false);
             return cut(judged(run(0, true)));
+        }
     }
 }
 
