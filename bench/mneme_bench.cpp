@@ -190,6 +190,7 @@ bool gKeep = false;         // --keep: the store stays in --dir, and one found t
 bool gRecallOnly = false;   // --recall-only: the recall figures alone (no bare index, ANN or inferred-save figures)
 bool gPostgres = false;     // --storage postgres: the records on a PostgreSQL server (gDsn)
 QString gDsn;               // --dsn, or the throwaway cluster's (scripts/pg-cluster.sh) with a schema per scale
+QString gVectorSearch;      // --vector-search auto|pgvector|local: the postgres store's "vector_search" (empty: its default)
 
 MemoryConfig configFor(const QString &path, int dimension)
 {
@@ -199,8 +200,10 @@ MemoryConfig configFor(const QString &path, int dimension)
     c.graphMemory = gGraph;
     if (gPostgres) {
         // The vector index file beside where the SQLite store would be.
-        c.storage = Json{{"provider", "postgres"},
-                         {"config", {{"dsn", gDsn.toStdString()}, {"index_dir", QFileInfo(path).absolutePath().toStdString()}}}};
+        Json config{{"dsn", gDsn.toStdString()}, {"index_dir", QFileInfo(path).absolutePath().toStdString()}};
+        if (!gVectorSearch.isEmpty())
+            config["vector_search"] = gVectorSearch.toStdString();
+        c.storage = Json{{"provider", "postgres"}, {"config", config}};
     } else {
         Json storage{{"path", path.toStdString()}};
         if (gKeywordRowBudget >= 0)
@@ -313,7 +316,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
         memory.close();
     }
 #ifdef MNEME_BENCH_POSTGRES
-    if (gPostgres) {
+    if (gPostgres && gVectorSearch != QLatin1String("pgvector")) { // (pgvector's graph grows with the saves)
         // Every vector read from the server, the graph built and written to the index folder; later
         // opens read that file and catch up from the change log.
         QElapsedTimer build;
@@ -321,6 +324,8 @@ void runScale(const QString &dir, int records, int queries, int dimension)
         PostgresStorage::Options po;
         po.dsn = gDsn;
         po.indexDir = QFileInfo(path).absolutePath();
+        po.vectorSearch = gVectorSearch == QLatin1String("local") ? PostgresStorage::Options::VectorSearch::Local
+                                                                  : PostgresStorage::Options::VectorSearch::Auto;
         PostgresStorage storage(po);
         storage.syncIndex();
         storage.waitForIndex();
@@ -493,9 +498,14 @@ public:
         if (m_started)
             QProcess::execute(QStringLiteral("bash"), {script(), QStringLiteral("stop"), m_dir});
     }
-    bool start()
+    // With pgvector: the server of the private installation scripts/pgvector.sh builds beside the
+    // bench's binary folder (build/pgvector, as the tests' fixture "pgvector").
+    bool start(bool pgvector)
     {
-        if (QProcess::execute(QStringLiteral("bash"), {script(), QStringLiteral("start"), m_dir}) != 0) {
+        QStringList args{script(), QStringLiteral("start"), m_dir};
+        if (pgvector)
+            args << QStringLiteral("--with-pgvector") << QCoreApplication::applicationDirPath() + QStringLiteral("/../pgvector");
+        if (QProcess::execute(QStringLiteral("bash"), args) != 0) {
             std::fprintf(stderr, "mneme-bench: could not start a PostgreSQL cluster with %s; pass --dsn\n", qPrintable(script()));
             return false;
         }
@@ -574,8 +584,14 @@ int main(int argc, char **argv)
             gPostgres = storage == QLatin1String("postgres");
         } else if (a == QLatin1String("--dsn"))
             gDsn = value();
-        else {
-            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --recall-only --graph --storage sqlite|postgres --dsn DSN\n",
+        else if (a == QLatin1String("--vector-search")) {
+            gVectorSearch = value();
+            if (gVectorSearch != QLatin1String("auto") && gVectorSearch != QLatin1String("pgvector") && gVectorSearch != QLatin1String("local")) {
+                std::fprintf(stderr, "mneme-bench: --vector-search is auto, pgvector or local\n");
+                return 2;
+            }
+        } else {
+            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --recall-only --graph --storage sqlite|postgres --dsn DSN --vector-search auto|pgvector|local\n",
                          qPrintable(a));
             return 2;
         }
@@ -597,11 +613,14 @@ int main(int argc, char **argv)
     std::unique_ptr<ThrowawayCluster> cluster;
     if (gPostgres && gDsn.isEmpty()) {
         cluster = std::make_unique<ThrowawayCluster>(QDir(dir).filePath(QStringLiteral("pg-cluster")));
-        if (!cluster->start())
+        if (!cluster->start(!gVectorSearch.isEmpty()))
             return 1;
     }
     std::fprintf(stderr, "mneme-bench: %d-dimensional builtin embedder, %s in %s\n", dimension,
-                 gPostgres ? "PostgreSQL (index files)" : "SQLite", qPrintable(dir));
+                 !gPostgres                                   ? "SQLite"
+                 : gVectorSearch == QLatin1String("pgvector") ? "PostgreSQL (pgvector)"
+                                                              : "PostgreSQL (index files)",
+                 qPrintable(dir));
     try {
         for (int records : scales) {
             if (cluster)

@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages Mneme builds with, when any is missing.
 # As root it runs apt-get; otherwise it prints the one command to run and fails.
 #   scripts/install-deps.sh             the build and the tests (PostgreSQL 15 for the tests of a shared
-#                                       store, run as throwaway clusters by scripts/pg-cluster.sh; Xvfb
-#                                       for `make screenshots`)
+#                                       store, run as throwaway clusters by scripts/pg-cluster.sh, and its
+#                                       server headers, which scripts/pgvector.sh builds the vendored
+#                                       pgvector with; Xvfb for `make screenshots`)
 #   scripts/install-deps.sh sanitizers  clang and its sanitizer and libFuzzer runtimes (make fuzz)
 set -euo pipefail
 
@@ -21,6 +22,7 @@ packages=(
   dpkg-dev
   file
   postgresql-15
+  postgresql-server-dev-15
   libpq-dev
   xvfb
   xauth

@@ -3,6 +3,11 @@
 #
 #   scripts/pg-cluster.sh start DIR   create a cluster, start it on a free loopback port, and write
 #                                     DIR/env (shell assignments) and DIR/pgpass
+#   scripts/pg-cluster.sh start DIR --with-pgvector OUT
+#                                     the same, run from the private installation scripts/pgvector.sh
+#                                     builds in OUT, whose server has the `vector` extension available
+#                                     (created in the database "mneme" by nobody: a test or a store
+#                                     opened with "vector_search": "pgvector" creates it)
 #   scripts/pg-cluster.sh stop DIR    stop the cluster and remove it and DIR
 #   scripts/pg-cluster.sh status DIR  exit 0 when the cluster of DIR accepts connections
 #
@@ -16,14 +21,18 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop|status DIR" >&2
+  echo "usage: $0 start DIR [--with-pgvector OUT] | stop DIR | status DIR" >&2
   exit 2
 }
 
-[ $# -eq 2 ] || usage
+[ $# -eq 2 ] || [ $# -eq 4 ] || usage
 command=$1
 dir=$2
 bindir=${MNEME_PG_BINDIR:-/usr/lib/postgresql/15/bin}
+if [ $# -eq 4 ]; then
+  [ "$command" = start ] && [ "$3" = --with-pgvector ] || usage
+  bindir=$(bash "$(dirname "$0")/pgvector.sh" "$4")
+fi
 
 # Runs a server program as the user that owns the cluster.
 as_owner() {
@@ -103,6 +112,7 @@ PGUSER=mneme
 PGDATABASE=mneme
 PGPASSFILE=$dir/pgpass
 MNEME_PG_DATA=$data
+MNEME_PG_BINDIR=$bindir
 export PGHOST PGPORT PGUSER PGDATABASE PGPASSFILE
 EOF
   PGHOST=127.0.0.1 PGPORT=$port PGUSER=mneme PGPASSFILE=$dir/pgpass \
@@ -117,6 +127,10 @@ stop() {
   fi
   local data
   data=$(sed -n 's/^MNEME_PG_DATA=//p' "$dir/env")
+  # The server's own pg_ctl (the private installation's, for a cluster started --with-pgvector).
+  local server_bindir
+  server_bindir=$(sed -n 's/^MNEME_PG_BINDIR=//p' "$dir/env")
+  server_bindir=${server_bindir:-$bindir}
   case "$data" in
     */mneme-pg.*) ;;
     *)
@@ -125,7 +139,7 @@ stop() {
       ;;
   esac
   if [ -d "$data/cluster" ]; then
-    as_owner "$bindir/pg_ctl" -D "$data/cluster" -m fast -w -t 60 stop >/dev/null 2>&1 || true
+    as_owner "$server_bindir/pg_ctl" -D "$data/cluster" -m fast -w -t 60 stop >/dev/null 2>&1 || true
   fi
   rm -rf "$data" "$dir"
 }

@@ -136,6 +136,8 @@ private Q_SLOTS:
         QTest::newRow("bad timeout") << QStringLiteral("{\"dsn\": \"host=x\", \"connect_timeout_s\": 0}") << QStringLiteral("connect_timeout_s");
         QTest::newRow("bad change log size") << QStringLiteral("{\"dsn\": \"host=x\", \"change_log_keep\": 0}")
                                              << QStringLiteral("\"change_log_keep\" must be a whole number of change-log entries from 1");
+        QTest::newRow("bad vector_search") << QStringLiteral("{\"dsn\": \"host=x\", \"vector_search\": \"server\"}")
+                                           << QStringLiteral("\"vector_search\" must be \"auto\"");
         QTest::newRow("not a dsn") << QStringLiteral("{\"dsn\": \"host='unterminated\"}") << QStringLiteral("is not a libpq connection string");
     }
     void configIsChecked()
@@ -147,6 +149,25 @@ private Q_SLOTS:
             errorOf([&] { PluginRegistry::instance().createStorage(QStringLiteral("postgres"), Json::parse(config.toStdString())); }, &kind);
         QCOMPARE(kind, ErrorKind::InvalidArgument);
         QVERIFY2(message.contains(says), qPrintable(message));
+    }
+
+    // This cluster's server has no pgvector: "auto" searches with the per-process index, and "pgvector"
+    // is refused, saying what to do (test_pgvector covers a server with it).
+    void pgvectorIsAskedOfAServerWithout()
+    {
+        QTemporaryDir dir;
+        const QString dsn = test::PgCluster::freshDsn();
+        const Json config{{"dsn", dsn.toStdString()}, {"index_dir", dir.path().toStdString()}};
+        PostgresStorage automatic(PostgresStorage::Options::fromJson(config));
+        QVERIFY(!automatic.searchesWithPgvector());
+        QVERIFY(automatic.vectorExtension().isEmpty());
+        Json forced = config;
+        forced["vector_search"] = "pgvector";
+        ErrorKind kind = ErrorKind::Internal;
+        const QString message = errorOf([&] { PostgresStorage s(PostgresStorage::Options::fromJson(forced)); }, &kind);
+        QCOMPARE(kind, ErrorKind::Storage);
+        QVERIFY2(message.contains(QLatin1String("does not have the extension `vector` (pgvector)")), qPrintable(message));
+        QVERIFY2(message.contains(QLatin1String("\"vector_search\" to \"auto\" or \"local\"")), qPrintable(message));
     }
 
     // A password never reaches an error: not one written into the dsn (refused), not a wrong one

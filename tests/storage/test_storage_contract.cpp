@@ -81,16 +81,20 @@ class TestStorageContract : public QObject
         } else {
 #if MNEME_TEST_WITH_POSTGRES
             c = Json{{"dsn", test::PgCluster::freshDsn().toStdString()}};
+            // "postgres-pgvector": vector searches on the server, with pgvector (the fixture "pgvector").
+            if (backend == QLatin1String("postgres-pgvector"))
+                c["vector_search"] = "pgvector";
 #endif
         }
         if (config)
             *config = QString::fromStdString(c.dump());
-        return PluginRegistry::instance().createStorage(backend, c);
+        return PluginRegistry::instance().createStorage(pluginOf(backend), c);
     }
     std::unique_ptr<StorageBackend> reopen(const QString &backend, const QString &config)
     {
-        return PluginRegistry::instance().createStorage(backend, Json::parse(config.toStdString()));
+        return PluginRegistry::instance().createStorage(pluginOf(backend), Json::parse(config.toStdString()));
     }
+    static QString pluginOf(const QString &backend) { return backend.section(QLatin1Char('-'), 0, 0); }
 
     void backends()
     {

@@ -7,11 +7,13 @@
 #include <QtEndian>
 #include <cstring>
 #include <libpq-fe.h>
+#include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 // What the PostgreSQL plugin's records and graph code share of libpq's results: the statement result
-// (owning its pg_result) and the byte form of an embedding.
+// (owning its pg_result), the byte form of an embedding, and array literals for parameters.
 namespace mneme::pg {
 
 // An embedding as the stores keep it: float32, little-endian (a bytea column).
@@ -29,6 +31,40 @@ inline Embedding embeddingOf(const QByteArray &bytes)
     for (std::size_t i = 0; i < e.size(); ++i)
         e[i] = qFromLittleEndian<float>(bytes.constData() + i * sizeof(float));
     return e;
+}
+
+// A bigint[] literal of these numbers, for a parameter cast to bigint[].
+inline QByteArray bigintArray(const std::vector<qint64> &numbers)
+{
+    QByteArray out = "{";
+    for (std::size_t i = 0; i < numbers.size(); ++i) {
+        if (i)
+            out += ',';
+        out += QByteArray::number(numbers[i]);
+    }
+    return out + "}";
+}
+
+// An array literal of these texts (null: NULL), for a parameter cast to text[] or another array type.
+inline QByteArray arrayLiteral(const std::vector<std::optional<QByteArray>> &values)
+{
+    QByteArray out = "{";
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        if (i)
+            out += ',';
+        if (!values[i]) {
+            out += "NULL";
+            continue;
+        }
+        out += '"';
+        for (const char c : *values[i]) {
+            if (c == '"' || c == '\\')
+                out += '\\';
+            out += c;
+        }
+        out += '"';
+    }
+    return out + "}";
 }
 
 // A statement's result, its columns read in the text format (or the binary one where named so).

@@ -227,17 +227,8 @@ void checkRecord(const MemoryRecord &r)
                     QStringLiteral("the scope \"%1\" of record %2 is not normalised; pass it through ScopePath::normalize()").arg(r.scope, r.id));
 }
 
-// A bigint[] literal of these numbers.
-QByteArray bigintArray(const std::vector<qint64> &numbers)
-{
-    QByteArray out = "{";
-    for (std::size_t i = 0; i < numbers.size(); ++i) {
-        if (i)
-            out += ',';
-        out += QByteArray::number(numbers[i]);
-    }
-    return out + "}";
-}
+using pg::arrayLiteral;
+using pg::bigintArray;
 
 // A one-dimensional array parameter in PostgreSQL's binary format (what array_recv reads): a batch's
 // column sent as it is, which the server neither parses nor unescapes (a text array literal of a
@@ -304,28 +295,6 @@ private:
     bool m_hasNull = false;
     int m_count = 0;
 };
-
-// An array literal of these texts (null: NULL), for a parameter cast to text[] or another array type.
-QByteArray arrayLiteral(const std::vector<std::optional<QByteArray>> &values)
-{
-    QByteArray out = "{";
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        if (i)
-            out += ',';
-        if (!values[i]) {
-            out += "NULL";
-            continue;
-        }
-        out += '"';
-        for (const char c : *values[i]) {
-            if (c == '"' || c == '\\')
-                out += '\\';
-            out += c;
-        }
-        out += '"';
-    }
-    return out + "}";
-}
 
 std::vector<qint64> bigintsOf(const QByteArray &literal)
 {
@@ -490,6 +459,18 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
             if (!value.is_boolean())
                 throw Error(ErrorKind::InvalidArgument, QStringLiteral("storage config \"listen\" must be true or false"));
             o.listen = value.get<bool>();
+        } else if (key == "vector_search") {
+            const std::string mode = value.is_string() ? value.get<std::string>() : std::string();
+            if (mode == "auto")
+                o.vectorSearch = VectorSearch::Auto;
+            else if (mode == "pgvector")
+                o.vectorSearch = VectorSearch::Pgvector;
+            else if (mode == "local")
+                o.vectorSearch = VectorSearch::Local;
+            else
+                throw Error(ErrorKind::InvalidArgument,
+                            QStringLiteral("storage config \"vector_search\" must be \"auto\" (pgvector when the database has the "
+                                           "extension), \"pgvector\" (always; an error without it) or \"local\" (the per-process index)"));
         } else if (key == "index_dir") {
             if (!value.is_string() || value.get<std::string>().empty())
                 throw Error(ErrorKind::InvalidArgument,
@@ -498,7 +479,7 @@ PostgresStorage::Options PostgresStorage::Options::fromJson(const Json &config)
         } else {
             throw Error(ErrorKind::InvalidArgument,
                         QStringLiteral("unknown postgres storage config key \"%1\"; use \"dsn\", \"connect_timeout_s\", \"pool_size\", "
-                                       "\"index_dir\", \"ann_threshold\", \"change_log_keep\" and \"listen\"")
+                                       "\"index_dir\", \"ann_threshold\", \"change_log_keep\", \"listen\" and \"vector_search\"")
                             .arg(QString::fromStdString(key)));
         }
     }
@@ -536,6 +517,7 @@ PostgresStorage::PostgresStorage(const Options &options) : m_options(options)
     Lease lease(*this);
     migrate();
     readIdentity();
+    detectVectorSearch();
     if (m_options.listen) {
         // Open only once the listener listens: a write another process makes after this store is
         // open is always notified to it.
@@ -761,9 +743,6 @@ void PostgresStorage::readIdentity()
                     QStringLiteral("reading the store's identity"));
     m_storeId = r.text(0, 0);
     m_vectorExtension = r.isNull(0, 2) ? QString() : r.text(0, 2);
-    if (!m_vectorExtension.isEmpty())
-        qCInfo(lcPostgres).noquote() << "the server has pgvector" << m_vectorExtension
-                                     << "; Mneme searches vectors with its own per-process index";
     QString dir = m_options.indexDir;
     if (dir.isEmpty())
         dir = QStandardPaths::writableLocation(QStandardPaths::GenericCacheLocation) + QStringLiteral("/mneme/postgres");
@@ -804,6 +783,7 @@ void PostgresStorage::checkDimension(int dimension, const QString &what)
         p.add(QByteArray::number(dimension));
         exec("INSERT INTO mneme_meta(key, value) VALUES ('dimension', $1) ON CONFLICT (key) DO NOTHING", p,
              QStringLiteral("recording the embedding dimension"));
+        prepareVectorColumn(dimension);
     }
 }
 
@@ -1033,14 +1013,16 @@ PostgresStorage::Params PostgresStorage::recordParams(const MemoryRecord &r, qin
     return p;
 }
 
-// One statement inserting the records (each column an array in the binary format), returning their
-// row ids.
-PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs)
+// One statement inserting the records (each column an array in the binary format; with pgvector's
+// column, `vectorType`, the embeddings in its text form too), returning their row ids.
+PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs,
+                                                            const QByteArray &vectorType)
 {
     BinaryArray id(BinaryArray::kText), content(BinaryArray::kText), scope(BinaryArray::kText), categories(BinaryArray::kText),
         importance(BinaryArray::kFloat8), source(BinaryArray::kText), isPrivate(BinaryArray::kBool), metadata(BinaryArray::kText),
         created(BinaryArray::kInt8), updated(BinaryArray::kInt8), accessed(BinaryArray::kInt8), accessCount(BinaryArray::kInt4),
-        embedding(BinaryArray::kBytea), context(BinaryArray::kText), words(BinaryArray::kText), contextWords(BinaryArray::kText);
+        embedding(BinaryArray::kBytea), context(BinaryArray::kText), words(BinaryArray::kText), contextWords(BinaryArray::kText),
+        vectors(BinaryArray::kText);
     for (const MemoryRecord *r : records) {
         id.add(r->id);
         content.add(r->content);
@@ -1064,20 +1046,38 @@ PostgresStorage::Statement PostgresStorage::insertStatement(const std::vector<co
         context.add(r->context);
         words.add(TextWords::tsvector(r->content));
         contextWords.add(TextWords::tsvector(r->context));
+        if (!vectorType.isEmpty()) {
+            if (const std::optional<QByteArray> v = pgvectorText(r->embedding))
+                vectors.add(*v);
+            else
+                vectors.addNull();
+        }
     }
     Params p;
     for (const BinaryArray *column : {&id, &content, &scope, &categories, &importance, &source, &isPrivate, &metadata, &created, &updated,
                                       &accessed, &accessCount, &embedding, &context, &words, &contextWords})
         p.add(column->bytes(), true);
+    QByteArray vectorColumn, vectorValue, vectorArray;
+    if (!vectorType.isEmpty()) {
+        p.add(vectors.bytes(), true);
+        vectorColumn = ", embedding_v";
+        vectorValue = ", t.embedding_v::" + vectorType;
+        vectorArray = ", $17::text[]";
+    }
     return Statement{
         "INSERT INTO mneme_records(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, "
-        "last_accessed, access_count, embedding, context, words, context_words) "
-        "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
-        "t.last_accessed, t.access_count, t.embedding, t.context, t.words::tsvector, t.context_words::tsvector "
-        "FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
-        "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[], $15::text[], $16::text[]) "
-        "AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
-        "access_count, embedding, context, words, context_words) RETURNING rid",
+        "last_accessed, access_count, embedding, context, words, context_words"
+            + vectorColumn
+            + ") "
+              "SELECT t.id, t.content, t.scope, t.categories, t.importance, t.source, t.private, t.metadata, t.created_at, t.updated_at, "
+              "t.last_accessed, t.access_count, t.embedding, t.context, t.words::tsvector, t.context_words::tsvector"
+            + vectorValue
+            + " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::boolean[], $8::text[], "
+              "$9::bigint[], $10::bigint[], $11::bigint[], $12::integer[], $13::bytea[], $14::text[], $15::text[], $16::text[]"
+            + vectorArray
+            + ") AS t(id, content, scope, categories, importance, source, private, metadata, created_at, updated_at, last_accessed, "
+              "access_count, embedding, context, words, context_words"
+            + vectorColumn + ") RETURNING rid",
         std::move(p)};
 }
 
@@ -1202,7 +1202,7 @@ std::vector<QString> PostgresStorage::insertAll(std::span<const MemoryRecord> re
     for (std::size_t first = 0; first < fresh.size(); first += kChunk) {
         const std::vector<const MemoryRecord *> chunk(fresh.begin() + std::ptrdiff_t(first),
                                                       fresh.begin() + std::ptrdiff_t(std::min(fresh.size(), first + kChunk)));
-        const std::vector<Result> done = execAll({insertStatement(chunk, at), addHistoryStatement(chunk, at)}, QStringLiteral("saving records"));
+        const std::vector<Result> done = execAll({insertStatement(chunk, at, vectorColumn()), addHistoryStatement(chunk, at)}, QStringLiteral("saving records"));
         for (int i = 0; i < done[0].rows(); ++i)
             t.changed(done[0].int64(i, 0));
     }
@@ -1224,14 +1224,17 @@ void PostgresStorage::update(const MemoryRecord &record)
     if (!record.embedding.empty())
         checkDimension(int(record.embedding.size()), QStringLiteral("the embedding of record %1").arg(record.id));
     const qint64 at = nowUtc().toMSecsSinceEpoch();
-    const Params p = recordParams(record, at);
+    Params p = recordParams(record, at);
+    QByteArray vector; // pgvector's column, when there is one, with the embedding
+    if (const QByteArray type = vectorColumn(); !type.isEmpty() && !record.embedding.empty())
+        vector = ", embedding_v = $" + QByteArray::number(p.add(pgvectorText(record.embedding))) + "::" + type;
     // A touch() in between is kept: access times and counts only grow.
     Result updated = exec(QByteArray("UPDATE mneme_records AS r SET content = $2, scope = $3, categories = $4, importance = $5, "
                                      "source = $6, private = $7, metadata = $8, created_at = $9, updated_at = $10, "
                                      "last_accessed = greatest(r.last_accessed, $11), access_count = greatest(r.access_count, $12), "
                                      "embedding = coalesce($13, r.embedding), context = $14, "
-                                     "words = $15, context_words = $16 "
-                                     "WHERE r.id = $1 RETURNING r.rid"),
+                                     "words = $15, context_words = $16"
+                                     + vector + " WHERE r.id = $1 RETURNING r.rid"),
                           p, QStringLiteral("updating record %1").arg(record.id));
     t.changed(updated.int64(0, 0));
     const Statement history = historyStatement(record.id, HistoryEntry::Event::Update, &*old, &record, at);
@@ -1313,6 +1316,7 @@ void PostgresStorage::bindEmbedder(const EmbedderBinding &binding)
         exec("INSERT INTO mneme_meta(key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value", p,
              QStringLiteral("recording the embedder"));
     }
+    prepareVectorColumn(binding.dimension);
     t.commit();
 }
 
@@ -1592,6 +1596,8 @@ void PostgresStorage::listenForChanges(std::promise<void> &listening)
 
 void PostgresStorage::syncIndex()
 {
+    if (m_pgvector)
+        return; // no per-process index: the server's is always current
     Lease lease(*this);
     sync();
 }
@@ -1686,6 +1692,12 @@ std::vector<VectorIndex::Hit> PostgresStorage::nearest(const Embedding &query, c
 {
     if (query.empty())
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+    if (m_pgvector) {
+        std::vector<VectorIndex::Hit> out;
+        for (const SearchHit &h : pgvectorNearest(query, filter, limit, answer))
+            out.push_back(VectorIndex::Hit{h.key, h.score});
+        return out;
+    }
     sync();
     std::vector<qint64> only;
     if (!filter.ids.isEmpty())
@@ -1736,6 +1748,11 @@ std::vector<SearchHit> PostgresStorage::vectorHits(const Embedding &query, const
     std::vector<SearchHit> out;
     if (limit <= 0)
         return out;
+    if (m_pgvector) {
+        if (query.empty())
+            throw Error(ErrorKind::InvalidArgument, QStringLiteral("a vector search needs a query embedding"));
+        return pgvectorNearest(query, filter, limit, answer);
+    }
     const std::vector<VectorIndex::Hit> hits = nearest(query, filter, limit, answer);
     QReadLocker read(&m_indexLock);
     for (const VectorIndex::Hit &h : hits)
@@ -1750,6 +1767,18 @@ std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const E
 {
     std::vector<SearchHit> out;
     const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight, false);
+    if (m_pgvector) {
+        std::vector<qint64> rids;
+        for (const KeywordMatch &m : matches)
+            rids.push_back(m.rid);
+        const std::unordered_map<qint64, double> cosines = query.empty() ? std::unordered_map<qint64, double>()
+                                                                         : pgvectorSimilarities(query, rids);
+        for (const KeywordMatch &m : matches) {
+            const auto it = cosines.find(m.rid);
+            out.push_back(SearchHit{m.rid, m.score, it == cosines.end() ? 0.0 : it->second, m.record.importance, m.record.createdAt});
+        }
+        return out;
+    }
     QReadLocker read(&m_indexLock);
     // The vector index is as current as the search (keywordMatches() brought it up to date when loaded).
     const bool cosines = !query.empty() && m_index.isLoaded() && m_index.dimension() == int(query.size());

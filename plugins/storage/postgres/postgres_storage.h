@@ -45,7 +45,9 @@ class PostgresGraphStore;
 // commit order; its newest change_log_keep entries kept, meta changes_pruned_through the last seq
 // deleted).
 //
-// Vectors are float32 bytea in the records table. Each process keeps them in a VectorIndex (exact
+// Vectors are float32 bytea in the records table. With pgvector (vector_search, postgres_pgvector.cpp)
+// the server searches them, in a column of its vector type filled from them; otherwise each process
+// keeps them in a VectorIndex (exact
 // scan while small, an HNSW graph past ann_threshold, built in the background), persisted in a file of
 // index_dir and caught up from mneme_changes before every search: a search sees every write committed
 // before it started, on any host. The words are kept the same way, in a KeywordIndex (not persisted:
@@ -60,6 +62,7 @@ class PostgresGraphStore;
 //    m_keyword* member: keyword searches hold it to read, its catch-up and load to write) or
 //    m_readMutex (m_readCache, m_readAt), never two. Nothing waits for a lease while holding them, so
 //    they never deadlock with the pool.
+// m_vectorMutex (m_vectorDimension) is taken alone, to read or set that number, never while waiting.
 // The listener thread (m_listener, listenForChanges(): its own connection, outside the pool) takes a
 // lease and m_indexLock, then m_keywordLock, like an operation; close() stops and joins it. The graph
 // build thread (IndexBuild) takes no lock: it owns its copy of the index until it marks itself done.
@@ -85,8 +88,18 @@ public:
         // A thread with a connection of its own LISTENs for other processes' changes and applies them
         // to the loaded indexes as they are committed (searches check the change log either way).
         bool listen = true;
+        // Where vector searches run. Auto: on the server with pgvector when the database has the
+        // `vector` extension installed, else in the per-process index. Pgvector: always on the server
+        // (creating the extension when the server has it and the role may; an error when it cannot).
+        // Local: always in the per-process index.
+        enum class VectorSearch {
+            Auto,
+            Pgvector,
+            Local
+        };
+        VectorSearch vectorSearch = VectorSearch::Auto;
         // Reads {"dsn", "connect_timeout_s", "pool_size", "index_dir", "ann_threshold", "change_log_keep",
-        // "listen"}; throws Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a
+        // "listen", "vector_search": "auto" | "pgvector" | "local"}; throws Error(InvalidArgument) naming the key for a missing dsn, an unknown key, a
         // value of the wrong type, or a dsn that holds a password.
         static Options fromJson(const Json &config);
     };
@@ -132,13 +145,21 @@ public:
     GraphStore *graph() override;
 
     // The server's `vector` extension (pgvector) version, empty when it is not installed in the
-    // database. Detected at open and reported; searches use the in-process index either way.
+    // database (as of the open, or of its creation by a store opened with "vector_search": "pgvector").
     QString vectorExtension() const { return m_vectorExtension; }
+    // Whether vector searches run on the server with pgvector (decided at open; see Options::vectorSearch),
+    // else in the per-process index.
+    bool searchesWithPgvector() const { return m_pgvector; }
+    // An embedding L2-normalised, in pgvector's text form ("[0.1,-0.2,...]"), as this store writes it;
+    // none when it is empty or holds a value that is not finite (which pgvector refuses: such a record
+    // is not found by vector).
+    static std::optional<QByteArray> pgvectorText(const Embedding &embedding);
     IndexStats indexStats();
     QString indexFilePath() const { return m_indexFile; }
     // Waits for a background graph build to finish and takes it (tests, benchmarks).
     void waitForIndex();
-    // Brings the index up to date with the change log now (what every search does first).
+    // Brings the index up to date with the change log now (what every search does first); nothing
+    // when searches run with pgvector.
     void syncIndex();
     // Called in a write's transaction after its change-log entry, before COMMIT (tests that hold a
     // writer there to pin the ordering of change-log entries); null: nothing.
@@ -203,7 +224,8 @@ private:
     std::vector<qint64> ridsOf(const QStringList &ids);
     // A record's columns as insert() and update() write them, $1..$14 (times unset: `atMs`).
     static Params recordParams(const MemoryRecord &r, qint64 atMs);
-    static Statement insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs);
+    // With `vectorType` (vectorColumn()), pgvector's column too.
+    static Statement insertStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs, const QByteArray &vectorType);
     static Statement addHistoryStatement(const std::vector<const MemoryRecord *> &records, qint64 atMs);
     static Statement historyStatement(const QString &recordId, HistoryEntry::Event event, const MemoryRecord *oldRecord,
                                       const MemoryRecord *newRecord, qint64 atMs);
@@ -286,6 +308,29 @@ private:
     void saveIndexFile(bool force) noexcept;
     bool indexMatches(int dimension) const;
 
+    // pgvector (postgres_pgvector.cpp). With it, the records table has a column embedding_v of the
+    // type vector(dimension), holding each embedding L2-normalised (so that its negative inner product,
+    // pgvector's <#>, orders by cosine similarity), and an HNSW index on it. Every process that knows
+    // of the column writes it with the embedding (vectorColumn()); triggers fill it for a writer that
+    // does not (an older Mneme, or a process opened before the column was made).
+    // Decides m_pgvector at open (the lease held, no lock); throws for "pgvector" without pgvector.
+    void detectVectorSearch();
+    // Makes the column (for this dimension), fills it, indexes it and makes the triggers, in its own
+    // transaction or the caller's; idempotent. With a lease, no lock held.
+    void prepareVectorColumn(int dimension);
+    // The dimension of the column embedding_v as the server has it now; 0: no column.
+    int vectorColumnOnServer();
+    // The type of the column to cast a written vector to ("schema".vector), empty while there is no column.
+    QByteArray vectorColumn() const;
+    // The nearest records the whole filter selects, by pgvector's HNSW index (as hits: score and cosine
+    // alike, with the ranking fields), or an exact scan where the filter selects few; `limit` < 0:
+    // every selected record, ranked exactly.
+    // `answer`, when given, receives how it was answered.
+    std::vector<SearchHit> pgvectorNearest(const Embedding &query, const RecordFilter &filter, int limit,
+                                           VectorSearchAnswer *answer = nullptr);
+    // The cosine similarity of these records to the query (those with a vector).
+    std::unordered_map<qint64, double> pgvectorSimilarities(const Embedding &query, const std::vector<qint64> &rids);
+
     // Aggregates. The kept*() answer from m_readCache while the
     // change log has not moved (another process's write moves it) and add this process's inserts to it
     // (keptInserted()); the uncached ones read the store.
@@ -302,6 +347,14 @@ private:
     Options m_options;
     QString m_location;        // postgresql://user@host:port/dbname, without a password
     QString m_vectorExtension; // pgvector's version on the server, if installed
+    QByteArray m_vectorSchema; // the schema pgvector's objects are in, quoted for SQL
+    // Searches run on the server: decided at open; turned off (never on) by embeddings of more
+    // dimensions than pgvector indexes.
+    std::atomic<bool> m_pgvector{false};
+    // The dimension of the column embedding_v as this process last saw it (0: none); written with a
+    // lease under m_vectorMutex, read by writers to add the column to their statements.
+    mutable QMutex m_vectorMutex;
+    int m_vectorDimension = 0;
     int m_version = 0;
     std::atomic<bool> m_closed{false};
     std::function<void()> m_beforeCommit;

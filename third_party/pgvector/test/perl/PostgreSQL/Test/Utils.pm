@@ -1,0 +1,5 @@
+package PostgreSQL::Test::Utils;
+
+use TestLib;
+
+1;
