@@ -352,6 +352,39 @@ private Q_SLOTS:
                  QStringLiteral("0"));
     }
 
+    // A writer that knows of the column sends each vector itself (in the batch's binary arrays, and in
+    // an update): with the server's conversion switched off, the column is still filled, and right.
+    void awareWritersSendTheVector()
+    {
+        QTemporaryDir dir;
+        const QString dsn = freshDsn();
+        PostgresStorage store(options(dsn, VectorSearch::Pgvector, dir.path()));
+        store.save(manyRecords(1, 8)); // the first embedding makes the column
+        QCOMPARE(vectorColumn(dsn), kDimension);
+        test::PgCluster::run(QStringLiteral("ALTER TABLE mneme_records DISABLE TRIGGER mneme_records_vector_insert; "
+                                            "ALTER TABLE mneme_records DISABLE TRIGGER mneme_records_vector_update"),
+                             dsn);
+        std::vector<MemoryRecord> records = manyRecords(20, 9);
+        records.push_back(MemoryRecord());
+        records.back().id = QStringLiteral("no-vector");
+        records.back().content = QStringLiteral("a record without an embedding");
+        records.back().scope = QStringLiteral("/");
+        store.save(records);
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM mneme_records WHERE embedding_v IS NOT NULL"), dsn),
+                 QStringLiteral("21"));
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM mneme_records WHERE embedding_v IS NULL"), dsn),
+                 QStringLiteral("1"));
+        const MemoryRecord &r = records[7];
+        const QString client = QString::fromLatin1(*PostgresStorage::pgvectorText(r.embedding));
+        QVERIFY(test::PgCluster::scalar(QStringLiteral("SELECT embedding_v OPERATOR(public.<#>) '%1'::public.vector FROM mneme_records WHERE id = '%2'").arg(client, r.id), dsn)
+                    .toDouble()
+                < -0.999999);
+        MemoryRecord changed = r;
+        changed.embedding = randomVector(4242);
+        static_cast<StorageBackend &>(store).update(changed);
+        QCOMPARE(store.search(changed.embedding, RecordFilter(), 1).front().record.id, r.id);
+    }
+
     // A writer that does not write the column (opened before it was made) is covered by the triggers,
     // which convert its embeddings on the server exactly as a writer would.
     void writersUnawareOfTheColumnAreConverted()
