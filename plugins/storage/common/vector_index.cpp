@@ -31,9 +31,12 @@ constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
 // 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
-// everything before the trailer. Files of formats 1 and 2 are refused (their content cannot be
-// checked) and the index is rebuilt from the records.
-constexpr quint32 kFormat = 3;
+// everything before the trailer; 4: the graph holds 8-bit codes of the vectors (codeBytes()), the
+// float vectors follow it. Files of formats 1 and 2 are refused (their content cannot be checked)
+// and the index is rebuilt from the records; a file of format 3 is read, its vectors quantised as
+// they are read (and written as format 4 the next time the file is written).
+constexpr quint32 kFormat = 4;
+constexpr quint32 kFloatGraphFormat = 3;
 constexpr quint32 kByteOrder = 0x01020304;
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
@@ -43,22 +46,52 @@ bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
     return a.rowid < b.rowid;
 }
 
-// Inner-product "distance" (1 - dot) on normalised vectors, with the project's SIMD kernel.
-class DotSpace : public hnswlib::SpaceInterface<float>
+// The graph's copy of a normalised vector, its code: the quantisation scale (a float) followed by
+// `dim` 8-bit codes (VectorMath::quantise). A code is a quarter of the vector's bytes, so building
+// and walking the graph reads a quarter of the memory; every score a search returns is computed
+// again on the float vectors (VectorIndex::m_vectors).
+std::size_t codeBytes(std::size_t dim)
+{
+    return sizeof(float) + dim;
+}
+
+void encode(const float *unit, char *code, std::size_t dim)
+{
+    const float scale = VectorMath::quantise(unit, reinterpret_cast<std::int8_t *>(code + sizeof(float)), dim);
+    std::memcpy(code, &scale, sizeof(float));
+}
+
+float codeScale(const char *code)
+{
+    float scale;
+    std::memcpy(&scale, code, sizeof(float));
+    return scale;
+}
+
+// Inner-product "distance" (1 - dot) of two codes, about that of their normalised vectors.
+float codeDistance(const char *a, const char *b, std::size_t dim)
+{
+    const std::int32_t dot = VectorMath::dotInt8(reinterpret_cast<const std::int8_t *>(a + sizeof(float)),
+                                                 reinterpret_cast<const std::int8_t *>(b + sizeof(float)), dim);
+    return 1.0f - codeScale(a) * codeScale(b) * float(dot);
+}
+
+// The graph's space: codes, compared by codeDistance().
+class CodeSpace : public hnswlib::SpaceInterface<float>
 {
 public:
-    explicit DotSpace(std::size_t dim)
+    explicit CodeSpace(std::size_t dim)
         : m_dim(dim)
     {
     }
-    std::size_t get_data_size() override { return m_dim * sizeof(float); }
+    std::size_t get_data_size() override { return codeBytes(m_dim); }
     hnswlib::DISTFUNC<float> get_dist_func() override { return &distance; }
     void *get_dist_func_param() override { return &m_dim; }
 
 private:
     static float distance(const void *a, const void *b, const void *param)
     {
-        return 1.0f - VectorMath::dot(static_cast<const float *>(a), static_cast<const float *>(b), *static_cast<const std::size_t *>(param));
+        return codeDistance(static_cast<const char *>(a), static_cast<const char *>(b), *static_cast<const std::size_t *>(param));
     }
     std::size_t m_dim;
 };
@@ -78,25 +111,29 @@ void normalise(const float *in, float *out, int dim)
 }
 
 // Adds `count` points to the graph with `threads` threads: point(i, scratch) gives the i-th vector,
-// normalised (scratch: `dim` floats of the calling thread's own), label(i) its rowid; nodes[i] gets
-// the node it became. False when *cancel was set (some points may be in the graph then).
-template<typename Point, typename Label>
+// normalised (scratch: `dim` floats of the calling thread's own), label(i) its rowid; the graph gets
+// its code, and placed(i, node, unit) is called with the node it became (a distinct node per thread:
+// placed() may write that node's slot of an array sized beforehand). False when *cancel was set
+// (some points may be in the graph then).
+template<typename Point, typename Label, typename Placed>
 bool addPoints(Graph &g, std::size_t count, int dim, int threads, const std::atomic<bool> *cancel, Point point, Label label,
-               std::vector<hnswlib::tableint> &nodes)
+               Placed placed)
 {
-    nodes.assign(count, 0);
     std::atomic<std::size_t> next{0};
     std::exception_ptr failure;
     std::mutex failureLock;
     auto work = [&] {
         std::vector<float> scratch(std::size_t(std::max(dim, 1)));
+        std::vector<char> code(codeBytes(std::size_t(std::max(dim, 1))));
         try {
             for (std::size_t i = next++; i < count; i = next++) {
                 if (cancel && cancel->load(std::memory_order_relaxed)) {
                     next = count;
                     break;
                 }
-                nodes[i] = g.addPoint(point(i, scratch.data()), hnswlib::labeltype(label(i)), -1);
+                const float *unit = point(i, scratch.data());
+                encode(unit, code.data(), std::size_t(dim));
+                placed(i, g.addPoint(code.data(), hnswlib::labeltype(label(i)), -1), unit);
             }
         } catch (...) {
             std::lock_guard<std::mutex> lock(failureLock);
@@ -354,7 +391,7 @@ private:
 
 struct VectorIndex::Ann
 {
-    std::unique_ptr<DotSpace> space;
+    std::unique_ptr<CodeSpace> space;
     std::unique_ptr<Graph> graph; // destroyed before the space it points to
 };
 
@@ -568,9 +605,14 @@ bool VectorIndex::live(std::size_t slot) const
 
 const float *VectorIndex::vectorAt(std::size_t slot) const
 {
-    if (m_ann)
-        return reinterpret_cast<const float *>(m_ann->graph->getDataByInternalId(hnswlib::tableint(slot)));
     return m_vectors.data() + slot * std::size_t(m_dimension);
+}
+
+void VectorIndex::growVectors(std::size_t slots)
+{
+    const std::size_t want = slots * std::size_t(m_dimension);
+    if (m_vectors.size() < want)
+        m_vectors.resize(want); // amortised: the library at least doubles the capacity
 }
 
 int VectorIndex::intern(QHash<QString, int> &table, QStringList &names, const QString &value)
@@ -640,11 +682,15 @@ void VectorIndex::upsert(const Item &item, const float *vector)
         Graph &g = *m_ann->graph;
         std::vector<float> unit(dim);
         normalise(vector, unit.data(), m_dimension);
+        std::vector<char> code(codeBytes(dim));
+        encode(unit.data(), code.data(), dim);
         if (g.label_lookup_.find(hnswlib::labeltype(item.rowid)) == g.label_lookup_.end()
             && g.cur_element_count >= g.max_elements_)
             g.resizeIndex(std::max<std::size_t>(1024, g.max_elements_ + g.max_elements_ / 2));
-        const hnswlib::tableint slot = g.addPoint(unit.data(), hnswlib::labeltype(item.rowid), -1);
+        const hnswlib::tableint slot = g.addPoint(code.data(), hnswlib::labeltype(item.rowid), -1);
         growSlots(std::size_t(slot) + 1);
+        growVectors(std::size_t(slot) + 1);
+        std::copy(unit.begin(), unit.end(), m_vectors.begin() + std::ptrdiff_t(std::size_t(slot) * dim));
         fill(slot, item);
         return;
     }
@@ -785,18 +831,23 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
         return true;
     const std::size_t n = m_rowids.size();
     auto ann = std::make_unique<Ann>();
-    ann->space = std::make_unique<DotSpace>(std::size_t(m_dimension));
+    ann->space = std::make_unique<CodeSpace>(std::size_t(m_dimension));
     const std::size_t capacity = std::max<std::size_t>(1024, n + n / 4);
     ann->graph = std::make_unique<Graph>(ann->space.get(), capacity, std::size_t(m_params.m),
                                          std::size_t(m_params.efConstruction), 100);
     Graph &g = *ann->graph;
-    std::vector<hnswlib::tableint> nodeOf;
+    std::vector<hnswlib::tableint> nodeOf(n);
     const std::size_t dim = std::size_t(m_dimension);
+    std::vector<float> vectors(n * dim); // in the order of the graph's nodes
     // Small graphs are built on one thread, so that they come out the same on every run.
     const int workers = n < kParallelFrom ? 1 : std::max(1, threads);
     const bool whole = addPoints(
         g, n, m_dimension, workers, cancel, [&](std::size_t i, float *) { return m_vectors.data() + i * dim; },
-        [&](std::size_t i) { return m_rowids[i]; }, nodeOf);
+        [&](std::size_t i) { return m_rowids[i]; },
+        [&](std::size_t i, hnswlib::tableint node, const float *unit) {
+            nodeOf[i] = node;
+            std::copy(unit, unit + dim, vectors.begin() + std::ptrdiff_t(std::size_t(node) * dim));
+        });
     if (!whole)
         return false;
 
@@ -816,7 +867,7 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
     permute(m_importance);
     for (auto &v : m_identity)
         permute(v);
-    m_vectors = {};
+    m_vectors = std::move(vectors);
     m_slotOfRow = {};
     m_ann = std::move(ann);
     return true;
@@ -865,14 +916,20 @@ void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t firs
     const std::size_t n = last - first;
     if (g.cur_element_count + n > g.max_elements_)
         g.resizeIndex(std::max(g.cur_element_count + n, g.max_elements_ + g.max_elements_ / 2));
-    std::vector<hnswlib::tableint> nodes;
+    growVectors(g.cur_element_count + n); // the new nodes are the next n
+    const std::size_t dim = std::size_t(m_dimension);
+    std::vector<hnswlib::tableint> nodes(n);
     addPoints(
         g, n, m_dimension, threads, nullptr,
         [&](std::size_t k, float *scratch) {
             normalise(changes[first + k].vector, scratch, m_dimension);
             return scratch;
         },
-        [&](std::size_t k) { return changes[first + k].item.rowid; }, nodes);
+        [&](std::size_t k) { return changes[first + k].item.rowid; },
+        [&](std::size_t k, hnswlib::tableint node, const float *unit) {
+            nodes[k] = node;
+            std::copy(unit, unit + dim, m_vectors.begin() + std::ptrdiff_t(std::size_t(node) * dim));
+        });
     growSlots(g.cur_element_count);
     for (std::size_t k = 0; k < n; ++k) {
         m_unvectored.remove(changes[first + k].item.rowid);
@@ -1061,11 +1118,33 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
 std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f, int limit,
                                                  const std::vector<qint64> *onlyRows) const
 {
+    std::vector<std::size_t> slots; // the selected live slots, ascending
+    if (onlyRows) {
+        for (qint64 rowid : *onlyRows)
+            if (const std::optional<std::size_t> s = slotOf(rowid))
+                slots.push_back(*s);
+        std::sort(slots.begin(), slots.end());
+        slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+        slots.erase(std::remove_if(slots.begin(), slots.end(), [&](std::size_t s) { return !f.selects(*this, s); }), slots.end());
+    } else {
+        // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
+        for (std::size_t s = 0, n = slotCount(); s < n; ++s)
+            if (f.selects(*this, s) && live(s))
+                slots.push_back(s);
+    }
+    if (m_ann && limit > 0 && slots.size() > std::size_t(limit) * 8 + 256)
+        return screened(q, slots, limit);
+    return scored(q, slots, limit);
+}
+
+// Every slot scored on its float vector, the best `limit` kept (limit < 0: all, ranked).
+std::vector<VectorIndex::Hit> VectorIndex::scored(const float *q, const std::vector<std::size_t> &slots, int limit) const
+{
     const std::size_t dim = std::size_t(m_dimension);
     std::vector<Hit> hits;
     // A bounded heap with the worst kept hit on top when there is a limit.
     auto worseOnTop = [](const Hit &a, const Hit &b) { return better(a, b); };
-    auto offer = [&](std::size_t s) {
+    for (const std::size_t s : slots) {
         const Hit h{m_rowids[s], double(VectorMath::dot(q, vectorAt(s), dim))};
         if (limit < 0) {
             hits.push_back(h);
@@ -1077,34 +1156,60 @@ std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f
             hits.back() = h;
             std::push_heap(hits.begin(), hits.end(), worseOnTop);
         }
-    };
-    if (onlyRows) {
-        std::vector<std::size_t> slots;
-        for (qint64 rowid : *onlyRows) {
-            if (m_ann) {
-                const Graph &g = *m_ann->graph;
-                auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
-                if (it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second))
-                    slots.push_back(it->second);
-            } else {
-                auto it = m_slotOfRow.constFind(rowid);
-                if (it != m_slotOfRow.constEnd())
-                    slots.push_back(it.value());
-            }
-        }
-        std::sort(slots.begin(), slots.end());
-        slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-        for (std::size_t s : slots)
-            if (f.selects(*this, s))
-                offer(s);
-    } else {
-        // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
-        for (std::size_t s = 0, n = slotCount(); s < n; ++s)
-            if (f.selects(*this, s) && live(s))
-                offer(s);
     }
     std::sort(hits.begin(), hits.end(), better);
     return hits;
+}
+
+// The same best `limit` as scored(), reading the graph's codes of every slot (a quarter of the bytes)
+// and the float vectors of few: each code's score is within a bound of the exact one (Cauchy-Schwarz
+// on the rounding: |q.x - q'.x'| <= |q - q'| |x| + |q'| |x - x'|, each |x - x'| at most scale / 2 *
+// sqrt(dim)), so once `limit` exact scores are known, a slot whose code score plus its bound is below
+// the lowest of them cannot be among the best; every other slot is scored exactly.
+std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::vector<std::size_t> &slots, int limit) const
+{
+    const Graph &g = *m_ann->graph;
+    const std::size_t dim = std::size_t(m_dimension);
+    std::vector<char> code(codeBytes(dim));
+    encode(q, code.data(), dim);
+    const float queryScale = codeScale(code.data());
+    double queryError = 0; // |q - q'|, exactly
+    for (std::size_t i = 0; i < dim; ++i) {
+        const double e = double(q[i]) - double(queryScale) * double(std::int8_t(code[sizeof(float) + i]));
+        queryError += e * e;
+    }
+    queryError = std::sqrt(queryError);
+    const double halfStep = 0.5 * std::sqrt(double(dim));
+    // Float rounding of both scores (a 32-bit sum of dim products each side).
+    const double slack = 1e-5;
+
+    struct Screen
+    {
+        float score;  // from the codes
+        float bound;  // the most the exact score can exceed it by
+        std::uint32_t index; // into slots
+    };
+    std::vector<Screen> screen(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const char *x = g.getDataByInternalId(hnswlib::tableint(slots[i]));
+        const double scale = codeScale(x);
+        screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * scale * halfStep + slack),
+                     std::uint32_t(i)};
+    }
+    // The best `limit` by code score, scored exactly: the lowest of those scores is a floor.
+    const auto byCode = [](const Screen &a, const Screen &b) { return a.score > b.score; };
+    std::nth_element(screen.begin(), screen.begin() + (limit - 1), screen.end(), byCode);
+    std::vector<std::size_t> chosen;
+    double floor = std::numeric_limits<double>::max();
+    for (int k = 0; k < limit; ++k) {
+        const std::size_t s = slots[screen[std::size_t(k)].index];
+        floor = std::min(floor, double(VectorMath::dot(q, vectorAt(s), dim)));
+        chosen.push_back(s);
+    }
+    for (std::size_t i = std::size_t(limit); i < screen.size(); ++i)
+        if (double(screen[i].score) + double(screen[i].bound) >= floor)
+            chosen.push_back(slots[screen[i].index]);
+    return scored(q, chosen, limit);
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f, int limit, double selectivity) const
@@ -1113,7 +1218,11 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     if (g.cur_element_count == 0)
         return {};
     using Pair = std::pair<float, hnswlib::tableint>;
-    auto dist = [&](hnswlib::tableint id) { return 1.0f - VectorMath::dot(q, reinterpret_cast<const float *>(g.getDataByInternalId(id)), std::size_t(m_dimension)); };
+    // The walk compares codes; the candidates it keeps are scored on the float vectors at the end.
+    const std::size_t dim = std::size_t(m_dimension);
+    std::vector<char> code(codeBytes(dim));
+    encode(q, code.data(), dim);
+    auto dist = [&](hnswlib::tableint id) { return codeDistance(code.data(), g.getDataByInternalId(id), dim); };
 
     // Greedy descent through the upper layers (filters do not apply there: they only route).
     hnswlib::tableint current = g.enterpoint_node_;
@@ -1189,12 +1298,12 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     }
     g.visited_list_pool_->releaseVisitedList(visitedList);
 
-    // Scores are recomputed as in the exact scan, so both paths rank ties alike.
+    // The candidates are ranked by their exact scores, computed as in the exact scan, so both paths
+    // rank ties alike.
     std::vector<Hit> hits;
     hits.reserve(top.size());
     for (; !top.empty(); top.pop())
-        hits.push_back({m_rowids[top.top().second],
-                        double(VectorMath::dot(q, vectorAt(top.top().second), std::size_t(m_dimension)))});
+        hits.push_back({m_rowids[top.top().second], double(VectorMath::dot(q, vectorAt(top.top().second), dim))});
     std::sort(hits.begin(), hits.end(), better);
     if (hits.size() > std::size_t(limit))
         hits.resize(std::size_t(limit));
@@ -1277,6 +1386,7 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
         if (bytes)
             w.raw(g.linkLists_[i], bytes);
     }
+    w.array(m_vectors, nodes * std::size_t(m_dimension));
     const quint64 length = w.total();
     const quint64 sum = w.checksum();
     w.raw(kTrailer, sizeof(kTrailer));
@@ -1355,11 +1465,14 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     quint32 headFormat = 0, headOrder = 0;
     std::memcpy(&headFormat, head + sizeof(kMagic), sizeof(quint32));
     std::memcpy(&headOrder, head + sizeof(kMagic) + sizeof(quint32), sizeof(quint32));
-    if (headFormat != kFormat || headOrder != kByteOrder) {
-        *error = headFormat < kFormat ? QStringLiteral("written by an older Mneme (format %1, without a checksum)").arg(headFormat)
-                                      : QStringLiteral("not a Mneme vector index of this format");
+    if ((headFormat != kFormat && headFormat != kFloatGraphFormat) || headOrder != kByteOrder) {
+        *error = headFormat < kFloatGraphFormat
+                   ? QStringLiteral("written by an older Mneme (format %1, without a checksum)").arg(headFormat)
+                   : QStringLiteral("not a Mneme vector index of this format");
         return false;
     }
+    // Format 3 held the float vectors in the graph: they are quantised into codes as they are read.
+    const bool floatGraph = headFormat == kFloatGraphFormat;
     char trailer[sizeof(kTrailer)];
     quint64 checksum = 0;
     quint64 length = 0;
@@ -1449,7 +1562,7 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     }
 
     auto ann = std::make_unique<Ann>();
-    ann->space = std::make_unique<DotSpace>(std::size_t(dimension));
+    ann->space = std::make_unique<CodeSpace>(std::size_t(dimension));
     ann->graph = std::make_unique<Graph>(ann->space.get());
     Graph &g = *ann->graph;
     // The bare constructor initialises nothing; what the destructor frees must be valid first.
@@ -1472,19 +1585,25 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     g.M_ = r.pod<quint64>();
     g.mult_ = r.pod<double>();
     g.ef_construction_ = r.pod<quint64>();
+    const std::size_t dim = std::size_t(dimension);
+    // What one node's vector takes in the file's level-0 block, and in memory.
+    const std::size_t fileData = floatGraph ? dim * sizeof(float) : codeBytes(dim);
+    const std::size_t fileElement = g.size_data_per_element_;
     g.data_size_ = ann->space->get_data_size();
     g.fstdistfunc_ = ann->space->get_dist_func();
     g.dist_func_param_ = ann->space->get_dist_func_param();
     g.size_links_per_element_ = g.maxM_ * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint);
     g.size_links_level0_ = g.maxM0_ * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint);
     if (!r.ok() || g.maxM_ == 0 || g.maxM_ > 10000 || g.maxM0_ < g.maxM_ || g.maxM0_ > 20000 || g.offsetData_ != g.size_links_level0_
-        || g.label_offset_ != g.offsetData_ + g.data_size_ || g.size_data_per_element_ != g.label_offset_ + sizeof(hnswlib::labeltype)
+        || g.label_offset_ != g.offsetData_ + fileData || g.size_data_per_element_ != g.label_offset_ + sizeof(hnswlib::labeltype)
         || g.maxlevel_ < (nodes ? 0 : -1) || g.maxlevel_ > 64 || (nodes && g.enterpoint_node_ >= nodes) || !(g.mult_ > 0)) {
         *error = QStringLiteral("the file is damaged (graph parameters)");
         return false;
     }
     g.revSize_ = 1.0 / g.mult_;
     g.ef_ = 10;
+    g.label_offset_ = g.offsetData_ + g.data_size_;
+    g.size_data_per_element_ = g.label_offset_ + sizeof(hnswlib::labeltype);
     const std::size_t capacity = std::size_t(nodes) + std::max<std::size_t>(1024, std::size_t(nodes) / 8);
     g.max_elements_ = capacity;
     g.data_level0_memory_ = static_cast<char *>(std::malloc(capacity * g.size_data_per_element_));
@@ -1495,7 +1614,19 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     std::vector<std::mutex>(capacity).swap(g.link_list_locks_);
     std::vector<std::mutex>(Graph::max_update_element_locks).swap(g.link_list_update_locks_);
     g.visited_list_pool_ = new hnswlib::VisitedListPool(1, int(capacity));
-    r.raw(g.data_level0_memory_, nodes * g.size_data_per_element_);
+    m_vectors.resize(std::size_t(nodes) * dim);
+    if (floatGraph) {
+        for (std::size_t i = 0; i < nodes && r.ok(); ++i) {
+            char *element = g.data_level0_memory_ + i * g.size_data_per_element_;
+            float *vector = m_vectors.data() + i * dim;
+            r.raw(element, g.offsetData_); // the links
+            r.raw(vector, fileData);
+            r.raw(element + g.label_offset_, sizeof(hnswlib::labeltype));
+            encode(vector, element + g.offsetData_, dim);
+        }
+    } else {
+        r.raw(g.data_level0_memory_, nodes * fileElement);
+    }
     g.cur_element_count = nodes;
     for (std::size_t i = 0; i < nodes && r.ok(); ++i) {
         const quint32 bytes = r.pod<quint32>();
@@ -1511,6 +1642,8 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
         g.element_levels_[i] = int(bytes / g.size_links_per_element_);
         r.raw(g.linkLists_[i], bytes);
     }
+    if (!floatGraph)
+        r.raw(m_vectors.data(), quint64(nodes) * dim * sizeof(float));
     if (!r.ok() || quint64(file.pos()) != length) {
         *error = QStringLiteral("the file is damaged (graph)");
         return false;
@@ -1522,8 +1655,9 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     // Values a search relies on, whatever wrote them: a NaN importance or vector component would
     // order a record out of every result, a privacy flag other than 0 or 1 is not one of ours.
     for (std::size_t s = 0; s < nodes; ++s) {
-        const float *v = reinterpret_cast<const float *>(g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_);
-        bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1;
+        const float *v = vectorAt(s);
+        const float scale = codeScale(g.getDataByInternalId(hnswlib::tableint(s)));
+        bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1 && std::isfinite(scale) && scale >= 0;
         for (int k = 0; finite && k < dimension; ++k)
             finite = std::isfinite(v[k]);
         if (!finite) {

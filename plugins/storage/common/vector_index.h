@@ -25,9 +25,10 @@ namespace mneme {
 // Two layouts:
 // - flat (small stores): vectors in one contiguous array, searched by an exact scan; a removal moves
 //   the last slot into the hole.
-// - approximate (large stores, after buildAnn() or load()): vectors live in an HNSW graph (hnswlib,
-//   inner product on the normalised vectors) whose labels are the rowids; slot = the graph's internal
-//   id, a removal marks the node deleted. Searches without filters walk the graph; filtered ones walk
+// - approximate (large stores, after buildAnn() or load()): the vectors have an HNSW graph (hnswlib,
+//   inner product on 8-bit codes of the normalised vectors: a quarter of the memory a walk reads)
+//   whose labels are the rowids; slot = the graph's internal id, a removal marks the node deleted.
+//   The float vectors stay beside the graph, and every score a search returns is computed on them. Searches without filters walk the graph; filtered ones walk
 //   it with the filter applied to every candidate (a filtered-out record never enters the results),
 //   or scan the filtered subset exactly when it is small. The graph, the attributes and the vectors
 //   can be written to a file (save()) and read back (load()) without rebuilding.
@@ -254,9 +255,13 @@ private:
     bool live(std::size_t slot) const;
     std::optional<std::size_t> slotOf(qint64 rowid) const;
     const float *vectorAt(std::size_t slot) const;
+    // Makes room in m_vectors for `slots` slots.
+    void growVectors(std::size_t slots);
     // Inserts the puts changes[first, last) (rowids new to the graph) with `threads` threads.
     void insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads);
     std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
+    std::vector<Hit> scored(const float *query, const std::vector<std::size_t> &slots, int limit) const;
+    std::vector<Hit> screened(const float *query, const std::vector<std::size_t> &slots, int limit) const;
     // The filter's conditions on this index's attributes; nothing when it can select no record.
     std::optional<Filter> compile(const RecordFilter &filter) const;
     std::vector<Hit> graph(const float *query, const Filter &f, int limit, double selectivity) const;
@@ -276,7 +281,10 @@ private:
     std::vector<double> m_importance;
     std::array<std::vector<std::int32_t>, 3> m_identity; // index into m_identityNames; 0 is "" (missing)
 
-    std::vector<float> m_vectors;             // flat layout only: size() * dimension(), normalised
+    // The normalised vectors, dimension() floats per slot: every score is computed on these. The graph
+    // holds 8-bit codes of them (for finding candidates); the approximate layout may hold more slots
+    // than nodes.
+    std::vector<float> m_vectors;
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
     std::unique_ptr<Ann> m_ann;
     QSet<qint64> m_unvectored;
