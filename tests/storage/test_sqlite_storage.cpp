@@ -397,6 +397,8 @@ private Q_SLOTS:
     void damagedIndexFileIsRebuilt();
     void indexValuesAreValidatedOnLoad();
     void formatThreeFileIsRead();
+    void screenedScanIsExact_data();
+    void screenedScanIsExact();
     void metadataConditionsEverywhere_data();
     void metadataConditionsEverywhere();
     void cachedAnswersStayExact();
@@ -3035,6 +3037,69 @@ void TestSqliteStorage::damagedIndexFileIsRebuilt()
     QVERIFY(reopened->indexStats().fromFile);
 }
 
+// An exact scan of the graph layout reads the 8-bit codes of every selected vector and the float
+// vectors of those whose code score is within its error bound of the best: it returns what scoring
+// every float vector returns, the same records with the same scores in the same order, on dense and
+// sparse vectors, with many ties, with and without a filter.
+void TestSqliteStorage::screenedScanIsExact_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("dense") << "dense";
+    QTest::newRow("sparse") << "sparse";
+    QTest::newRow("ties") << "ties";
+}
+
+void TestSqliteStorage::screenedScanIsExact()
+{
+    QFETCH(QString, kind);
+    const int dim = 64;
+    QRandomGenerator rng(11);
+    auto vector = [&](int i) {
+        std::vector<float> v(dim, 0.0f);
+        if (kind == QLatin1String("dense")) {
+            for (float &x : v)
+                x = float(rng.generateDouble() * 2 - 1);
+        } else if (kind == QLatin1String("sparse")) {
+            for (int k = 0; k < 6; ++k)
+                v[std::size_t(rng.bounded(dim))] += rng.bounded(2) ? 1.0f : -1.0f;
+            v[std::size_t(i % dim)] += 0.5f;
+        } else { // a few distinct vectors, each many times
+            QRandomGenerator shared(quint32(i % 7));
+            for (float &x : v)
+                x = float(shared.generateDouble() * 2 - 1);
+        }
+        return v;
+    };
+    VectorIndex index;
+    index.reset(dim);
+    for (int i = 1; i <= 3000; ++i) {
+        VectorIndex::Item item;
+        item.rowid = i;
+        item.scope = QStringLiteral("/s/%1").arg(i % 3);
+        const std::vector<float> v = vector(i);
+        index.upsert(item, v.data());
+    }
+    index.buildAnn(1);
+    QVERIFY(index.isAnn());
+    RecordFilter scoped;
+    scoped.scopes = {QStringLiteral("/s/1")};
+    for (int q = 0; q < 40; ++q) {
+        const std::vector<float> query = vector(100000 + q);
+        for (const RecordFilter &filter : {RecordFilter{}, scoped}) {
+            for (int limit : {1, 10, 50}) {
+                const auto fast = index.search(query.data(), filter, limit, nullptr, VectorIndex::Mode::Exact);
+                auto all = index.search(query.data(), filter, -1, nullptr, VectorIndex::Mode::Exact);
+                all.resize(std::size_t(limit));
+                QCOMPARE(fast.size(), all.size());
+                for (std::size_t k = 0; k < fast.size(); ++k) {
+                    QCOMPARE(fast[k].rowid, all[k].rowid);
+                    QCOMPARE(fast[k].score, all[k].score);
+                }
+            }
+        }
+    }
+}
+
 // An index file of format 3 (Mneme 0.2 before the 8-bit codes: the float vectors inside the graph's
 // level-0 block, no vectors section) is read, not rebuilt: each vector is quantised as it is read, the
 // searches find what they found in the file of format 4 it was made from, and the next write of the
@@ -3077,7 +3142,7 @@ void TestSqliteStorage::formatThreeFileIsRead()
     std::memcpy(&element, b.constData() + params, 8);
     std::memcpy(&labelOffset, b.constData() + params + 8, 8);
     std::memcpy(&dataOffset, b.constData() + params + 16, 8);
-    QCOMPARE(labelOffset, dataOffset + 4 + dimension); // a scale and the codes
+    QCOMPARE(labelOffset, dataOffset + 8 + dimension); // a scale, an error length and the codes
     const qsizetype trailer = b.size() - 24;
     const qsizetype vectorBytes = qsizetype(layout.nodes * dimension * 4);
     const qsizetype vectors = trailer - vectorBytes;

@@ -46,34 +46,56 @@ bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
     return a.rowid < b.rowid;
 }
 
-// The graph's copy of a normalised vector, its code: the quantisation scale (a float) followed by
-// `dim` 8-bit codes (VectorMath::quantise). A code is a quarter of the vector's bytes, so building
-// and walking the graph reads a quarter of the memory; every score a search returns is computed
-// again on the float vectors (VectorIndex::m_vectors).
+// The graph's copy of a normalised vector, its code: the quantisation scale (a float), the length of
+// the rounding error (a float: |x - scale * codes|) and `dim` 8-bit codes (VectorMath::quantise). A
+// code is about a quarter of the vector's bytes, so building and walking the graph reads a quarter of
+// the memory; every score a search returns is computed again on the float vectors
+// (VectorIndex::m_vectors).
+constexpr std::size_t kCodeHeader = 2 * sizeof(float);
+
 std::size_t codeBytes(std::size_t dim)
 {
-    return sizeof(float) + dim;
+    return kCodeHeader + dim;
+}
+
+const std::int8_t *codeValues(const char *code)
+{
+    return reinterpret_cast<const std::int8_t *>(code + kCodeHeader);
+}
+
+float codeField(const char *code, int field)
+{
+    float v;
+    std::memcpy(&v, code + field * sizeof(float), sizeof(float));
+    return v;
+}
+float codeScale(const char *code)
+{
+    return codeField(code, 0);
+}
+float codeError(const char *code)
+{
+    return codeField(code, 1);
 }
 
 void encode(const float *unit, char *code, std::size_t dim)
 {
-    const float scale = VectorMath::quantise(unit, reinterpret_cast<std::int8_t *>(code + sizeof(float)), dim);
+    auto *values = reinterpret_cast<std::int8_t *>(code + kCodeHeader);
+    const float scale = VectorMath::quantise(unit, values, dim);
+    double error = 0;
+    for (std::size_t i = 0; i < dim; ++i) {
+        const double e = double(unit[i]) - double(scale) * double(values[i]);
+        error += e * e;
+    }
+    const float length = float(std::sqrt(error));
     std::memcpy(code, &scale, sizeof(float));
-}
-
-float codeScale(const char *code)
-{
-    float scale;
-    std::memcpy(&scale, code, sizeof(float));
-    return scale;
+    std::memcpy(code + sizeof(float), &length, sizeof(float));
 }
 
 // Inner-product "distance" (1 - dot) of two codes, about that of their normalised vectors.
 float codeDistance(const char *a, const char *b, std::size_t dim)
 {
-    const std::int32_t dot = VectorMath::dotInt8(reinterpret_cast<const std::int8_t *>(a + sizeof(float)),
-                                                 reinterpret_cast<const std::int8_t *>(b + sizeof(float)), dim);
-    return 1.0f - codeScale(a) * codeScale(b) * float(dot);
+    return 1.0f - codeScale(a) * codeScale(b) * float(VectorMath::dotInt8(codeValues(a), codeValues(b), dim));
 }
 
 // The graph's space: codes, compared by codeDistance().
@@ -1163,24 +1185,18 @@ std::vector<VectorIndex::Hit> VectorIndex::scored(const float *q, const std::vec
 
 // The same best `limit` as scored(), reading the graph's codes of every slot (a quarter of the bytes)
 // and the float vectors of few: each code's score is within a bound of the exact one (Cauchy-Schwarz
-// on the rounding: |q.x - q'.x'| <= |q - q'| |x| + |q'| |x - x'|, each |x - x'| at most scale / 2 *
-// sqrt(dim)), so once `limit` exact scores are known, a slot whose code score plus its bound is below
-// the lowest of them cannot be among the best; every other slot is scored exactly.
+// on the rounding: |q.x - q'.x'| <= |q - q'| |x| + |q'| |x - x'|, with |x| <= 1, |q'| <= 1 + |q - q'|
+// and |x - x'| the error length the code holds), so once `limit` exact scores are known, a slot whose
+// code score plus its bound is below the lowest of them cannot be among the best; every other slot is
+// scored exactly.
 std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::vector<std::size_t> &slots, int limit) const
 {
     const Graph &g = *m_ann->graph;
     const std::size_t dim = std::size_t(m_dimension);
     std::vector<char> code(codeBytes(dim));
     encode(q, code.data(), dim);
-    const float queryScale = codeScale(code.data());
-    double queryError = 0; // |q - q'|, exactly
-    for (std::size_t i = 0; i < dim; ++i) {
-        const double e = double(q[i]) - double(queryScale) * double(std::int8_t(code[sizeof(float) + i]));
-        queryError += e * e;
-    }
-    queryError = std::sqrt(queryError);
-    const double halfStep = 0.5 * std::sqrt(double(dim));
-    // Float rounding of both scores (a 32-bit sum of dim products each side).
+    const double queryError = codeError(code.data()); // |q - q'|
+    // Float rounding of both scores (a 32-bit sum of dim products each side) and of the error lengths.
     const double slack = 1e-5;
 
     struct Screen
@@ -1192,8 +1208,7 @@ std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::v
     std::vector<Screen> screen(slots.size());
     for (std::size_t i = 0; i < slots.size(); ++i) {
         const char *x = g.getDataByInternalId(hnswlib::tableint(slots[i]));
-        const double scale = codeScale(x);
-        screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * scale * halfStep + slack),
+        screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * codeError(x) + slack),
                      std::uint32_t(i)};
     }
     // The best `limit` by code score, scored exactly: the lowest of those scores is a floor.
@@ -1471,7 +1486,8 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
                    : QStringLiteral("not a Mneme vector index of this format");
         return false;
     }
-    // Format 3 held the float vectors in the graph: they are quantised into codes as they are read.
+    // Format 3 held the float vectors in the graph, format 4 holds codes there (made again from the
+    // vectors after them).
     const bool floatGraph = headFormat == kFloatGraphFormat;
     char trailer[sizeof(kTrailer)];
     quint64 checksum = 0;
@@ -1622,7 +1638,6 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
             r.raw(element, g.offsetData_); // the links
             r.raw(vector, fileData);
             r.raw(element + g.label_offset_, sizeof(hnswlib::labeltype));
-            encode(vector, element + g.offsetData_, dim);
         }
     } else {
         r.raw(g.data_level0_memory_, nodes * fileElement);
@@ -1656,14 +1671,16 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     // order a record out of every result, a privacy flag other than 0 or 1 is not one of ours.
     for (std::size_t s = 0; s < nodes; ++s) {
         const float *v = vectorAt(s);
-        const float scale = codeScale(g.getDataByInternalId(hnswlib::tableint(s)));
-        bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1 && std::isfinite(scale) && scale >= 0;
+        bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1;
         for (int k = 0; finite && k < dimension; ++k)
             finite = std::isfinite(v[k]);
         if (!finite) {
             *error = QStringLiteral("the file is damaged (values of node %1)").arg(s);
             return false;
         }
+        // The codes are made again from the vectors (a file's codes are never trusted: an exact scan
+        // relies on their error lengths).
+        encode(v, g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_, dim);
     }
     // The entry point sits on the top level; every link must name a node that has the link's level;
     // every label must be the rowid recorded for its node.
