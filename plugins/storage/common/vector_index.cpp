@@ -417,6 +417,27 @@ struct VectorIndex::Ann
     std::unique_ptr<Graph> graph; // destroyed before the space it points to
 };
 
+// A run of puts being inserted into the graph (insertNew()). Its thread touches only the graph, the
+// new nodes' slots of the vectors (sized beforehand) and this object, never the index itself (which
+// may be moved meanwhile); the index files the attributes once it has joined it (finish()).
+struct VectorIndex::Pending
+{
+    std::vector<Item> items;
+    std::vector<float> units; // the normalised vectors, dimension() floats each
+    std::vector<hnswlib::tableint> nodes;
+    std::size_t sizeBefore = 0; // size() before the run
+    std::thread runner;
+    std::exception_ptr failure; // written by the runner before it ends
+    Pending() = default;
+    Pending(const Pending &) = delete;
+    Pending &operator=(const Pending &) = delete;
+    ~Pending()
+    {
+        if (runner.joinable())
+            runner.join();
+    }
+};
+
 // A RecordFilter's conditions resolved against the interned attribute tables.
 struct VectorIndex::Filter
 {
@@ -499,11 +520,43 @@ VectorIndex::VectorIndex()
 {
     invalidate(); // interns "" (a missing identity) as 0
 }
-VectorIndex::~VectorIndex() = default;
+// The inserts left running end before the graph they write is destroyed.
+VectorIndex::~VectorIndex()
+{
+    m_pending.reset();
+}
+// Members are moved in their order: m_pending first, so that a run left going here ends before the
+// graph it writes is replaced (its inserts are dropped with the content they belonged to).
 VectorIndex &VectorIndex::operator=(VectorIndex &&other) noexcept = default;
+
+void VectorIndex::settled() const
+{
+    const_cast<VectorIndex *>(this)->settle();
+}
+
+void VectorIndex::settle()
+{
+    if (!m_pending)
+        return;
+    const std::unique_ptr<Pending> p = std::move(m_pending);
+    p->runner.join();
+    if (p->failure) {
+        invalidate(); // nodes without attributes: the owner loads the index again
+        std::rethrow_exception(p->failure);
+    }
+    finish(*p);
+}
+
+void VectorIndex::finish(const Pending &p)
+{
+    growSlots(m_ann->graph->cur_element_count);
+    for (std::size_t k = 0; k < p.items.size(); ++k)
+        fill(p.nodes[k], p.items[k]);
+}
 
 std::unique_ptr<VectorIndex> VectorIndex::flatCopy() const
 {
+    settled();
     if (m_ann)
         return nullptr;
     auto c = std::make_unique<VectorIndex>();
@@ -553,6 +606,8 @@ VectorIndex::Item VectorIndex::itemAt(std::size_t slot) const
 
 void VectorIndex::copyRecord(const VectorIndex &other, qint64 rowid)
 {
+    settle();
+    other.settled();
     if (const std::optional<std::size_t> slot = other.slotOf(rowid))
         upsert(other.itemAt(*slot), other.vectorAt(*slot));
     else if (other.m_unvectored.contains(rowid))
@@ -570,6 +625,7 @@ void VectorIndex::reset(int dimension)
 
 void VectorIndex::invalidate()
 {
+    m_pending.reset(); // its inserts dropped with everything else
     m_loaded = false;
     m_dimension = 0;
     m_rowids = {};
@@ -600,6 +656,8 @@ void VectorIndex::invalidate()
 
 std::size_t VectorIndex::size() const
 {
+    if (m_pending) // every put of a run is a record new to the graph
+        return m_pending->sizeBefore + m_pending->items.size();
     if (m_ann)
         return m_ann->graph->cur_element_count - m_ann->graph->num_deleted_;
     return m_rowids.size();
@@ -607,11 +665,13 @@ std::size_t VectorIndex::size() const
 
 std::size_t VectorIndex::deletedNodes() const
 {
+    settled();
     return m_ann ? m_ann->graph->num_deleted_ : 0;
 }
 
 std::size_t VectorIndex::graphNodes() const
 {
+    settled();
     return m_ann ? m_ann->graph->cur_element_count : 0;
 }
 
@@ -698,6 +758,7 @@ void VectorIndex::fill(std::size_t slot, const Item &item)
 
 void VectorIndex::upsert(const Item &item, const float *vector)
 {
+    settle();
     const std::size_t dim = std::size_t(m_dimension);
     m_unvectored.remove(item.rowid);
     if (m_ann) {
@@ -732,6 +793,7 @@ void VectorIndex::upsert(const Item &item, const float *vector)
 
 void VectorIndex::updateAttributes(const Item &item)
 {
+    settle();
     if (m_ann) {
         const Graph &g = *m_ann->graph;
         auto it = g.label_lookup_.find(hnswlib::labeltype(item.rowid));
@@ -752,6 +814,7 @@ void VectorIndex::markUnvectored(qint64 rowid)
 
 void VectorIndex::remove(qint64 rowid)
 {
+    settle();
     m_unvectored.remove(rowid);
     if (m_ann) {
         Graph &g = *m_ann->graph;
@@ -810,11 +873,13 @@ std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
 
 bool VectorIndex::contains(qint64 rowid) const
 {
+    settled();
     return slotOf(rowid).has_value();
 }
 
 std::optional<VectorIndex::RankFields> VectorIndex::rankFields(qint64 rowid) const
 {
+    settled();
     const std::optional<std::size_t> s = slotOf(rowid);
     if (!s)
         return std::nullopt;
@@ -827,6 +892,7 @@ std::optional<VectorIndex::RankFields> VectorIndex::rankFields(qint64 rowid) con
 
 std::optional<double> VectorIndex::similarity(const float *query, qint64 rowid) const
 {
+    settled();
     const std::optional<std::size_t> s = slotOf(rowid);
     if (!s || m_dimension <= 0)
         return std::nullopt;
@@ -837,6 +903,7 @@ std::optional<double> VectorIndex::similarity(const float *query, qint64 rowid) 
 
 std::vector<qint64> VectorIndex::trackedRowids() const
 {
+    settled();
     std::vector<qint64> out;
     out.reserve(trackedCount());
     for (std::size_t s = 0, n = slotCount(); s < n; ++s)
@@ -849,6 +916,7 @@ std::vector<qint64> VectorIndex::trackedRowids() const
 
 bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
 {
+    settle();
     if (m_ann || !m_loaded || m_dimension <= 0)
         return true;
     const std::size_t n = m_rowids.size();
@@ -895,8 +963,9 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
     return true;
 }
 
-void VectorIndex::apply(const std::vector<Change> &changes, int threads)
+void VectorIndex::apply(const std::vector<Change> &changes, int threads, bool background)
 {
+    settle();
     for (std::size_t i = 0; i < changes.size();) {
         if (m_ann && threads > 1 && graphNodes() >= kParallelFrom) {
             // The run of puts of records new to the graph from here, each rowid once.
@@ -910,7 +979,8 @@ void VectorIndex::apply(const std::vector<Change> &changes, int threads)
                 run.insert(rowid);
             }
             if (end - i > 1) {
-                insertNew(changes, i, end, threads);
+                // Only the last run of the changes may be left running: anything after it would wait.
+                insertNew(changes, i, end, threads, background && end == changes.size());
                 i = end;
                 continue;
             }
@@ -931,32 +1001,49 @@ void VectorIndex::apply(const std::vector<Change> &changes, int threads)
 }
 
 // An exception (out of memory) leaves nodes in the graph without their attributes: the index is then
-// unusable, and its owner invalidates it (as SqliteStorage does after any failed index change).
-void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads)
+// unusable, and its owner invalidates it (as SqliteStorage does after any failed index change; a
+// run left in the background invalidates the index itself, in settle()).
+void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads, bool background)
 {
     Graph &g = *m_ann->graph;
     const std::size_t n = last - first;
+    const std::size_t dim = std::size_t(m_dimension);
     if (g.cur_element_count + n > g.max_elements_)
         g.resizeIndex(std::max(g.cur_element_count + n, g.max_elements_ + g.max_elements_ / 2));
     growVectors(g.cur_element_count + n); // the new nodes are the next n
-    const std::size_t dim = std::size_t(m_dimension);
-    std::vector<hnswlib::tableint> nodes(n);
-    addPoints(
-        g, n, m_dimension, threads, nullptr,
-        [&](std::size_t k, float *scratch) {
-            normalise(changes[first + k].vector, scratch, m_dimension);
-            return scratch;
-        },
-        [&](std::size_t k) { return changes[first + k].item.rowid; },
-        [&](std::size_t k, hnswlib::tableint node, const float *unit) {
-            nodes[k] = node;
-            std::copy(unit, unit + dim, m_vectors.begin() + std::ptrdiff_t(std::size_t(node) * dim));
-        });
-    growSlots(g.cur_element_count);
+    auto p = std::make_unique<Pending>();
+    p->sizeBefore = size();
+    p->items.reserve(n);
+    p->units.resize(n * dim);
+    p->nodes.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
-        m_unvectored.remove(changes[first + k].item.rowid);
-        fill(nodes[k], changes[first + k].item);
+        const Change &c = changes[first + k];
+        p->items.push_back(c.item);
+        normalise(c.vector, p->units.data() + k * dim, m_dimension);
+        m_unvectored.remove(c.item.rowid);
     }
+    auto run = [p = p.get(), &g, vectors = m_vectors.data(), dim, threads] {
+        try {
+            addPoints(
+                g, p->items.size(), int(dim), threads, nullptr, [&](std::size_t k, float *) { return p->units.data() + k * dim; },
+                [&](std::size_t k) { return p->items[k].rowid; },
+                [&](std::size_t k, hnswlib::tableint node, const float *unit) {
+                    p->nodes[k] = node;
+                    std::copy(unit, unit + dim, vectors + std::size_t(node) * dim);
+                });
+        } catch (...) {
+            p->failure = std::current_exception();
+        }
+    };
+    if (background) {
+        p->runner = std::thread(run);
+        m_pending = std::move(p);
+        return;
+    }
+    run();
+    if (p->failure)
+        std::rethrow_exception(p->failure);
+    finish(*p);
 }
 
 std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filter) const
@@ -1048,6 +1135,7 @@ std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filt
 
 VectorIndex::Judge VectorIndex::judgeFor(const RecordFilter &filter) const
 {
+    settled();
     Judge j;
     j.m_index = this;
     if (std::optional<Filter> f = compile(filter)) {
@@ -1069,6 +1157,7 @@ VectorIndex::Verdict VectorIndex::Judge::verdict(qint64 rowid) const
 
 std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const
 {
+    settled();
     std::vector<Judged> out(rowids.size());
     const std::optional<Filter> f = compile(filter);
     for (std::size_t i = 0; i < rowids.size(); ++i) {
@@ -1088,6 +1177,7 @@ std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, 
 std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
                                                   const std::vector<qint64> *onlyRows, Mode mode, bool *walked) const
 {
+    settled();
     bool unused = false;
     bool &fromGraph = walked ? *walked : unused;
     fromGraph = false;
@@ -1331,6 +1421,7 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
 
 bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) const
 {
+    settled();
     if (!m_ann) {
         *error = QStringLiteral("only an approximate index is written to a file");
         return false;

@@ -192,8 +192,13 @@ public:
     // the approximate layout of a graph of at least kParallelFrom nodes, each run of puts of records
     // new to the graph is inserted with `threads` threads: a batch of a bulk load enters the graph
     // with every core, on the writer's side. Smaller graphs are changed on one thread, so that they come
-    // out the same on every run.
-    void apply(const std::vector<Change> &changes, int threads);
+    // out the same on every run. With `background`, a last such run is left running when apply()
+    // returns (the caller writes its next batch meanwhile); every later call but isLoaded(),
+    // dimension(), isAnn(), params(), size() and trackedCount() waits for it first (settle()).
+    void apply(const std::vector<Change> &changes, int threads, bool background = false);
+    // Waits for the inserts apply() left running and files their attributes. Their failure (out of
+    // memory) is rethrown, the index invalidated.
+    void settle();
     static constexpr std::size_t kParallelFrom = 10000;
 
     // Converts the flat layout into the approximate one, inserting with `threads` threads. With
@@ -257,8 +262,13 @@ private:
     const float *vectorAt(std::size_t slot) const;
     // Makes room in m_vectors for `slots` slots.
     void growVectors(std::size_t slots);
-    // Inserts the puts changes[first, last) (rowids new to the graph) with `threads` threads.
-    void insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads);
+    struct Pending;
+    // Inserts the puts changes[first, last) (rowids new to the graph) with `threads` threads; with
+    // `background`, leaves them running (m_pending).
+    void insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads, bool background);
+    void finish(const Pending &p);
+    // settle() for the reading members: the content they read is the same after it.
+    void settled() const;
     std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
     std::vector<Hit> scored(const float *query, const std::vector<std::size_t> &slots, int limit) const;
     std::vector<Hit> screened(const float *query, const std::vector<std::size_t> &slots, int limit) const;
@@ -267,6 +277,11 @@ private:
     std::vector<Hit> graph(const float *query, const Filter &f, int limit, double selectivity) const;
     bool readFile(const QString &path, int dimension, Stamp *stamp, QString *error);
 
+    // Threads: every member is the owner's (under its lock) except what a run of inserts left in the
+    // background writes (m_pending's own fields, the graph, the new nodes' slots of m_vectors) until
+    // settle() joins it. First of the members: a move-assignment replaces it (joining it) before the
+    // graph it writes.
+    std::unique_ptr<Pending> m_pending;
     bool m_loaded = false;
     int m_dimension = 0;
     AnnParams m_params;
