@@ -12,18 +12,20 @@ namespace mneme {
 class MNEME_CORE_EXPORT VectorMath
 {
 public:
-    // Which implementation a kernel uses: the fastest this CPU runs (AVX2, chosen at run time), or the
-    // portable one every CPU runs (for tests that hold one to the other).
+    // Which implementation a kernel uses: the fastest this CPU runs (chosen at run time), the AVX2 one
+    // (the portable one on a CPU without AVX2), or the portable one every CPU runs: for tests that
+    // hold one to the other.
     enum class Kernel {
         Fastest,
+        Avx2,
         Portable
     };
 
     // Sum of a[i]*b[i]: an AVX2/FMA kernel chosen at run time when the CPU has it, else a portable
     // kernel with eight independent accumulators. Results may differ in the last bits between the two.
-    static float dot(const float *a, const float *b, size_t n, Kernel kernel = Kernel::Fastest);
-    // Sum of a[i]*b[i] over signed 8-bit codes, exact (both kernels give the same integer) for any n
-    // up to 2^31 / 128^2 = 131,072.
+    static float dot(const float *a, const float *b, size_t n, Kernel kernel = Kernel::Fastest); // Avx2 = Fastest
+    // Sum of a[i]*b[i] over signed 8-bit codes, exact (every kernel gives the same integer) for any n
+    // up to 2^31 / 128^2 = 131,072: AVX-512 VNNI, else AVX2, else portable, chosen at run time.
     static std::int32_t dotInt8(const std::int8_t *a, const std::int8_t *b, size_t n, Kernel kernel = Kernel::Fastest);
     // Scalar quantisation of one vector: out[i] = round(in[i] / scale), in -127..127, with the scale
     // returned (the largest |in[i]| over 127), so that in[i] is within scale / 2 of out[i] * scale and
