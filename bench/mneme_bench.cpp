@@ -184,8 +184,8 @@ double percentile(std::vector<double> v, double p)
     return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
 }
 
-double gKeywordWeight = -1; // < 0: the configuration's default
-int gKeywordRowBudget = -1; // < 0: the storage's default
+double gKeywordWeight = -1;            // < 0: the configuration's default
+int gKeywordRowBudget = -1;            // < 0: the storage's default
 Json gStorageOptions = Json::object(); // --storage-option key=value: more keys of the SQLite storage's config
 
 // The SQLite storage's config of the bench's store: its path and the options given.
@@ -197,11 +197,11 @@ Json sqliteConfig(const QString &path)
         storage["keyword_row_budget"] = gKeywordRowBudget;
     return storage;
 }
-bool gGraph = false;        // --graph: graph_memory on (the offline extractor): saves extract and recalls use the graph
-bool gKeep = false;         // --keep: the store stays in --dir, and one found there is measured again
-bool gRecallOnly = false;   // --recall-only: the recall figures alone (no bare index, ANN or inferred-save figures)
-bool gPostgres = false;     // --storage postgres: the records on a PostgreSQL server (gDsn)
-QString gDsn;               // --dsn, or the throwaway cluster's (scripts/pg-cluster.sh) with a schema per scale
+bool gGraph = false;      // --graph: graph_memory on (the offline extractor): saves extract and recalls use the graph
+bool gKeep = false;       // --keep: the store stays in --dir, and one found there is measured again
+bool gRecallOnly = false; // --recall-only: the recall figures alone (no bare index, ANN or inferred-save figures)
+bool gPostgres = false;   // --storage postgres: the records on a PostgreSQL server (gDsn)
+QString gDsn;             // --dsn, or the throwaway cluster's (scripts/pg-cluster.sh) with a schema per scale
 
 MemoryConfig configFor(const QString &path, int dimension)
 {
@@ -588,8 +588,7 @@ int main(int argc, char **argv)
                 gStorageOptions[key] = n;
             else
                 gStorageOptions[key] = text.toStdString();
-        }
-        else if (a == QLatin1String("--storage")) {
+        } else if (a == QLatin1String("--storage")) {
             const QString storage = value();
             if (storage != QLatin1String("sqlite") && storage != QLatin1String("postgres")) {
                 std::fprintf(stderr, "mneme-bench: --storage is sqlite or postgres\n");

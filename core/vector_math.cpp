@@ -174,6 +174,11 @@ const DotInt8Kernel kDotInt8 = chooseDotInt8();
 
 } // namespace
 
+float VectorMath::dot(const float *a, const float *b, size_t n)
+{
+    return kDot(a, b, n);
+}
+
 float VectorMath::dot(const float *a, const float *b, size_t n, Kernel kernel)
 {
     return kernel == Kernel::Portable ? dotPortable(a, b, n) : kDot(a, b, n);

@@ -8,7 +8,7 @@
 
 namespace mneme {
 
-// Small float kernels shared by the memory pipeline and the storage backends.
+// Small vector kernels shared by the memory pipeline and the storage backends.
 class MNEME_CORE_EXPORT VectorMath
 {
 public:
@@ -23,7 +23,9 @@ public:
 
     // Sum of a[i]*b[i]: an AVX2/FMA kernel chosen at run time when the CPU has it, else a portable
     // kernel with eight independent accumulators. Results may differ in the last bits between the two.
-    static float dot(const float *a, const float *b, size_t n, Kernel kernel = Kernel::Fastest); // Avx2 = Fastest
+    static float dot(const float *a, const float *b, size_t n);
+    // The same with the kernel named (Fastest and Avx2 are the same kernel here).
+    static float dot(const float *a, const float *b, size_t n, Kernel kernel);
     // Sum of a[i]*b[i] over signed 8-bit codes, exact (every kernel gives the same integer) for any n
     // up to 2^31 / 128^2 = 131,072: AVX-512 VNNI, else AVX2, else portable, chosen at run time.
     static std::int32_t dotInt8(const std::int8_t *a, const std::int8_t *b, size_t n, Kernel kernel = Kernel::Fastest);

@@ -1291,8 +1291,8 @@ std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::v
 
     struct Screen
     {
-        float score;  // from the codes
-        float bound;  // the most the exact score can exceed it by
+        float score;         // from the codes
+        float bound;         // the most the exact score can exceed it by
         std::uint32_t index; // into slots
     };
     std::vector<Screen> screen(slots.size());

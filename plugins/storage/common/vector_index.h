@@ -78,10 +78,10 @@ public:
 
     struct AnnParams
     {
-        int m = 16;              // graph degree (HNSW M)
-        int efConstruction = 64; // candidate list while inserting
-        int efSearch = 160;      // candidate list while searching (at least the limit), up to 100,000
-                                 // vectors; times (1 + log10(n / 100,000))^2 beyond
+        int m = 16;               // graph degree (HNSW M)
+        int efConstruction = 100; // candidate list while inserting
+        int efSearch = 160;       // candidate list while searching (at least the limit), up to 100,000
+                                  // vectors; times (1 + log10(n / 100,000))^2 beyond
     };
 
     // How search() finds neighbours: Auto picks by layout and filter selectivity; Exact always scans;
