@@ -21,6 +21,7 @@
 //   mneme-bench --keyword-weight 0   # recall without the keyword (FTS5) search: vectors only
 //   mneme-bench --keyword-row-budget 0   # the keyword search unbounded (the storage's keyword_row_budget)
 //   mneme-bench --graph          # graph_memory on (offline extractor): the cost of graph memory
+//   mneme-bench --storage-option ann_ef_construction=64   # a key of the SQLite storage's config
 //   mneme-bench --records 100000 --dir /tmp/bench --keep   # keeps the store; a later run with the same
 //                               # options measures its recalls again without loading it (no save figures)
 //   mneme-bench --records 100000 --dir /tmp/bench --keep --recall-only   # the recall figures alone
@@ -183,14 +184,25 @@ double percentile(std::vector<double> v, double p)
     return v[std::min(v.size() - 1, size_t(p * double(v.size() - 1) + 0.5))];
 }
 
-double gKeywordWeight = -1; // < 0: the configuration's default
-int gKeywordRowBudget = -1; // < 0: the storage's default
-bool gGraph = false;        // --graph: graph_memory on (the offline extractor): saves extract and recalls use the graph
-bool gKeep = false;         // --keep: the store stays in --dir, and one found there is measured again
-bool gRecallOnly = false;   // --recall-only: the recall figures alone (no bare index, ANN or inferred-save figures)
-bool gPostgres = false;     // --storage postgres: the records on a PostgreSQL server (gDsn)
-QString gDsn;               // --dsn, or the throwaway cluster's (scripts/pg-cluster.sh) with a schema per scale
-QString gVectorSearch;      // --vector-search auto|pgvector|local: the postgres store's "vector_search" (empty: its default)
+double gKeywordWeight = -1;            // < 0: the configuration's default
+int gKeywordRowBudget = -1;            // < 0: the storage's default
+Json gStorageOptions = Json::object(); // --storage-option key=value: more keys of the SQLite storage's config
+
+// The SQLite storage's config of the bench's store: its path and the options given.
+Json sqliteConfig(const QString &path)
+{
+    Json storage = gStorageOptions;
+    storage["path"] = path.toStdString();
+    if (gKeywordRowBudget >= 0)
+        storage["keyword_row_budget"] = gKeywordRowBudget;
+    return storage;
+}
+bool gGraph = false;      // --graph: graph_memory on (the offline extractor): saves extract and recalls use the graph
+bool gKeep = false;       // --keep: the store stays in --dir, and one found there is measured again
+bool gRecallOnly = false; // --recall-only: the recall figures alone (no bare index, ANN or inferred-save figures)
+bool gPostgres = false;   // --storage postgres: the records on a PostgreSQL server (gDsn)
+QString gDsn;             // --dsn, or the throwaway cluster's (scripts/pg-cluster.sh) with a schema per scale
+QString gVectorSearch;    // --vector-search auto|pgvector|local: the postgres store's "vector_search" (empty: its default)
 
 MemoryConfig configFor(const QString &path, int dimension)
 {
@@ -205,10 +217,7 @@ MemoryConfig configFor(const QString &path, int dimension)
             config["vector_search"] = gVectorSearch.toStdString();
         c.storage = Json{{"provider", "postgres"}, {"config", config}};
     } else {
-        Json storage{{"path", path.toStdString()}};
-        if (gKeywordRowBudget >= 0)
-            storage["keyword_row_budget"] = gKeywordRowBudget;
-        c.storage = Json{{"provider", "sqlite"}, {"config", storage}};
+        c.storage = Json{{"provider", "sqlite"}, {"config", sqliteConfig(path)}};
     }
     c.embedder = Json{{"provider", "builtin"}, {"config", {{"dimension", dimension}}}};
     return c;
@@ -338,9 +347,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
         // later opens read that file.
         QElapsedTimer build;
         build.start();
-        SqliteStorage::Options so;
-        so.path = path;
-        SqliteStorage storage(so);
+        SqliteStorage storage(SqliteStorage::Options::fromJson(sqliteConfig(path)));
         auto embedder = PluginRegistry::instance().createEmbedder(QStringLiteral("builtin"), Json{{"dimension", dimension}});
         RecordFilter everything;
         storage.nearest(embedder->embed({QStringLiteral("build the vector index")}).front(), everything, 10);
@@ -431,9 +438,7 @@ void runScale(const QString &dir, int records, int queries, int dimension)
     // recall_to_index_ratio divides by).
     auto embedder = PluginRegistry::instance().createEmbedder(QStringLiteral("builtin"), Json{{"dimension", dimension}});
     const std::vector<Embedding> vectors = embedder->embed(texts);
-    SqliteStorage::Options so;
-    so.path = path;
-    SqliteStorage storage(so);
+    SqliteStorage storage(SqliteStorage::Options::fromJson(sqliteConfig(path)));
     RecordFilter filter; // what a shallow recall asks for: every scope, privacy applied
     filter.applyPrivacy = true;
     const int candidates = std::max(o.limit * 3, 30);
@@ -575,7 +580,25 @@ int main(int argc, char **argv)
             gRecallOnly = true;
         else if (a == QLatin1String("--graph"))
             gGraph = true;
-        else if (a == QLatin1String("--storage")) {
+        else if (a == QLatin1String("--storage-option")) {
+            // key=value, the value a number when it reads as one (ann_ef_construction=64)
+            const QString option = value();
+            const qsizetype eq = option.indexOf(QLatin1Char('='));
+            if (eq <= 0) {
+                std::fprintf(stderr, "mneme-bench: --storage-option is key=value, e.g. ann_ef_search=128\n");
+                return 2;
+            }
+            const QString text = option.mid(eq + 1);
+            bool number = false;
+            const double n = text.toDouble(&number);
+            const std::string key = option.left(eq).toStdString();
+            if (number && n == std::floor(n))
+                gStorageOptions[key] = qint64(n);
+            else if (number)
+                gStorageOptions[key] = n;
+            else
+                gStorageOptions[key] = text.toStdString();
+        } else if (a == QLatin1String("--storage")) {
             const QString storage = value();
             if (storage != QLatin1String("sqlite") && storage != QLatin1String("postgres")) {
                 std::fprintf(stderr, "mneme-bench: --storage is sqlite or postgres\n");
@@ -591,7 +614,7 @@ int main(int argc, char **argv)
                 return 2;
             }
         } else {
-            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --recall-only --graph --storage sqlite|postgres --dsn DSN --vector-search auto|pgvector|local\n",
+            std::fprintf(stderr, "mneme-bench: unknown option %s; options: --records N --queries N --dimension N --dir PATH --keyword-weight W --keyword-row-budget N --keep --recall-only --graph --storage-option KEY=VALUE --storage sqlite|postgres --dsn DSN --vector-search auto|pgvector|local\n",
                          qPrintable(a));
             return 2;
         }

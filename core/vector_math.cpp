@@ -1,5 +1,6 @@
 #include <mneme/core/vector_math.h>
 
+#include <algorithm>
 #include <cmath>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -58,25 +59,165 @@ __attribute__((target("avx2,fma"))) float dotAvx2(const float *a, const float *b
 }
 #endif
 
+// Portable 8-bit kernel: four independent 32-bit accumulators; exact.
+std::int32_t dotInt8Portable(const std::int8_t *a, const std::int8_t *b, size_t n)
+{
+    std::int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += std::int32_t(a[i]) * b[i];
+        s1 += std::int32_t(a[i + 1]) * b[i + 1];
+        s2 += std::int32_t(a[i + 2]) * b[i + 2];
+        s3 += std::int32_t(a[i + 3]) * b[i + 3];
+    }
+    for (; i < n; ++i)
+        s0 += std::int32_t(a[i]) * b[i];
+    return (s0 + s1) + (s2 + s3);
+}
+
+#ifdef MNEME_DOT_AVX2
+// AVX2 8-bit kernel: 16 codes of each side widened to 16 bits, multiplied and summed in pairs into
+// eight 32-bit lanes (vpmaddwd: exact, a pair is at most 2 * 128^2), 32 codes per step on two
+// accumulators.
+__attribute__((target("avx2"))) inline __m256i widen(const std::int8_t *p)
+{
+    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+}
+
+__attribute__((target("avx2"))) std::int32_t dotInt8Avx2(const std::int8_t *a, const std::int8_t *b, size_t n)
+{
+    __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(widen(a + i), widen(b + i)));
+        acc1 = _mm256_add_epi32(acc1, _mm256_madd_epi16(widen(a + i + 16), widen(b + i + 16)));
+    }
+    for (; i + 16 <= n; i += 16)
+        acc0 = _mm256_add_epi32(acc0, _mm256_madd_epi16(widen(a + i), widen(b + i)));
+    const __m256i acc = _mm256_add_epi32(acc0, acc1);
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+    std::int32_t r = _mm_cvtsi128_si32(s);
+    for (; i < n; ++i)
+        r += std::int32_t(a[i]) * b[i];
+    return r;
+}
+
+// AVX-512 VNNI 8-bit kernel: vpdpbusd multiplies unsigned by signed bytes, so one side is offset by
+// 128 (a ^ 0x80 = a + 128) and 128 times the sum of the other side taken off at the end:
+// sum((a + 128) b) - 128 sum(b) = sum(a b), exact (no saturation in vpdpbusd). 64 codes per step,
+// the tail one by one.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) std::int32_t dotInt8Vnni(const std::int8_t *a, const std::int8_t *b, size_t n)
+{
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i products = _mm512_setzero_si512(), sums = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i vb = _mm512_loadu_si512(b + i);
+        products = _mm512_dpbusd_epi32(products, _mm512_xor_si512(_mm512_loadu_si512(a + i), flip), vb);
+        sums = _mm512_dpbusd_epi32(sums, ones, vb);
+    }
+    std::int32_t r = _mm512_reduce_add_epi32(products) - 128 * _mm512_reduce_add_epi32(sums);
+    for (; i < n; ++i)
+        r += std::int32_t(a[i]) * b[i];
+    return r;
+}
+#endif
+
 using DotKernel = float (*)(const float *, const float *, size_t);
+using DotInt8Kernel = std::int32_t (*)(const std::int8_t *, const std::int8_t *, size_t);
+
+bool hasVnni()
+{
+#ifdef MNEME_DOT_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
+bool hasAvx2([[maybe_unused]] bool fma)
+{
+#ifdef MNEME_DOT_AVX2
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && (!fma || __builtin_cpu_supports("fma"));
+#else
+    return false;
+#endif
+}
 
 DotKernel chooseDot()
 {
 #ifdef MNEME_DOT_AVX2
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (hasAvx2(true))
         return &dotAvx2;
 #endif
     return &dotPortable;
 }
 
+DotInt8Kernel chooseDotInt8()
+{
+#ifdef MNEME_DOT_AVX2
+    if (hasVnni())
+        return &dotInt8Vnni;
+    if (hasAvx2(false))
+        return &dotInt8Avx2;
+#endif
+    return &dotInt8Portable;
+}
+
 const DotKernel kDot = chooseDot();
+const DotInt8Kernel kDotInt8 = chooseDotInt8();
 
 } // namespace
 
 float VectorMath::dot(const float *a, const float *b, size_t n)
 {
     return kDot(a, b, n);
+}
+
+float VectorMath::dot(const float *a, const float *b, size_t n, Kernel kernel)
+{
+    return kernel == Kernel::Portable ? dotPortable(a, b, n) : kDot(a, b, n);
+}
+
+std::int32_t VectorMath::dotInt8(const std::int8_t *a, const std::int8_t *b, size_t n, Kernel kernel)
+{
+    switch (kernel) {
+    case Kernel::Portable:
+        return dotInt8Portable(a, b, n);
+    case Kernel::Avx2:
+#ifdef MNEME_DOT_AVX2
+        return hasAvx2(false) ? dotInt8Avx2(a, b, n) : dotInt8Portable(a, b, n);
+#else
+        return dotInt8Portable(a, b, n);
+#endif
+    case Kernel::Fastest:
+        break;
+    }
+    return kDotInt8(a, b, n);
+}
+
+float VectorMath::quantise(const float *in, std::int8_t *out, size_t n)
+{
+    float largest = 0;
+    bool finite = true;
+    for (size_t i = 0; i < n; ++i) {
+        finite = finite && std::isfinite(in[i]);
+        largest = std::max(largest, std::fabs(in[i]));
+    }
+    if (!finite || !(largest > 0)) {
+        std::fill(out, out + n, std::int8_t(0));
+        return 0;
+    }
+    const float scale = largest / 127.0f;
+    const float inverse = 127.0f / largest;
+    for (size_t i = 0; i < n; ++i)
+        out[i] = std::int8_t(std::clamp(std::lround(in[i] * inverse), -127L, 127L));
+    return scale;
 }
 
 float VectorMath::norm(const float *a, size_t n)

@@ -396,6 +396,9 @@ private Q_SLOTS:
     void damagedIndexFileIsRebuilt_data();
     void damagedIndexFileIsRebuilt();
     void indexValuesAreValidatedOnLoad();
+    void formatThreeFileIsRead();
+    void screenedScanIsExact_data();
+    void screenedScanIsExact();
     void metadataConditionsEverywhere_data();
     void metadataConditionsEverywhere();
     void cachedAnswersStayExact();
@@ -2883,7 +2886,7 @@ void TestSqliteStorage::searchHitsCarryRankFields()
 
 namespace {
 
-// Where the parts of an index file (format 3) begin: the header, the per-node arrays, the graph.
+// Where the parts of an index file (formats 3 and 4) begin: the header, the per-node arrays, the graph.
 struct IndexLayout
 {
     qsizetype importances = 0; // the per-node importance array (doubles)
@@ -3027,11 +3030,163 @@ void TestSqliteStorage::damagedIndexFileIsRebuilt()
     s->close();
     quint32 format = 0;
     std::memcpy(&format, fileBytes(file).constData() + 8, 4);
-    QCOMPARE(format, quint32(3)); // written again, whole
+    QCOMPARE(format, quint32(4)); // written again, whole
     auto reopened = openDirect(tmp.path(), config);
     QVERIFY(reopened->search(records[0].embedding, {}, 1).size() == 1);
     QCOMPARE(reopened->searchHits(records[5].embedding, alice, 1000)->size(), std::size_t(50));
     QVERIFY(reopened->indexStats().fromFile);
+}
+
+// An exact scan of the graph layout reads the 8-bit codes of every selected vector and the float
+// vectors of those whose code score is within its error bound of the best: it returns what scoring
+// every float vector returns, the same records with the same scores in the same order, on dense and
+// sparse vectors, with many ties, with and without a filter.
+void TestSqliteStorage::screenedScanIsExact_data()
+{
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("dense") << "dense";
+    QTest::newRow("sparse") << "sparse";
+    QTest::newRow("ties") << "ties";
+}
+
+void TestSqliteStorage::screenedScanIsExact()
+{
+    QFETCH(QString, kind);
+    const int dim = 64;
+    QRandomGenerator rng(11);
+    auto vector = [&](int i) {
+        std::vector<float> v(dim, 0.0f);
+        if (kind == QLatin1String("dense")) {
+            for (float &x : v)
+                x = float(rng.generateDouble() * 2 - 1);
+        } else if (kind == QLatin1String("sparse")) {
+            for (int k = 0; k < 6; ++k)
+                v[std::size_t(rng.bounded(dim))] += rng.bounded(2) ? 1.0f : -1.0f;
+            v[std::size_t(i % dim)] += 0.5f;
+        } else { // a few distinct vectors, each many times
+            QRandomGenerator shared(quint32(i % 7));
+            for (float &x : v)
+                x = float(shared.generateDouble() * 2 - 1);
+        }
+        return v;
+    };
+    VectorIndex index;
+    index.reset(dim);
+    for (int i = 1; i <= 3000; ++i) {
+        VectorIndex::Item item;
+        item.rowid = i;
+        item.scope = QStringLiteral("/s/%1").arg(i % 3);
+        const std::vector<float> v = vector(i);
+        index.upsert(item, v.data());
+    }
+    index.buildAnn(1);
+    QVERIFY(index.isAnn());
+    RecordFilter scoped;
+    scoped.scopes = {QStringLiteral("/s/1")};
+    for (int q = 0; q < 40; ++q) {
+        const std::vector<float> query = vector(100000 + q);
+        for (const RecordFilter &filter : {RecordFilter{}, scoped}) {
+            for (int limit : {1, 10, 50}) {
+                const auto fast = index.search(query.data(), filter, limit, nullptr, VectorIndex::Mode::Exact);
+                auto all = index.search(query.data(), filter, -1, nullptr, VectorIndex::Mode::Exact);
+                all.resize(std::size_t(limit));
+                QCOMPARE(fast.size(), all.size());
+                for (std::size_t k = 0; k < fast.size(); ++k) {
+                    QCOMPARE(fast[k].rowid, all[k].rowid);
+                    QCOMPARE(fast[k].score, all[k].score);
+                }
+            }
+        }
+    }
+}
+
+// An index file of format 3 (Mneme 0.2 before the 8-bit codes: the float vectors inside the graph's
+// level-0 block, no vectors section) is read, not rebuilt: each vector is quantised as it is read, the
+// searches find what they found in the file of format 4 it was made from, and the next write of the
+// file is of format 4.
+void TestSqliteStorage::formatThreeFileIsRead()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 100}};
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 400; ++i)
+        records.push_back(makeRecord(QStringLiteral("old %1").arg(i), QStringLiteral("/o/%1").arg(i % 3), annVector(QStringLiteral("old"), i, 0), i));
+    QString file;
+    std::vector<std::vector<VectorIndex::Hit>> before;
+    RecordFilter scoped;
+    scoped.scopes = {QStringLiteral("/o/1")};
+    {
+        auto s = openDirect(tmp.path(), config);
+        s->save(records);
+        s->nearest(records[0].embedding, {}, 1);
+        file = s->indexFilePath();
+        s->close();
+        auto reader = openDirect(tmp.path(), config);
+        for (int i = 0; i < 400; i += 37) {
+            before.push_back(reader->nearest(annVector(QStringLiteral("old"), i, 5), {}, 10, VectorIndex::Mode::Graph));
+            before.push_back(reader->nearest(annVector(QStringLiteral("old"), i, 5), scoped, 10, VectorIndex::Mode::Graph));
+        }
+        QVERIFY(reader->indexStats().fromFile);
+    }
+    const QByteArray b = fileBytes(file);
+    quint32 format = 0;
+    std::memcpy(&format, b.constData() + 8, 4);
+    QCOMPARE(format, quint32(4));
+
+    // The same index as format 3: the level-0 elements hold the vectors instead of their codes.
+    const IndexLayout layout = indexLayout(b);
+    quint32 dimension = 0;
+    std::memcpy(&dimension, b.constData() + 16, 4);
+    const qsizetype params = layout.graph - (8 * 3 + 4 + 4 + 8 * 3 + 8 + 8);
+    quint64 element = 0, labelOffset = 0, dataOffset = 0;
+    std::memcpy(&element, b.constData() + params, 8);
+    std::memcpy(&labelOffset, b.constData() + params + 8, 8);
+    std::memcpy(&dataOffset, b.constData() + params + 16, 8);
+    QCOMPARE(labelOffset, dataOffset + 8 + dimension); // a scale, an error length and the codes
+    const qsizetype trailer = b.size() - 24;
+    const qsizetype vectorBytes = qsizetype(layout.nodes * dimension * 4);
+    const qsizetype vectors = trailer - vectorBytes;
+    const qsizetype upperLinks = layout.graph + qsizetype(layout.nodes * element);
+    QByteArray old = b.left(params);
+    const quint32 three = 3;
+    std::memcpy(old.data() + 8, &three, 4);
+    const quint64 oldLabelOffset = dataOffset + 4 * dimension, oldElement = oldLabelOffset + 8;
+    old.append(reinterpret_cast<const char *>(&oldElement), 8);
+    old.append(reinterpret_cast<const char *>(&oldLabelOffset), 8);
+    old.append(b.mid(params + 16, layout.graph - params - 16));
+    for (quint64 n = 0; n < layout.nodes; ++n) {
+        const qsizetype at = layout.graph + qsizetype(n * element);
+        old.append(b.mid(at, qsizetype(dataOffset)));
+        old.append(b.mid(vectors + qsizetype(n * dimension * 4), qsizetype(dimension * 4)));
+        old.append(b.mid(at + qsizetype(labelOffset), 8));
+    }
+    old.append(b.mid(upperLinks, vectors - upperLinks));
+    const quint64 sum = VectorIndex::fileChecksum(old.constData(), old.size());
+    const quint64 length = quint64(old.size());
+    old.append("MNEMEEND", 8);
+    old.append(reinterpret_cast<const char *>(&sum), 8);
+    old.append(reinterpret_cast<const char *>(&length), 8);
+    writeBytes(file, old);
+
+    auto s = openDirect(tmp.path(), config);
+    std::size_t k = 0;
+    for (int i = 0; i < 400; i += 37) {
+        for (const RecordFilter &filter : {RecordFilter{}, scoped}) {
+            const auto hits = s->nearest(annVector(QStringLiteral("old"), i, 5), filter, 10, VectorIndex::Mode::Graph);
+            QCOMPARE(hits.size(), before[k].size());
+            for (std::size_t h = 0; h < hits.size(); ++h) {
+                QCOMPARE(hits[h].rowid, before[k][h].rowid);
+                QCOMPARE(hits[h].score, before[k][h].score);
+            }
+            ++k;
+        }
+    }
+    QVERIFY(s->indexStats().fromFile);
+    QCOMPARE(s->indexStats().builds, qint64(0));
+    s->save({makeRecord(QStringLiteral("new"), QStringLiteral("/o/0"), annVector(QStringLiteral("old"), 400, 0), 400)});
+    s->close();
+    std::memcpy(&format, fileBytes(file).constData() + 8, 4);
+    QCOMPARE(format, quint32(4));
 }
 
 // Values the index holds are checked on load even when the checksum matches (a file written by a

@@ -31,9 +31,12 @@ constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
 // 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
-// everything before the trailer. Files of formats 1 and 2 are refused (their content cannot be
-// checked) and the index is rebuilt from the records.
-constexpr quint32 kFormat = 3;
+// everything before the trailer; 4: the graph holds 8-bit codes of the vectors (codeBytes()), the
+// float vectors follow it. Files of formats 1 and 2 are refused (their content cannot be checked)
+// and the index is rebuilt from the records; a file of format 3 is read, its vectors quantised as
+// they are read (and written as format 4 the next time the file is written).
+constexpr quint32 kFormat = 4;
+constexpr quint32 kFloatGraphFormat = 3;
 constexpr quint32 kByteOrder = 0x01020304;
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
@@ -43,22 +46,74 @@ bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
     return a.rowid < b.rowid;
 }
 
-// Inner-product "distance" (1 - dot) on normalised vectors, with the project's SIMD kernel.
-class DotSpace : public hnswlib::SpaceInterface<float>
+// The graph's copy of a normalised vector, its code: the quantisation scale (a float), the length of
+// the rounding error (a float: |x - scale * codes|) and `dim` 8-bit codes (VectorMath::quantise). A
+// code is about a quarter of the vector's bytes, so building and walking the graph reads a quarter of
+// the memory; every score a search returns is computed again on the float vectors
+// (VectorIndex::m_vectors).
+constexpr std::size_t kCodeHeader = 2 * sizeof(float);
+
+std::size_t codeBytes(std::size_t dim)
+{
+    return kCodeHeader + dim;
+}
+
+const std::int8_t *codeValues(const char *code)
+{
+    return reinterpret_cast<const std::int8_t *>(code + kCodeHeader);
+}
+
+float codeField(const char *code, int field)
+{
+    float v;
+    std::memcpy(&v, code + field * sizeof(float), sizeof(float));
+    return v;
+}
+float codeScale(const char *code)
+{
+    return codeField(code, 0);
+}
+float codeError(const char *code)
+{
+    return codeField(code, 1);
+}
+
+void encode(const float *unit, char *code, std::size_t dim)
+{
+    auto *values = reinterpret_cast<std::int8_t *>(code + kCodeHeader);
+    const float scale = VectorMath::quantise(unit, values, dim);
+    double error = 0;
+    for (std::size_t i = 0; i < dim; ++i) {
+        const double e = double(unit[i]) - double(scale) * double(values[i]);
+        error += e * e;
+    }
+    const float length = float(std::sqrt(error));
+    std::memcpy(code, &scale, sizeof(float));
+    std::memcpy(code + sizeof(float), &length, sizeof(float));
+}
+
+// Inner-product "distance" (1 - dot) of two codes, about that of their normalised vectors.
+float codeDistance(const char *a, const char *b, std::size_t dim)
+{
+    return 1.0f - codeScale(a) * codeScale(b) * float(VectorMath::dotInt8(codeValues(a), codeValues(b), dim));
+}
+
+// The graph's space: codes, compared by codeDistance().
+class CodeSpace : public hnswlib::SpaceInterface<float>
 {
 public:
-    explicit DotSpace(std::size_t dim)
+    explicit CodeSpace(std::size_t dim)
         : m_dim(dim)
     {
     }
-    std::size_t get_data_size() override { return m_dim * sizeof(float); }
+    std::size_t get_data_size() override { return codeBytes(m_dim); }
     hnswlib::DISTFUNC<float> get_dist_func() override { return &distance; }
     void *get_dist_func_param() override { return &m_dim; }
 
 private:
     static float distance(const void *a, const void *b, const void *param)
     {
-        return 1.0f - VectorMath::dot(static_cast<const float *>(a), static_cast<const float *>(b), *static_cast<const std::size_t *>(param));
+        return codeDistance(static_cast<const char *>(a), static_cast<const char *>(b), *static_cast<const std::size_t *>(param));
     }
     std::size_t m_dim;
 };
@@ -78,25 +133,29 @@ void normalise(const float *in, float *out, int dim)
 }
 
 // Adds `count` points to the graph with `threads` threads: point(i, scratch) gives the i-th vector,
-// normalised (scratch: `dim` floats of the calling thread's own), label(i) its rowid; nodes[i] gets
-// the node it became. False when *cancel was set (some points may be in the graph then).
-template<typename Point, typename Label>
+// normalised (scratch: `dim` floats of the calling thread's own), label(i) its rowid; the graph gets
+// its code, and placed(i, node, unit) is called with the node it became (a distinct node per thread:
+// placed() may write that node's slot of an array sized beforehand). False when *cancel was set
+// (some points may be in the graph then).
+template<typename Point, typename Label, typename Placed>
 bool addPoints(Graph &g, std::size_t count, int dim, int threads, const std::atomic<bool> *cancel, Point point, Label label,
-               std::vector<hnswlib::tableint> &nodes)
+               Placed placed)
 {
-    nodes.assign(count, 0);
     std::atomic<std::size_t> next{0};
     std::exception_ptr failure;
     std::mutex failureLock;
     auto work = [&] {
         std::vector<float> scratch(std::size_t(std::max(dim, 1)));
+        std::vector<char> code(codeBytes(std::size_t(std::max(dim, 1))));
         try {
             for (std::size_t i = next++; i < count; i = next++) {
                 if (cancel && cancel->load(std::memory_order_relaxed)) {
                     next = count;
                     break;
                 }
-                nodes[i] = g.addPoint(point(i, scratch.data()), hnswlib::labeltype(label(i)), -1);
+                const float *unit = point(i, scratch.data());
+                encode(unit, code.data(), std::size_t(dim));
+                placed(i, g.addPoint(code.data(), hnswlib::labeltype(label(i)), -1), unit);
             }
         } catch (...) {
             std::lock_guard<std::mutex> lock(failureLock);
@@ -354,8 +413,29 @@ private:
 
 struct VectorIndex::Ann
 {
-    std::unique_ptr<DotSpace> space;
+    std::unique_ptr<CodeSpace> space;
     std::unique_ptr<Graph> graph; // destroyed before the space it points to
+};
+
+// A run of puts being inserted into the graph (insertNew()). Its thread touches only the graph, the
+// new nodes' slots of the vectors (sized beforehand) and this object, never the index itself (which
+// may be moved meanwhile); the index files the attributes once it has joined it (finish()).
+struct VectorIndex::Pending
+{
+    std::vector<Item> items;
+    std::vector<float> units; // the normalised vectors, dimension() floats each
+    std::vector<hnswlib::tableint> nodes;
+    std::size_t sizeBefore = 0; // size() before the run
+    std::thread runner;
+    std::exception_ptr failure; // written by the runner before it ends
+    Pending() = default;
+    Pending(const Pending &) = delete;
+    Pending &operator=(const Pending &) = delete;
+    ~Pending()
+    {
+        if (runner.joinable())
+            runner.join();
+    }
 };
 
 // A RecordFilter's conditions resolved against the interned attribute tables.
@@ -440,11 +520,43 @@ VectorIndex::VectorIndex()
 {
     invalidate(); // interns "" (a missing identity) as 0
 }
-VectorIndex::~VectorIndex() = default;
+// The inserts left running end before the graph they write is destroyed.
+VectorIndex::~VectorIndex()
+{
+    m_pending.reset();
+}
+// Members are moved in their order: m_pending first, so that a run left going here ends before the
+// graph it writes is replaced (its inserts are dropped with the content they belonged to).
 VectorIndex &VectorIndex::operator=(VectorIndex &&other) noexcept = default;
+
+void VectorIndex::settled() const
+{
+    const_cast<VectorIndex *>(this)->settle();
+}
+
+void VectorIndex::settle()
+{
+    if (!m_pending)
+        return;
+    const std::unique_ptr<Pending> p = std::move(m_pending);
+    p->runner.join();
+    if (p->failure) {
+        invalidate(); // nodes without attributes: the owner loads the index again
+        std::rethrow_exception(p->failure);
+    }
+    finish(*p);
+}
+
+void VectorIndex::finish(const Pending &p)
+{
+    growSlots(m_ann->graph->cur_element_count);
+    for (std::size_t k = 0; k < p.items.size(); ++k)
+        fill(p.nodes[k], p.items[k]);
+}
 
 std::unique_ptr<VectorIndex> VectorIndex::flatCopy() const
 {
+    settled();
     if (m_ann)
         return nullptr;
     auto c = std::make_unique<VectorIndex>();
@@ -494,6 +606,8 @@ VectorIndex::Item VectorIndex::itemAt(std::size_t slot) const
 
 void VectorIndex::copyRecord(const VectorIndex &other, qint64 rowid)
 {
+    settle();
+    other.settled();
     if (const std::optional<std::size_t> slot = other.slotOf(rowid))
         upsert(other.itemAt(*slot), other.vectorAt(*slot));
     else if (other.m_unvectored.contains(rowid))
@@ -511,6 +625,7 @@ void VectorIndex::reset(int dimension)
 
 void VectorIndex::invalidate()
 {
+    m_pending.reset(); // its inserts dropped with everything else
     m_loaded = false;
     m_dimension = 0;
     m_rowids = {};
@@ -541,6 +656,8 @@ void VectorIndex::invalidate()
 
 std::size_t VectorIndex::size() const
 {
+    if (m_pending) // every put of a run is a record new to the graph
+        return m_pending->sizeBefore + m_pending->items.size();
     if (m_ann)
         return m_ann->graph->cur_element_count - m_ann->graph->num_deleted_;
     return m_rowids.size();
@@ -548,11 +665,13 @@ std::size_t VectorIndex::size() const
 
 std::size_t VectorIndex::deletedNodes() const
 {
+    settled();
     return m_ann ? m_ann->graph->num_deleted_ : 0;
 }
 
 std::size_t VectorIndex::graphNodes() const
 {
+    settled();
     return m_ann ? m_ann->graph->cur_element_count : 0;
 }
 
@@ -568,9 +687,14 @@ bool VectorIndex::live(std::size_t slot) const
 
 const float *VectorIndex::vectorAt(std::size_t slot) const
 {
-    if (m_ann)
-        return reinterpret_cast<const float *>(m_ann->graph->getDataByInternalId(hnswlib::tableint(slot)));
     return m_vectors.data() + slot * std::size_t(m_dimension);
+}
+
+void VectorIndex::growVectors(std::size_t slots)
+{
+    const std::size_t want = slots * std::size_t(m_dimension);
+    if (m_vectors.size() < want)
+        m_vectors.resize(want); // amortised: the library at least doubles the capacity
 }
 
 int VectorIndex::intern(QHash<QString, int> &table, QStringList &names, const QString &value)
@@ -634,17 +758,22 @@ void VectorIndex::fill(std::size_t slot, const Item &item)
 
 void VectorIndex::upsert(const Item &item, const float *vector)
 {
+    settle();
     const std::size_t dim = std::size_t(m_dimension);
     m_unvectored.remove(item.rowid);
     if (m_ann) {
         Graph &g = *m_ann->graph;
         std::vector<float> unit(dim);
         normalise(vector, unit.data(), m_dimension);
+        std::vector<char> code(codeBytes(dim));
+        encode(unit.data(), code.data(), dim);
         if (g.label_lookup_.find(hnswlib::labeltype(item.rowid)) == g.label_lookup_.end()
             && g.cur_element_count >= g.max_elements_)
             g.resizeIndex(std::max<std::size_t>(1024, g.max_elements_ + g.max_elements_ / 2));
-        const hnswlib::tableint slot = g.addPoint(unit.data(), hnswlib::labeltype(item.rowid), -1);
+        const hnswlib::tableint slot = g.addPoint(code.data(), hnswlib::labeltype(item.rowid), -1);
         growSlots(std::size_t(slot) + 1);
+        growVectors(std::size_t(slot) + 1);
+        std::copy(unit.begin(), unit.end(), m_vectors.begin() + std::ptrdiff_t(std::size_t(slot) * dim));
         fill(slot, item);
         return;
     }
@@ -664,6 +793,7 @@ void VectorIndex::upsert(const Item &item, const float *vector)
 
 void VectorIndex::updateAttributes(const Item &item)
 {
+    settle();
     if (m_ann) {
         const Graph &g = *m_ann->graph;
         auto it = g.label_lookup_.find(hnswlib::labeltype(item.rowid));
@@ -684,6 +814,7 @@ void VectorIndex::markUnvectored(qint64 rowid)
 
 void VectorIndex::remove(qint64 rowid)
 {
+    settle();
     m_unvectored.remove(rowid);
     if (m_ann) {
         Graph &g = *m_ann->graph;
@@ -742,11 +873,13 @@ std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
 
 bool VectorIndex::contains(qint64 rowid) const
 {
+    settled();
     return slotOf(rowid).has_value();
 }
 
 std::optional<VectorIndex::RankFields> VectorIndex::rankFields(qint64 rowid) const
 {
+    settled();
     const std::optional<std::size_t> s = slotOf(rowid);
     if (!s)
         return std::nullopt;
@@ -759,6 +892,7 @@ std::optional<VectorIndex::RankFields> VectorIndex::rankFields(qint64 rowid) con
 
 std::optional<double> VectorIndex::similarity(const float *query, qint64 rowid) const
 {
+    settled();
     const std::optional<std::size_t> s = slotOf(rowid);
     if (!s || m_dimension <= 0)
         return std::nullopt;
@@ -769,6 +903,7 @@ std::optional<double> VectorIndex::similarity(const float *query, qint64 rowid) 
 
 std::vector<qint64> VectorIndex::trackedRowids() const
 {
+    settled();
     std::vector<qint64> out;
     out.reserve(trackedCount());
     for (std::size_t s = 0, n = slotCount(); s < n; ++s)
@@ -781,22 +916,28 @@ std::vector<qint64> VectorIndex::trackedRowids() const
 
 bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
 {
+    settle();
     if (m_ann || !m_loaded || m_dimension <= 0)
         return true;
     const std::size_t n = m_rowids.size();
     auto ann = std::make_unique<Ann>();
-    ann->space = std::make_unique<DotSpace>(std::size_t(m_dimension));
+    ann->space = std::make_unique<CodeSpace>(std::size_t(m_dimension));
     const std::size_t capacity = std::max<std::size_t>(1024, n + n / 4);
     ann->graph = std::make_unique<Graph>(ann->space.get(), capacity, std::size_t(m_params.m),
                                          std::size_t(m_params.efConstruction), 100);
     Graph &g = *ann->graph;
-    std::vector<hnswlib::tableint> nodeOf;
+    std::vector<hnswlib::tableint> nodeOf(n);
     const std::size_t dim = std::size_t(m_dimension);
+    std::vector<float> vectors(n * dim); // in the order of the graph's nodes
     // Small graphs are built on one thread, so that they come out the same on every run.
     const int workers = n < kParallelFrom ? 1 : std::max(1, threads);
     const bool whole = addPoints(
         g, n, m_dimension, workers, cancel, [&](std::size_t i, float *) { return m_vectors.data() + i * dim; },
-        [&](std::size_t i) { return m_rowids[i]; }, nodeOf);
+        [&](std::size_t i) { return m_rowids[i]; },
+        [&](std::size_t i, hnswlib::tableint node, const float *unit) {
+            nodeOf[i] = node;
+            std::copy(unit, unit + dim, vectors.begin() + std::ptrdiff_t(std::size_t(node) * dim));
+        });
     if (!whole)
         return false;
 
@@ -816,14 +957,15 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
     permute(m_importance);
     for (auto &v : m_identity)
         permute(v);
-    m_vectors = {};
+    m_vectors = std::move(vectors);
     m_slotOfRow = {};
     m_ann = std::move(ann);
     return true;
 }
 
-void VectorIndex::apply(const std::vector<Change> &changes, int threads)
+void VectorIndex::apply(const std::vector<Change> &changes, int threads, bool background)
 {
+    settle();
     for (std::size_t i = 0; i < changes.size();) {
         if (m_ann && threads > 1 && graphNodes() >= kParallelFrom) {
             // The run of puts of records new to the graph from here, each rowid once.
@@ -837,7 +979,8 @@ void VectorIndex::apply(const std::vector<Change> &changes, int threads)
                 run.insert(rowid);
             }
             if (end - i > 1) {
-                insertNew(changes, i, end, threads);
+                // Only the last run of the changes may be left running: anything after it would wait.
+                insertNew(changes, i, end, threads, background && end == changes.size());
                 i = end;
                 continue;
             }
@@ -858,26 +1001,49 @@ void VectorIndex::apply(const std::vector<Change> &changes, int threads)
 }
 
 // An exception (out of memory) leaves nodes in the graph without their attributes: the index is then
-// unusable, and its owner invalidates it (as SqliteStorage does after any failed index change).
-void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads)
+// unusable, and its owner invalidates it (as SqliteStorage does after any failed index change; a
+// run left in the background invalidates the index itself, in settle()).
+void VectorIndex::insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads, bool background)
 {
     Graph &g = *m_ann->graph;
     const std::size_t n = last - first;
+    const std::size_t dim = std::size_t(m_dimension);
     if (g.cur_element_count + n > g.max_elements_)
         g.resizeIndex(std::max(g.cur_element_count + n, g.max_elements_ + g.max_elements_ / 2));
-    std::vector<hnswlib::tableint> nodes;
-    addPoints(
-        g, n, m_dimension, threads, nullptr,
-        [&](std::size_t k, float *scratch) {
-            normalise(changes[first + k].vector, scratch, m_dimension);
-            return scratch;
-        },
-        [&](std::size_t k) { return changes[first + k].item.rowid; }, nodes);
-    growSlots(g.cur_element_count);
+    growVectors(g.cur_element_count + n); // the new nodes are the next n
+    auto p = std::make_unique<Pending>();
+    p->sizeBefore = size();
+    p->items.reserve(n);
+    p->units.resize(n * dim);
+    p->nodes.resize(n);
     for (std::size_t k = 0; k < n; ++k) {
-        m_unvectored.remove(changes[first + k].item.rowid);
-        fill(nodes[k], changes[first + k].item);
+        const Change &c = changes[first + k];
+        p->items.push_back(c.item);
+        normalise(c.vector, p->units.data() + k * dim, m_dimension);
+        m_unvectored.remove(c.item.rowid);
     }
+    auto run = [p = p.get(), &g, vectors = m_vectors.data(), dim, threads] {
+        try {
+            addPoints(
+                g, p->items.size(), int(dim), threads, nullptr, [&](std::size_t k, float *) { return p->units.data() + k * dim; },
+                [&](std::size_t k) { return p->items[k].rowid; },
+                [&](std::size_t k, hnswlib::tableint node, const float *unit) {
+                    p->nodes[k] = node;
+                    std::copy(unit, unit + dim, vectors + std::size_t(node) * dim);
+                });
+        } catch (...) {
+            p->failure = std::current_exception();
+        }
+    };
+    if (background) {
+        p->runner = std::thread(run);
+        m_pending = std::move(p);
+        return;
+    }
+    run();
+    if (p->failure)
+        std::rethrow_exception(p->failure);
+    finish(*p);
 }
 
 std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filter) const
@@ -969,6 +1135,7 @@ std::optional<VectorIndex::Filter> VectorIndex::compile(const RecordFilter &filt
 
 VectorIndex::Judge VectorIndex::judgeFor(const RecordFilter &filter) const
 {
+    settled();
     Judge j;
     j.m_index = this;
     if (std::optional<Filter> f = compile(filter)) {
@@ -990,6 +1157,7 @@ VectorIndex::Verdict VectorIndex::Judge::verdict(qint64 rowid) const
 
 std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, const std::vector<qint64> &rowids) const
 {
+    settled();
     std::vector<Judged> out(rowids.size());
     const std::optional<Filter> f = compile(filter);
     for (std::size_t i = 0; i < rowids.size(); ++i) {
@@ -1009,6 +1177,7 @@ std::vector<VectorIndex::Judged> VectorIndex::judge(const RecordFilter &filter, 
 std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const RecordFilter &filter, int limit,
                                                   const std::vector<qint64> *onlyRows, Mode mode, bool *walked) const
 {
+    settled();
     bool unused = false;
     bool &fromGraph = walked ? *walked : unused;
     fromGraph = false;
@@ -1061,11 +1230,33 @@ std::vector<VectorIndex::Hit> VectorIndex::search(const float *query, const Reco
 std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f, int limit,
                                                  const std::vector<qint64> *onlyRows) const
 {
+    std::vector<std::size_t> slots; // the selected live slots, ascending
+    if (onlyRows) {
+        for (qint64 rowid : *onlyRows)
+            if (const std::optional<std::size_t> s = slotOf(rowid))
+                slots.push_back(*s);
+        std::sort(slots.begin(), slots.end());
+        slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+        slots.erase(std::remove_if(slots.begin(), slots.end(), [&](std::size_t s) { return !f.selects(*this, s); }), slots.end());
+    } else {
+        // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
+        for (std::size_t s = 0, n = slotCount(); s < n; ++s)
+            if (f.selects(*this, s) && live(s))
+                slots.push_back(s);
+    }
+    if (m_ann && limit > 0 && slots.size() > std::size_t(limit) * 8 + 256)
+        return screened(q, slots, limit);
+    return scored(q, slots, limit);
+}
+
+// Every slot scored on its float vector, the best `limit` kept (limit < 0: all, ranked).
+std::vector<VectorIndex::Hit> VectorIndex::scored(const float *q, const std::vector<std::size_t> &slots, int limit) const
+{
     const std::size_t dim = std::size_t(m_dimension);
     std::vector<Hit> hits;
     // A bounded heap with the worst kept hit on top when there is a limit.
     auto worseOnTop = [](const Hit &a, const Hit &b) { return better(a, b); };
-    auto offer = [&](std::size_t s) {
+    for (const std::size_t s : slots) {
         const Hit h{m_rowids[s], double(VectorMath::dot(q, vectorAt(s), dim))};
         if (limit < 0) {
             hits.push_back(h);
@@ -1077,34 +1268,53 @@ std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f
             hits.back() = h;
             std::push_heap(hits.begin(), hits.end(), worseOnTop);
         }
-    };
-    if (onlyRows) {
-        std::vector<std::size_t> slots;
-        for (qint64 rowid : *onlyRows) {
-            if (m_ann) {
-                const Graph &g = *m_ann->graph;
-                auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
-                if (it != g.label_lookup_.end() && !g.isMarkedDeleted(it->second))
-                    slots.push_back(it->second);
-            } else {
-                auto it = m_slotOfRow.constFind(rowid);
-                if (it != m_slotOfRow.constEnd())
-                    slots.push_back(it.value());
-            }
-        }
-        std::sort(slots.begin(), slots.end());
-        slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-        for (std::size_t s : slots)
-            if (f.selects(*this, s))
-                offer(s);
-    } else {
-        // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
-        for (std::size_t s = 0, n = slotCount(); s < n; ++s)
-            if (f.selects(*this, s) && live(s))
-                offer(s);
     }
     std::sort(hits.begin(), hits.end(), better);
     return hits;
+}
+
+// The same best `limit` as scored(), reading the graph's codes of every slot (a quarter of the bytes)
+// and the float vectors of few: each code's score is within a bound of the exact one (Cauchy-Schwarz
+// on the rounding: |q.x - q'.x'| <= |q - q'| |x| + |q'| |x - x'|, with |x| <= 1, |q'| <= 1 + |q - q'|
+// and |x - x'| the error length the code holds), so once `limit` exact scores are known, a slot whose
+// code score plus its bound is below the lowest of them cannot be among the best; every other slot is
+// scored exactly.
+std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::vector<std::size_t> &slots, int limit) const
+{
+    const Graph &g = *m_ann->graph;
+    const std::size_t dim = std::size_t(m_dimension);
+    std::vector<char> code(codeBytes(dim));
+    encode(q, code.data(), dim);
+    const double queryError = codeError(code.data()); // |q - q'|
+    // Float rounding of both scores (a 32-bit sum of dim products each side) and of the error lengths.
+    const double slack = 1e-5;
+
+    struct Screen
+    {
+        float score;         // from the codes
+        float bound;         // the most the exact score can exceed it by
+        std::uint32_t index; // into slots
+    };
+    std::vector<Screen> screen(slots.size());
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+        const char *x = g.getDataByInternalId(hnswlib::tableint(slots[i]));
+        screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * codeError(x) + slack),
+                     std::uint32_t(i)};
+    }
+    // The best `limit` by code score, scored exactly: the lowest of those scores is a floor.
+    const auto byCode = [](const Screen &a, const Screen &b) { return a.score > b.score; };
+    std::nth_element(screen.begin(), screen.begin() + (limit - 1), screen.end(), byCode);
+    std::vector<std::size_t> chosen;
+    double floor = std::numeric_limits<double>::max();
+    for (int k = 0; k < limit; ++k) {
+        const std::size_t s = slots[screen[std::size_t(k)].index];
+        floor = std::min(floor, double(VectorMath::dot(q, vectorAt(s), dim)));
+        chosen.push_back(s);
+    }
+    for (std::size_t i = std::size_t(limit); i < screen.size(); ++i)
+        if (double(screen[i].score) + double(screen[i].bound) >= floor)
+            chosen.push_back(slots[screen[i].index]);
+    return scored(q, chosen, limit);
 }
 
 std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f, int limit, double selectivity) const
@@ -1113,7 +1323,11 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     if (g.cur_element_count == 0)
         return {};
     using Pair = std::pair<float, hnswlib::tableint>;
-    auto dist = [&](hnswlib::tableint id) { return 1.0f - VectorMath::dot(q, reinterpret_cast<const float *>(g.getDataByInternalId(id)), std::size_t(m_dimension)); };
+    // The walk compares codes; the candidates it keeps are scored on the float vectors at the end.
+    const std::size_t dim = std::size_t(m_dimension);
+    std::vector<char> code(codeBytes(dim));
+    encode(q, code.data(), dim);
+    auto dist = [&](hnswlib::tableint id) { return codeDistance(code.data(), g.getDataByInternalId(id), dim); };
 
     // Greedy descent through the upper layers (filters do not apply there: they only route).
     hnswlib::tableint current = g.enterpoint_node_;
@@ -1189,12 +1403,12 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     }
     g.visited_list_pool_->releaseVisitedList(visitedList);
 
-    // Scores are recomputed as in the exact scan, so both paths rank ties alike.
+    // The candidates are ranked by their exact scores, computed as in the exact scan, so both paths
+    // rank ties alike.
     std::vector<Hit> hits;
     hits.reserve(top.size());
     for (; !top.empty(); top.pop())
-        hits.push_back({m_rowids[top.top().second],
-                        double(VectorMath::dot(q, vectorAt(top.top().second), std::size_t(m_dimension)))});
+        hits.push_back({m_rowids[top.top().second], double(VectorMath::dot(q, vectorAt(top.top().second), dim))});
     std::sort(hits.begin(), hits.end(), better);
     if (hits.size() > std::size_t(limit))
         hits.resize(std::size_t(limit));
@@ -1207,6 +1421,7 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
 
 bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) const
 {
+    settled();
     if (!m_ann) {
         *error = QStringLiteral("only an approximate index is written to a file");
         return false;
@@ -1277,6 +1492,7 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
         if (bytes)
             w.raw(g.linkLists_[i], bytes);
     }
+    w.array(m_vectors, nodes * std::size_t(m_dimension));
     const quint64 length = w.total();
     const quint64 sum = w.checksum();
     w.raw(kTrailer, sizeof(kTrailer));
@@ -1355,11 +1571,15 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     quint32 headFormat = 0, headOrder = 0;
     std::memcpy(&headFormat, head + sizeof(kMagic), sizeof(quint32));
     std::memcpy(&headOrder, head + sizeof(kMagic) + sizeof(quint32), sizeof(quint32));
-    if (headFormat != kFormat || headOrder != kByteOrder) {
-        *error = headFormat < kFormat ? QStringLiteral("written by an older Mneme (format %1, without a checksum)").arg(headFormat)
-                                      : QStringLiteral("not a Mneme vector index of this format");
+    if ((headFormat != kFormat && headFormat != kFloatGraphFormat) || headOrder != kByteOrder) {
+        *error = headFormat < kFloatGraphFormat
+                   ? QStringLiteral("written by an older Mneme (format %1, without a checksum)").arg(headFormat)
+                   : QStringLiteral("not a Mneme vector index of this format");
         return false;
     }
+    // Format 3 held the float vectors in the graph, format 4 holds codes there (made again from the
+    // vectors after them).
+    const bool floatGraph = headFormat == kFloatGraphFormat;
     char trailer[sizeof(kTrailer)];
     quint64 checksum = 0;
     quint64 length = 0;
@@ -1449,7 +1669,7 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     }
 
     auto ann = std::make_unique<Ann>();
-    ann->space = std::make_unique<DotSpace>(std::size_t(dimension));
+    ann->space = std::make_unique<CodeSpace>(std::size_t(dimension));
     ann->graph = std::make_unique<Graph>(ann->space.get());
     Graph &g = *ann->graph;
     // The bare constructor initialises nothing; what the destructor frees must be valid first.
@@ -1472,19 +1692,25 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     g.M_ = r.pod<quint64>();
     g.mult_ = r.pod<double>();
     g.ef_construction_ = r.pod<quint64>();
+    const std::size_t dim = std::size_t(dimension);
+    // What one node's vector takes in the file's level-0 block, and in memory.
+    const std::size_t fileData = floatGraph ? dim * sizeof(float) : codeBytes(dim);
+    const std::size_t fileElement = g.size_data_per_element_;
     g.data_size_ = ann->space->get_data_size();
     g.fstdistfunc_ = ann->space->get_dist_func();
     g.dist_func_param_ = ann->space->get_dist_func_param();
     g.size_links_per_element_ = g.maxM_ * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint);
     g.size_links_level0_ = g.maxM0_ * sizeof(hnswlib::tableint) + sizeof(hnswlib::linklistsizeint);
     if (!r.ok() || g.maxM_ == 0 || g.maxM_ > 10000 || g.maxM0_ < g.maxM_ || g.maxM0_ > 20000 || g.offsetData_ != g.size_links_level0_
-        || g.label_offset_ != g.offsetData_ + g.data_size_ || g.size_data_per_element_ != g.label_offset_ + sizeof(hnswlib::labeltype)
+        || g.label_offset_ != g.offsetData_ + fileData || g.size_data_per_element_ != g.label_offset_ + sizeof(hnswlib::labeltype)
         || g.maxlevel_ < (nodes ? 0 : -1) || g.maxlevel_ > 64 || (nodes && g.enterpoint_node_ >= nodes) || !(g.mult_ > 0)) {
         *error = QStringLiteral("the file is damaged (graph parameters)");
         return false;
     }
     g.revSize_ = 1.0 / g.mult_;
     g.ef_ = 10;
+    g.label_offset_ = g.offsetData_ + g.data_size_;
+    g.size_data_per_element_ = g.label_offset_ + sizeof(hnswlib::labeltype);
     const std::size_t capacity = std::size_t(nodes) + std::max<std::size_t>(1024, std::size_t(nodes) / 8);
     g.max_elements_ = capacity;
     g.data_level0_memory_ = static_cast<char *>(std::malloc(capacity * g.size_data_per_element_));
@@ -1495,7 +1721,18 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     std::vector<std::mutex>(capacity).swap(g.link_list_locks_);
     std::vector<std::mutex>(Graph::max_update_element_locks).swap(g.link_list_update_locks_);
     g.visited_list_pool_ = new hnswlib::VisitedListPool(1, int(capacity));
-    r.raw(g.data_level0_memory_, nodes * g.size_data_per_element_);
+    m_vectors.resize(std::size_t(nodes) * dim);
+    if (floatGraph) {
+        for (std::size_t i = 0; i < nodes && r.ok(); ++i) {
+            char *element = g.data_level0_memory_ + i * g.size_data_per_element_;
+            float *vector = m_vectors.data() + i * dim;
+            r.raw(element, g.offsetData_); // the links
+            r.raw(vector, fileData);
+            r.raw(element + g.label_offset_, sizeof(hnswlib::labeltype));
+        }
+    } else {
+        r.raw(g.data_level0_memory_, nodes * fileElement);
+    }
     g.cur_element_count = nodes;
     for (std::size_t i = 0; i < nodes && r.ok(); ++i) {
         const quint32 bytes = r.pod<quint32>();
@@ -1511,6 +1748,8 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
         g.element_levels_[i] = int(bytes / g.size_links_per_element_);
         r.raw(g.linkLists_[i], bytes);
     }
+    if (!floatGraph)
+        r.raw(m_vectors.data(), quint64(nodes) * dim * sizeof(float));
     if (!r.ok() || quint64(file.pos()) != length) {
         *error = QStringLiteral("the file is damaged (graph)");
         return false;
@@ -1522,7 +1761,7 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     // Values a search relies on, whatever wrote them: a NaN importance or vector component would
     // order a record out of every result, a privacy flag other than 0 or 1 is not one of ours.
     for (std::size_t s = 0; s < nodes; ++s) {
-        const float *v = reinterpret_cast<const float *>(g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_);
+        const float *v = vectorAt(s);
         bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1;
         for (int k = 0; finite && k < dimension; ++k)
             finite = std::isfinite(v[k]);
@@ -1530,6 +1769,9 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
             *error = QStringLiteral("the file is damaged (values of node %1)").arg(s);
             return false;
         }
+        // The codes are made again from the vectors (a file's codes are never trusted: an exact scan
+        // relies on their error lengths).
+        encode(v, g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_, dim);
     }
     // The entry point sits on the top level; every link must name a node that has the link's level;
     // every label must be the rowid recorded for its node.

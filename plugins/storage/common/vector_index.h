@@ -25,9 +25,10 @@ namespace mneme {
 // Two layouts:
 // - flat (small stores): vectors in one contiguous array, searched by an exact scan; a removal moves
 //   the last slot into the hole.
-// - approximate (large stores, after buildAnn() or load()): vectors live in an HNSW graph (hnswlib,
-//   inner product on the normalised vectors) whose labels are the rowids; slot = the graph's internal
-//   id, a removal marks the node deleted. Searches without filters walk the graph; filtered ones walk
+// - approximate (large stores, after buildAnn() or load()): the vectors have an HNSW graph (hnswlib,
+//   inner product on 8-bit codes of the normalised vectors: a quarter of the memory a walk reads)
+//   whose labels are the rowids; slot = the graph's internal id, a removal marks the node deleted.
+//   The float vectors stay beside the graph, and every score a search returns is computed on them. Searches without filters walk the graph; filtered ones walk
 //   it with the filter applied to every candidate (a filtered-out record never enters the results),
 //   or scan the filtered subset exactly when it is small. The graph, the attributes and the vectors
 //   can be written to a file (save()) and read back (load()) without rebuilding.
@@ -79,8 +80,8 @@ public:
     {
         int m = 16;               // graph degree (HNSW M)
         int efConstruction = 100; // candidate list while inserting
-        int efSearch = 96;        // candidate list while searching (at least the limit), up to 100,000
-                                  // vectors; times 1 + log10(n / 100,000) beyond
+        int efSearch = 160;       // candidate list while searching (at least the limit), up to 100,000
+                                  // vectors; times (1 + log10(n / 100,000))^2 beyond
     };
 
     // How search() finds neighbours: Auto picks by layout and filter selectivity; Exact always scans;
@@ -191,8 +192,13 @@ public:
     // the approximate layout of a graph of at least kParallelFrom nodes, each run of puts of records
     // new to the graph is inserted with `threads` threads: a batch of a bulk load enters the graph
     // with every core, on the writer's side. Smaller graphs are changed on one thread, so that they come
-    // out the same on every run.
-    void apply(const std::vector<Change> &changes, int threads);
+    // out the same on every run. With `background`, a last such run is left running when apply()
+    // returns (the caller writes its next batch meanwhile); every later call but isLoaded(),
+    // dimension(), isAnn(), params(), size() and trackedCount() waits for it first (settle()).
+    void apply(const std::vector<Change> &changes, int threads, bool background = false);
+    // Waits for the inserts apply() left running and files their attributes. Their failure (out of
+    // memory) is rethrown, the index invalidated.
+    void settle();
     static constexpr std::size_t kParallelFrom = 10000;
 
     // Converts the flat layout into the approximate one, inserting with `threads` threads. With
@@ -254,14 +260,28 @@ private:
     bool live(std::size_t slot) const;
     std::optional<std::size_t> slotOf(qint64 rowid) const;
     const float *vectorAt(std::size_t slot) const;
-    // Inserts the puts changes[first, last) (rowids new to the graph) with `threads` threads.
-    void insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads);
+    // Makes room in m_vectors for `slots` slots.
+    void growVectors(std::size_t slots);
+    struct Pending;
+    // Inserts the puts changes[first, last) (rowids new to the graph) with `threads` threads; with
+    // `background`, leaves them running (m_pending).
+    void insertNew(const std::vector<Change> &changes, std::size_t first, std::size_t last, int threads, bool background);
+    void finish(const Pending &p);
+    // settle() for the reading members: the content they read is the same after it.
+    void settled() const;
     std::vector<Hit> exact(const float *query, const Filter &f, int limit, const std::vector<qint64> *onlyRows) const;
+    std::vector<Hit> scored(const float *query, const std::vector<std::size_t> &slots, int limit) const;
+    std::vector<Hit> screened(const float *query, const std::vector<std::size_t> &slots, int limit) const;
     // The filter's conditions on this index's attributes; nothing when it can select no record.
     std::optional<Filter> compile(const RecordFilter &filter) const;
     std::vector<Hit> graph(const float *query, const Filter &f, int limit, double selectivity) const;
     bool readFile(const QString &path, int dimension, Stamp *stamp, QString *error);
 
+    // Threads: every member is the owner's (under its lock) except what a run of inserts left in the
+    // background writes (m_pending's own fields, the graph, the new nodes' slots of m_vectors) until
+    // settle() joins it. First of the members: a move-assignment replaces it (joining it) before the
+    // graph it writes.
+    std::unique_ptr<Pending> m_pending;
     bool m_loaded = false;
     int m_dimension = 0;
     AnnParams m_params;
@@ -276,7 +296,10 @@ private:
     std::vector<double> m_importance;
     std::array<std::vector<std::int32_t>, 3> m_identity; // index into m_identityNames; 0 is "" (missing)
 
-    std::vector<float> m_vectors;             // flat layout only: size() * dimension(), normalised
+    // The normalised vectors, dimension() floats per slot: every score is computed on these. The graph
+    // holds 8-bit codes of them (for finding candidates); the approximate layout may hold more slots
+    // than nodes.
+    std::vector<float> m_vectors;
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
     std::unique_ptr<Ann> m_ann;
     QSet<qint64> m_unvectored;

@@ -1745,7 +1745,9 @@ void SqliteStorage::indexInserted(const std::vector<qint64> &rowids, const std::
         c.vector = r.embedding.data();
         changes.push_back(std::move(c));
     }
-    m_index.apply(changes, indexBuildThreads());
+    // During a bulk load the batch's graph inserts go on while the writer writes the next batch (the
+    // index waits for them at its next use).
+    m_index.apply(changes, indexBuildThreads(), m_bulkLoading);
 }
 
 // A connection that has saved as many records as the store held before its first save (and at least

@@ -50,7 +50,7 @@ public:
         int annThreshold = 10000;
         int annM = 16;
         int annEfConstruction = 100;
-        int annEfSearch = 96;
+        int annEfSearch = 160;
         // From this many records with vectors on, the graph is built on background threads while
         // searches scan every vector exactly (IndexStats::building); below it, by the search or write
         // that crosses annThreshold.
