@@ -217,9 +217,16 @@ float VectorMath::quantise(const float *in, std::int8_t *out, size_t n)
     const float inverse = 127.0f / largest;
     // Rounded half away from zero (as std::lround, without its call per element: this loop is how
     // an index file's vectors get their codes on load, a million of them at a time).
-    for (size_t i = 0; i < n; ++i) {
-        const float r = std::clamp(in[i] * inverse, -127.0f, 127.0f);
-        out[i] = std::int8_t(int(r + std::copysign(0.5f, r)));
+    const auto code = [](float r) {
+        r = std::clamp(r, -127.0f, 127.0f);
+        return std::int8_t(int(r + std::copysign(0.5f, r)));
+    };
+    if (std::isfinite(inverse)) {
+        for (size_t i = 0; i < n; ++i)
+            out[i] = code(in[i] * inverse);
+    } else { // subnormal values only: 127 / largest overflows, each value over largest does not
+        for (size_t i = 0; i < n; ++i)
+            out[i] = code(in[i] / largest * 127.0f);
     }
     return scale;
 }
