@@ -3,9 +3,12 @@
 // The throwaway PostgreSQL cluster of the CTest fixture "postgres" (scripts/pg-cluster.sh), for tests:
 // its settings, and a fresh schema per test so that tests never see each other's records.
 
+#include <mneme/core/error.h>
+
 #include <QFile>
 #include <QString>
 #include <QUuid>
+#include <functional>
 #include <libpq-fe.h>
 #include <stdexcept>
 
@@ -66,5 +69,19 @@ public:
         return first;
     }
 };
+
+// The message of the mneme::Error `f` throws (and its kind, when asked), or an empty string when it
+// throws none.
+inline QString errorOf(const std::function<void()> &f, ErrorKind *kind = nullptr)
+{
+    try {
+        f();
+    } catch (const Error &e) {
+        if (kind)
+            *kind = e.kind();
+        return e.message();
+    }
+    return QString();
+}
 
 } // namespace mneme::test

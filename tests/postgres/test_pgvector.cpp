@@ -17,6 +17,7 @@
 #include <thread>
 
 using namespace mneme;
+using mneme::test::errorOf;
 using VectorSearch = PostgresStorage::Options::VectorSearch;
 
 namespace {
@@ -92,16 +93,15 @@ int vectorColumn(const QString &dsn)
         .toInt();
 }
 
-QString errorOf(const std::function<void()> &f, ErrorKind *kind = nullptr)
+// pgvector's negated inner product of record `id`'s column with the client's text form of `embedding`:
+// -1 when the column holds that unit vector.
+double columnAgainstClient(const QString &dsn, const QString &id, const Embedding &embedding)
 {
-    try {
-        f();
-    } catch (const Error &e) {
-        if (kind)
-            *kind = e.kind();
-        return e.message();
-    }
-    return QString();
+    const QString client = QString::fromLatin1(*PostgresStorage::pgvectorText(embedding));
+    return test::PgCluster::scalar(
+               QStringLiteral("SELECT embedding_v OPERATOR(public.<#>) '%1'::public.vector FROM mneme_records WHERE id = '%2'").arg(client, id),
+               dsn)
+        .toDouble();
 }
 
 } // namespace
@@ -375,10 +375,7 @@ private Q_SLOTS:
         QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM mneme_records WHERE embedding_v IS NULL"), dsn),
                  QStringLiteral("1"));
         const MemoryRecord &r = records[7];
-        const QString client = QString::fromLatin1(*PostgresStorage::pgvectorText(r.embedding));
-        QVERIFY(test::PgCluster::scalar(QStringLiteral("SELECT embedding_v OPERATOR(public.<#>) '%1'::public.vector FROM mneme_records WHERE id = '%2'").arg(client, r.id), dsn)
-                    .toDouble()
-                < -0.999999);
+        QVERIFY(columnAgainstClient(dsn, r.id, r.embedding) < -0.999999);
         MemoryRecord changed = r;
         changed.embedding = randomVector(4242);
         static_cast<StorageBackend &>(store).update(changed);
@@ -405,10 +402,7 @@ private Q_SLOTS:
         QCOMPARE(found.front().record.id, r.id);
         QVERIFY(std::abs(found.front().score - 1.0) < 1e-6);
         // The server's conversion gives the client's vector.
-        const QString client = QString::fromLatin1(*PostgresStorage::pgvectorText(odd));
-        QVERIFY(test::PgCluster::scalar(QStringLiteral("SELECT embedding_v OPERATOR(public.<#>) '%1'::public.vector FROM mneme_records WHERE id = '%2'").arg(client, r.id), dsn)
-                    .toDouble()
-                < -0.999999);
+        QVERIFY(columnAgainstClient(dsn, r.id, odd) < -0.999999);
         MemoryRecord changed = r;
         changed.embedding = randomVector(555);
         static_cast<StorageBackend &>(unaware).update(changed);

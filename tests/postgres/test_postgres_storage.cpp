@@ -24,20 +24,9 @@
 #include <thread>
 
 using namespace mneme;
+using mneme::test::errorOf;
 
 namespace {
-
-QString errorOf(const std::function<void()> &f, ErrorKind *kind = nullptr)
-{
-    try {
-        f();
-    } catch (const Error &e) {
-        if (kind)
-            *kind = e.kind();
-        return e.message();
-    }
-    return QString();
-}
 
 std::unique_ptr<StorageBackend> openPg(const QString &dsn)
 {
