@@ -23,6 +23,85 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+// The candidate search of a graph insert (hnswlib's searchBaseLayer, used by addPoint), written
+// again for 8-bit codes that live far apart in memory: the same candidates, the same order and the
+// same results, but an expanded node's unvisited neighbours are collected first (their list copied
+// under the node's lock, which is then released) and the codes are fetched a few neighbours ahead of
+// the distance that reads them, so that several cache misses overlap instead of one at a time (a
+// code spans seven cache lines; the library fetched one line of the next neighbour). This file is
+// the only one that includes hnswlib, so every use of the function in the program is this one.
+template<>
+std::priority_queue<std::pair<float, hnswlib::tableint>, std::vector<std::pair<float, hnswlib::tableint>>,
+                    hnswlib::HierarchicalNSW<float>::CompareByFirst>
+hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *data_point, int layer)
+{
+    using Queue = std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>, CompareByFirst>;
+    constexpr std::size_t kAhead = 8; // neighbours whose codes are being fetched ahead
+    const auto prefetchCode = [this](tableint id) {
+        const char *code = getDataByInternalId(id);
+        for (std::size_t offset = 0; offset < data_size_; offset += 64)
+            __builtin_prefetch(code + offset);
+        __builtin_prefetch(code + data_size_ - 1);
+    };
+    VisitedList *vl = visited_list_pool_->getFreeVisitedList();
+    vl_type *visited = vl->mass;
+    const vl_type tag = vl->curV;
+    Queue top_candidates;
+    Queue candidateSet; // negated distances: nearest on top
+    float lowerBound;
+    if (!isMarkedDeleted(ep_id)) {
+        const float dist = fstdistfunc_(data_point, getDataByInternalId(ep_id), dist_func_param_);
+        top_candidates.emplace(dist, ep_id);
+        lowerBound = dist;
+        candidateSet.emplace(-dist, ep_id);
+    } else {
+        lowerBound = std::numeric_limits<float>::max();
+        candidateSet.emplace(-lowerBound, ep_id);
+    }
+    visited[ep_id] = tag;
+    std::vector<tableint> fresh(std::max(maxM0_, maxM_));
+    while (!candidateSet.empty()) {
+        const std::pair<float, tableint> current = candidateSet.top();
+        if (-current.first > lowerBound && top_candidates.size() == ef_construction_)
+            break;
+        candidateSet.pop();
+        std::size_t count = 0;
+        {
+            std::unique_lock<std::mutex> lock(link_list_locks_[current.second]);
+            const linklistsizeint *list = layer == 0 ? get_linklist0(current.second) : get_linklist(current.second, layer);
+            const std::size_t size = getListCount(const_cast<linklistsizeint *>(list));
+            const tableint *ids = reinterpret_cast<const tableint *>(list + 1);
+            for (std::size_t j = 0; j < size; ++j)
+                __builtin_prefetch(visited + ids[j]);
+            for (std::size_t j = 0; j < size; ++j) {
+                if (visited[ids[j]] == tag)
+                    continue;
+                visited[ids[j]] = tag;
+                fresh[count++] = ids[j];
+            }
+        }
+        for (std::size_t k = 0; k < std::min(kAhead, count); ++k)
+            prefetchCode(fresh[k]);
+        for (std::size_t k = 0; k < count; ++k) {
+            if (k + kAhead < count)
+                prefetchCode(fresh[k + kAhead]);
+            const tableint id = fresh[k];
+            const float dist = fstdistfunc_(data_point, getDataByInternalId(id), dist_func_param_);
+            if (top_candidates.size() < ef_construction_ || lowerBound > dist) {
+                candidateSet.emplace(-dist, id);
+                if (!isMarkedDeleted(id))
+                    top_candidates.emplace(dist, id);
+                if (top_candidates.size() > ef_construction_)
+                    top_candidates.pop();
+                if (!top_candidates.empty())
+                    lowerBound = top_candidates.top().first;
+            }
+        }
+    }
+    visited_list_pool_->releaseVisitedList(vl);
+    return top_candidates;
+}
+
 namespace mneme {
 
 namespace {
@@ -90,6 +169,19 @@ void encode(const float *unit, char *code, std::size_t dim)
     const float length = float(std::sqrt(error));
     std::memcpy(code, &scale, sizeof(float));
     std::memcpy(code + sizeof(float), &length, sizeof(float));
+}
+
+// Whether n floats are all finite, without a branch per value (a million vectors are checked when an
+// index file is read): an exponent of all ones is an infinity or a NaN.
+bool allFinite(const float *values, std::size_t n)
+{
+    std::uint32_t special = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t bits;
+        std::memcpy(&bits, values + i, sizeof bits);
+        special |= std::uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return special == 0;
 }
 
 // Inner-product "distance" (1 - dot) of two codes, about that of their normalised vectors.
@@ -1760,18 +1852,21 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     }
     // Values a search relies on, whatever wrote them: a NaN importance or vector component would
     // order a record out of every result, a privacy flag other than 0 or 1 is not one of ours.
+    // A format-4 file's codes are read as they are: the checksum covers them as it covers the float
+    // vectors they were made from, and a file that lied about either would mislead an exact scan
+    // alike; a code's scale and error length must still be numbers a distance can use.
     for (std::size_t s = 0; s < nodes; ++s) {
         const float *v = vectorAt(s);
-        bool finite = std::isfinite(m_importance[s]) && m_private[s] <= 1;
-        for (int k = 0; finite && k < dimension; ++k)
-            finite = std::isfinite(v[k]);
-        if (!finite) {
+        char *code = g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_;
+        if (floatGraph)
+            encode(v, code, dim);
+        const bool usable = std::isfinite(m_importance[s]) && m_private[s] <= 1 && allFinite(v, dim)
+                         && std::isfinite(codeScale(code)) && codeScale(code) >= 0 && std::isfinite(codeError(code))
+                         && codeError(code) >= 0;
+        if (!usable) {
             *error = QStringLiteral("the file is damaged (values of node %1)").arg(s);
             return false;
         }
-        // The codes are made again from the vectors (a file's codes are never trusted: an exact scan
-        // relies on their error lengths).
-        encode(v, g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_, dim);
     }
     // The entry point sits on the top level; every link must name a node that has the link's level;
     // every label must be the rowid recorded for its node.
