@@ -2941,13 +2941,16 @@ void writeBytes(const QString &path, const QByteArray &bytes)
 // checksum, rebuilt from the records and written again; no record vanishes from a search, and the
 // identities filter on the rebuilt index. An identity index out of range is refused even behind a
 // matching checksum (a faulty writer). An index file of an older format (format 2: no checksum, no
-// identities) is rebuilt too.
+// identities) is rebuilt too. So is a code whose scale or error length is no distance's number, behind
+// a matching checksum.
 void TestSqliteStorage::damagedIndexFileIsRebuilt_data()
 {
     QTest::addColumn<QString>("damage");
     QTest::newRow("header") << "header";
     QTest::newRow("a NaN importance") << "nan importance";
     QTest::newRow("an identity out of range, checksum matching") << "identity";
+    QTest::newRow("a NaN code scale, checksum matching") << "nan code";
+    QTest::newRow("a negative code error length, checksum matching") << "negative error";
     QTest::newRow("the graph") << "graph";
     QTest::newRow("the last byte before the trailer") << "end";
     QTest::newRow("the checksum") << "checksum";
@@ -2987,6 +2990,18 @@ void TestSqliteStorage::damagedIndexFileIsRebuilt()
     } else if (damage == QLatin1String("identity")) {
         const qint32 outOfRange = 7;
         std::memcpy(b.data() + layout.identities + 4 * 3, &outOfRange, 4);
+        const quint64 sum = VectorIndex::fileChecksum(b.constData(), trailer);
+        std::memcpy(b.data() + trailer + 8, &sum, 8);
+    } else if (damage == QLatin1String("nan code") || damage == QLatin1String("negative error")) {
+        // Node 3's code: its scale, then its error length, at the data offset of its element.
+        const qsizetype params = layout.graph - (8 * 3 + 4 + 4 + 8 * 3 + 8 + 8);
+        quint64 element = 0, dataOffset = 0;
+        std::memcpy(&element, b.constData() + params, 8);
+        std::memcpy(&dataOffset, b.constData() + params + 16, 8);
+        const qsizetype code = layout.graph + qsizetype(3 * element + dataOffset);
+        const bool scale = damage == QLatin1String("nan code");
+        const float value = scale ? std::numeric_limits<float>::quiet_NaN() : -0.25f;
+        std::memcpy(b.data() + code + (scale ? 0 : 4), &value, 4);
         const quint64 sum = VectorIndex::fileChecksum(b.constData(), trailer);
         std::memcpy(b.data() + trailer + 8, &sum, 8);
     } else if (damage == QLatin1String("graph")) {
