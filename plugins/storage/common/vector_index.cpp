@@ -30,19 +30,60 @@
 // the distance that reads them, so that several cache misses overlap instead of one at a time (a
 // code spans seven cache lines; the library fetched one line of the next neighbour). This file is
 // the only one that includes hnswlib, so every use of the function in the program is this one.
+namespace mneme::graph_walk {
+
+// Codes whose fetch into the cache runs ahead of the distance that reads them.
+constexpr std::size_t kAhead = 8;
+
+// Starts fetching a node's code (it spans several cache lines; hnswlib's own walk fetched one).
+inline void prefetchCode(const hnswlib::HierarchicalNSW<float> &g, hnswlib::tableint id)
+{
+    const char *code = g.getDataByInternalId(id);
+    for (std::size_t offset = 0; offset < g.data_size_; offset += 64)
+        __builtin_prefetch(code + offset);
+    __builtin_prefetch(code + g.data_size_ - 1);
+}
+
+// The nodes of a link list not visited yet, marked visited now, into `out` (room for the list's
+// count); their count. Collected before any distance, so that their codes can be fetched together.
+inline std::size_t unvisited(const hnswlib::HierarchicalNSW<float> &g, const unsigned int *list, hnswlib::vl_type *visited,
+                             hnswlib::vl_type tag, hnswlib::tableint *out)
+{
+    const std::size_t size = g.getListCount(const_cast<unsigned int *>(list));
+    const hnswlib::tableint *ids = list + 1;
+    for (std::size_t j = 0; j < size; ++j)
+        __builtin_prefetch(visited + ids[j]);
+    std::size_t count = 0;
+    for (std::size_t j = 0; j < size; ++j) {
+        if (visited[ids[j]] == tag)
+            continue;
+        visited[ids[j]] = tag;
+        out[count++] = ids[j];
+    }
+    return count;
+}
+
+// Calls visit(id) for each of `count` nodes in order, their codes fetched kAhead nodes ahead.
+template<typename Visit>
+void visitFetchingAhead(const hnswlib::HierarchicalNSW<float> &g, const hnswlib::tableint *ids, std::size_t count, Visit visit)
+{
+    for (std::size_t k = 0; k < std::min(kAhead, count); ++k)
+        prefetchCode(g, ids[k]);
+    for (std::size_t k = 0; k < count; ++k) {
+        if (k + kAhead < count)
+            prefetchCode(g, ids[k + kAhead]);
+        visit(ids[k]);
+    }
+}
+
+} // namespace mneme::graph_walk
+
 template<>
 std::priority_queue<std::pair<float, hnswlib::tableint>, std::vector<std::pair<float, hnswlib::tableint>>,
                     hnswlib::HierarchicalNSW<float>::CompareByFirst>
 hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *data_point, int layer)
 {
     using Queue = std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>, CompareByFirst>;
-    constexpr std::size_t kAhead = 8; // neighbours whose codes are being fetched ahead
-    const auto prefetchCode = [this](tableint id) {
-        const char *code = getDataByInternalId(id);
-        for (std::size_t offset = 0; offset < data_size_; offset += 64)
-            __builtin_prefetch(code + offset);
-        __builtin_prefetch(code + data_size_ - 1);
-    };
     VisitedList *vl = visited_list_pool_->getFreeVisitedList();
     vl_type *visited = vl->mass;
     const vl_type tag = vl->curV;
@@ -69,23 +110,9 @@ hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *dat
         {
             std::unique_lock<std::mutex> lock(link_list_locks_[current.second]);
             const linklistsizeint *list = layer == 0 ? get_linklist0(current.second) : get_linklist(current.second, layer);
-            const std::size_t size = getListCount(const_cast<linklistsizeint *>(list));
-            const tableint *ids = reinterpret_cast<const tableint *>(list + 1);
-            for (std::size_t j = 0; j < size; ++j)
-                __builtin_prefetch(visited + ids[j]);
-            for (std::size_t j = 0; j < size; ++j) {
-                if (visited[ids[j]] == tag)
-                    continue;
-                visited[ids[j]] = tag;
-                fresh[count++] = ids[j];
-            }
+            count = mneme::graph_walk::unvisited(*this, list, visited, tag, fresh.data());
         }
-        for (std::size_t k = 0; k < std::min(kAhead, count); ++k)
-            prefetchCode(fresh[k]);
-        for (std::size_t k = 0; k < count; ++k) {
-            if (k + kAhead < count)
-                prefetchCode(fresh[k + kAhead]);
-            const tableint id = fresh[k];
+        mneme::graph_walk::visitFetchingAhead(*this, fresh.data(), count, [&](tableint id) {
             const float dist = fstdistfunc_(data_point, getDataByInternalId(id), dist_func_param_);
             if (top_candidates.size() < ef_construction_ || lowerBound > dist) {
                 candidateSet.emplace(-dist, id);
@@ -96,6 +123,13 @@ hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *dat
                 if (!top_candidates.empty())
                     lowerBound = top_candidates.top().first;
             }
+        });
+        if (!candidateSet.empty()) { // the node expanded next: its lock and its list
+            const tableint next = candidateSet.top().second;
+            __builtin_prefetch(&link_list_locks_[next]);
+            const char *list = reinterpret_cast<const char *>(layer == 0 ? get_linklist0(next) : get_linklist(next, layer));
+            for (std::size_t offset = 0; offset < (layer == 0 ? size_links_level0_ : size_links_per_element_); offset += 64)
+                __builtin_prefetch(list + offset);
         }
     }
     visited_list_pool_->releaseVisitedList(vl);
@@ -1468,19 +1502,14 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     }
     candidates.emplace(-currentDist, current);
     visited[current] = tag;
+    std::vector<hnswlib::tableint> fresh(g.maxM0_);
     while (!candidates.empty()) {
         const Pair c = candidates.top();
         if (-c.first > lowerBound && top.size() >= ef)
             break;
         candidates.pop();
-        const unsigned int *links = g.get_linklist0(c.second);
-        const int count = g.getListCount(const_cast<unsigned int *>(links));
-        const hnswlib::tableint *ids = links + 1;
-        for (int i = 0; i < count; ++i) {
-            const hnswlib::tableint id = ids[i];
-            if (visited[id] == tag)
-                continue;
-            visited[id] = tag;
+        const std::size_t count = graph_walk::unvisited(g, g.get_linklist0(c.second), visited, tag, fresh.data());
+        graph_walk::visitFetchingAhead(g, fresh.data(), count, [&](hnswlib::tableint id) {
             const float d = dist(id);
             if (top.size() < ef || d < lowerBound) {
                 candidates.emplace(-d, id);
@@ -1491,7 +1520,7 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
                     lowerBound = top.top().first;
                 }
             }
-        }
+        });
     }
     g.visited_list_pool_->releaseVisitedList(visitedList);
 
