@@ -2941,8 +2941,8 @@ void writeBytes(const QString &path, const QByteArray &bytes)
 // checksum, rebuilt from the records and written again; no record vanishes from a search, and the
 // identities filter on the rebuilt index. An identity index out of range is refused even behind a
 // matching checksum (a faulty writer). An index file of an older format (format 2: no checksum, no
-// identities) is rebuilt too. So is a code whose scale or error length is no distance's number, behind
-// a matching checksum.
+// identities) is rebuilt too. So is a code whose scale or error length is no distance's number, or a
+// vector that is not finite, behind a matching checksum.
 void TestSqliteStorage::damagedIndexFileIsRebuilt_data()
 {
     QTest::addColumn<QString>("damage");
@@ -2951,6 +2951,7 @@ void TestSqliteStorage::damagedIndexFileIsRebuilt_data()
     QTest::newRow("an identity out of range, checksum matching") << "identity";
     QTest::newRow("a NaN code scale, checksum matching") << "nan code";
     QTest::newRow("a negative code error length, checksum matching") << "negative error";
+    QTest::newRow("an infinite vector component, checksum matching") << "infinite vector";
     QTest::newRow("the graph") << "graph";
     QTest::newRow("the last byte before the trailer") << "end";
     QTest::newRow("the checksum") << "checksum";
@@ -3002,6 +3003,15 @@ void TestSqliteStorage::damagedIndexFileIsRebuilt()
         const bool scale = damage == QLatin1String("nan code");
         const float value = scale ? std::numeric_limits<float>::quiet_NaN() : -0.25f;
         std::memcpy(b.data() + code + (scale ? 0 : 4), &value, 4);
+        const quint64 sum = VectorIndex::fileChecksum(b.constData(), trailer);
+        std::memcpy(b.data() + trailer + 8, &sum, 8);
+    } else if (damage == QLatin1String("infinite vector")) {
+        // The float vectors end the file, before its trailer: node 7's third component.
+        quint32 dimension = 0;
+        std::memcpy(&dimension, b.constData() + 16, 4);
+        const qsizetype vectors = trailer - qsizetype(layout.nodes * dimension * 4);
+        const float infinite = std::numeric_limits<float>::infinity();
+        std::memcpy(b.data() + vectors + qsizetype(7 * dimension + 2) * 4, &infinite, 4);
         const quint64 sum = VectorIndex::fileChecksum(b.constData(), trailer);
         std::memcpy(b.data() + trailer + 8, &sum, 8);
     } else if (damage == QLatin1String("graph")) {

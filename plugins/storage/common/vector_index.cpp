@@ -232,9 +232,9 @@ bool allFinite(const float *values, std::size_t n)
     for (std::size_t i = 0; i < n; ++i) {
         std::uint32_t bits;
         std::memcpy(&bits, values + i, sizeof bits);
-        special |= std::uint32_t((bits & 0x7f800000u) == 0x7f800000u);
+        special |= (bits & 0x7f800000u) + 0x00800000u; // carries into the top bit when the exponent is all ones
     }
-    return special == 0;
+    return (special & 0x80000000u) == 0;
 }
 
 // Inner-product "distance" (1 - dot) of two codes, about that of their normalised vectors.
@@ -1912,12 +1912,13 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     // A format-4 file's codes are read as they are: the checksum covers them as it covers the float
     // vectors they were made from, and a file that lied about either would mislead an exact scan
     // alike; a code's scale and error length must still be numbers a distance can use.
+    const bool vectorsFinite = allFinite(m_vectors.data(), m_vectors.size()); // else the node is looked for
     for (std::size_t s = 0; s < nodes; ++s) {
         const float *v = vectorAt(s);
         char *code = g.data_level0_memory_ + s * g.size_data_per_element_ + g.offsetData_;
         if (floatGraph)
             encode(v, code, dim);
-        const bool usable = std::isfinite(m_importance[s]) && m_private[s] <= 1 && allFinite(v, dim)
+        const bool usable = std::isfinite(m_importance[s]) && m_private[s] <= 1 && (vectorsFinite || allFinite(v, dim))
                          && std::isfinite(codeScale(code)) && codeScale(code) >= 0 && std::isfinite(codeError(code))
                          && codeError(code) >= 0;
         if (!usable) {
