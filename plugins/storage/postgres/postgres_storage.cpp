@@ -122,22 +122,29 @@ INSERT INTO mneme_meta(key, value) VALUES ('words', 'mneme-english-1') ON CONFLI
     // by pruneChanges()): the records, and the sum of their lengths (the positions of their words, as
     // KeywordIndex counts them). The triggers are made before the totals are counted: they take a lock
     // that holds the other writers off until the step commits. Written to run again over itself (a
-    // store whose recorded version was set back). The index of a store of more than
-    // kWordsIndexInStep records is built after the step, without holding writers off
-    // (ensureWordsIndex()).
+    // store whose recorded version was set back). The index is built in the step's transaction for a
+    // store of at most 1,000 records (milliseconds, holding the other writers off); a larger store's
+    // after the step, beside them (ensureWordsIndex()).
     {6, R"sql(
 CREATE OR REPLACE FUNCTION mneme_words_length(w tsvector) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $fn$ SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) FROM unnest(w) $fn$;
 CREATE TABLE IF NOT EXISTS mneme_word_totals (records bigint NOT NULL, length bigint NOT NULL);
+-- A statement's rows are measured by one join with their words (half the cost of a function call a row).
 CREATE OR REPLACE FUNCTION mneme_word_totals_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     n bigint := 0;
     len bigint := 0;
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        SELECT count(*), coalesce(sum(mneme_words_length(words) + mneme_words_length(context_words)), 0) INTO n, len FROM new_rows;
+        SELECT count(*) INTO n FROM new_rows;
+        SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) INTO len
+            FROM new_rows r CROSS JOIN LATERAL (SELECT positions FROM unnest(r.words)
+                                                UNION ALL SELECT positions FROM unnest(r.context_words)) u;
     ELSIF TG_OP = 'DELETE' THEN
-        SELECT -count(*), -coalesce(sum(mneme_words_length(words) + mneme_words_length(context_words)), 0) INTO n, len FROM old_rows;
+        SELECT -count(*) INTO n FROM old_rows;
+        SELECT -coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) INTO len
+            FROM old_rows r CROSS JOIN LATERAL (SELECT positions FROM unnest(r.words)
+                                                UNION ALL SELECT positions FROM unnest(r.context_words)) u;
     ELSE
         len := mneme_words_length(NEW.words) + mneme_words_length(NEW.context_words)
              - mneme_words_length(OLD.words) - mneme_words_length(OLD.context_words);
@@ -160,24 +167,22 @@ CREATE TRIGGER mneme_records_words_update AFTER UPDATE OF words, context_words O
     EXECUTE FUNCTION mneme_word_totals_change();
 DELETE FROM mneme_word_totals;
 INSERT INTO mneme_word_totals(records, length)
-    SELECT count(*), coalesce(sum(mneme_words_length(words) + mneme_words_length(context_words)), 0) FROM mneme_records;
+    SELECT (SELECT count(*) FROM mneme_records),
+           coalesce((SELECT sum(coalesce(array_length(u.positions, 1), 1)) FROM mneme_records r
+                     CROSS JOIN LATERAL (SELECT positions FROM unnest(r.words) UNION ALL SELECT positions FROM unnest(r.context_words)) u), 0);
 DO $do$ BEGIN
     IF (SELECT count(*) FROM (SELECT 1 FROM mneme_records LIMIT 1001) AS s) <= 1000 THEN
-        CREATE INDEX IF NOT EXISTS mneme_records_words_gin ON mneme_records USING gin (words, context_words) WITH (fastupdate = off);
+        CREATE INDEX IF NOT EXISTS mneme_records_words_gin ON mneme_records USING gin (words, context_words) WITH (fastupdate = on);
     END IF;
 END $do$;
 )sql"},
 };
 // The step after which rewriteWords() runs.
 constexpr int kClientWordsVersion = 5;
-// The records a store may hold for step 6 to build the GIN index of the words in its transaction (a
-// few milliseconds), holding the other writers off; a larger store's is built after the step, beside
-// them (ensureWordsIndex()). The step's SQL says the same number.
-constexpr int kWordsIndexInStep = 1000;
 // The GIN index of the words (step 6), and what builds it.
 const QByteArray kWordsIndex = "mneme_records_words_gin";
 const QByteArray kWordsIndexSql = "CREATE INDEX CONCURRENTLY mneme_records_words_gin ON mneme_records "
-                                  "USING gin (words, context_words) WITH (fastupdate = off)";
+                                  "USING gin (words, context_words) WITH (fastupdate = on)";
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
 // the per-content locks of InsertUnlessIdentical (pg_advisory_xact_lock takes one bigint, or two ints).
@@ -1943,7 +1948,7 @@ bool PostgresStorage::wordsIndexValid()
 }
 
 // Builds the GIN index of the words when the store has none (step 6 left it to this for a store of
-// more than kWordsIndexInStep records; or a build stopped half way, which leaves an invalid index), with
+// more than 1,000 records; or a build stopped half way, which leaves an invalid index), with
 // CREATE INDEX CONCURRENTLY: writers on every host go on meanwhile, and this open waits for it. Under a
 // session lock, so that processes opening the store at once build it once (the others wait, then find
 // it). A failure is logged: keyword searches then wait for the process's keyword index, as without it.
