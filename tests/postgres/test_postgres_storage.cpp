@@ -1224,9 +1224,19 @@ private Q_SLOTS:
         const MemoryRecord tea = m.remember(QStringLiteral("Ana drinks green tea every morning"));
         m.remember(QStringLiteral("The build server lives in Lisbon"));
         QCOMPARE(m.remember(QStringLiteral("Ana drinks green tea every morning")).id, tea.id); // stored once
-        const QList<MemoryMatch> found = m.recall(QStringLiteral("green tea"));
+        // The first recall's keyword search is the server's (the keyword index loads meanwhile); the
+        // stats say so, and then that the index answers, with the same ranking.
+        RecallStats stats;
+        RecallOptions withStats;
+        withStats.stats = &stats;
+        const QList<MemoryMatch> found = m.recall(QStringLiteral("green tea"), withStats);
         QVERIFY(!found.isEmpty());
         QCOMPARE(found.first().record.id, tea.id);
+        QVERIFY2(stats.answers.contains(QStringLiteral("keywords on the server (GIN index): the keyword index is loading")),
+                 qPrintable(stats.answers.join(QLatin1String("; "))));
+        QTRY_VERIFY_WITH_TIMEOUT((m.recall(QStringLiteral("green tea"), withStats), stats.answers.contains(QStringLiteral("keyword index of 2 records"))),
+                                 30000);
+        QCOMPARE(m.recall(QStringLiteral("green tea"), withStats).first().record.id, tea.id);
         QVERIFY(m.storage().location().startsWith(QLatin1String("postgresql://")));
         ForgetOptions f;
         f.ids = {tea.id};
