@@ -2600,6 +2600,7 @@ void PostgresStorage::close()
         QMutexLocker lock(&m_poolMutex);
         if (m_closed.exchange(true))
             return;
+        m_poolFree.wakeAll(); // a thread waiting for a connection (the keyword index's load) gives up
     }
     if (m_listener.joinable())
         m_listener.join(); // it sees m_closed within kListenPollMs
