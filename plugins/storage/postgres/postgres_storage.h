@@ -259,6 +259,8 @@ private:
     // Appends the change log entry of this transaction's changes to these rows (Transaction::commit()).
     Logged logChanges(const std::vector<qint64> &rids);
     void pruneChanges();
+    // A keyword search answered by the server (the GIN index of the words) with the store's statistics;
+    // with a lease, no lock held.
     std::vector<KeywordIndex::Match> serverKeywordSearch(const QStringList &lexemes, double contextWeight, int rowBudget);
     std::vector<QString> insertAll(std::span<const MemoryRecord> records, bool unlessIdentical);
     void update(const MemoryRecord &record);
@@ -305,7 +307,7 @@ private:
     void loadKeywords();
     bool catchUpKeywords();
     void applyKeywordRows(const std::vector<qint64> &rids);
-    // The first load, on m_keywordLoader; with a lease (none for the loader), no lock held.
+    // Starts the first load on m_keywordLoader, which takes a connection of its own; no index lock held.
     void startKeywordLoad();
     // The GIN index of the words (schema 6): whether the store has it, built; its build after an
     // upgrade (at open, with the lease).
