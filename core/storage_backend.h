@@ -149,7 +149,9 @@ struct MNEME_CORE_EXPORT SearchRequest
     double contextWeight = 0;
 };
 
-// How a vector search was answered (SearchResult::answer), for a recall's stats (RecallStats).
+// How a vector search was answered (SearchResult::answer), for a recall's stats (RecallStats). A
+// keyword search's answer has a detail alone, when the backend gives one ("keyword index of 3,225
+// records").
 struct MNEME_CORE_EXPORT VectorSearchAnswer
 {
     enum class Method {
@@ -174,7 +176,7 @@ struct MNEME_CORE_EXPORT SearchResult
     // conditions the backend judges on the records only: ask for records instead. A backend with the
     // capability never sets it for a filter without metadata conditions.
     bool hitsDeclined = false;
-    VectorSearchAnswer answer; // Kind::Vector: how it was answered
+    VectorSearchAnswer answer; // how it was answered (Kind::Keyword: its detail alone, when the backend gives one)
 };
 
 // Reads of records by id or by hit key, in the order asked; nothing for one that is not stored.
@@ -331,10 +333,15 @@ public:
             *answer = std::move(r.answer);
         return std::move(r.records);
     }
-    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight = 0)
+    // A keyword search; `answer`, when given, receives the backend's account of how it was answered
+    // (SearchResult::answer: its detail alone, when the backend gives one).
+    std::vector<ScoredRecord> keywordSearch(const QString &text, const RecordFilter &filter, int limit, double contextWeight = 0,
+                                            VectorSearchAnswer *answer = nullptr)
     {
-        return find(searchOf(SearchRequest::Kind::Keyword, SearchRequest::Output::Records, {}, text, filter, limit, contextWeight))
-            .records;
+        SearchResult r = find(searchOf(SearchRequest::Kind::Keyword, SearchRequest::Output::Records, {}, text, filter, limit, contextWeight));
+        if (answer)
+            *answer = std::move(r.answer);
+        return std::move(r.records);
     }
     // The two-phase search: hits, then hitRecords() of the kept ones. Nothing when the backend declines
     // (SearchResult::hitsDeclined).
@@ -344,9 +351,10 @@ public:
         return hitsOf(searchOf(SearchRequest::Kind::Vector, SearchRequest::Output::Hits, query, {}, filter, limit, 0), answer);
     }
     std::optional<std::vector<SearchHit>> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
-                                                      int limit, double contextWeight = 0)
+                                                      int limit, double contextWeight = 0, VectorSearchAnswer *answer = nullptr)
     {
-        return hitsOf(searchOf(SearchRequest::Kind::Keyword, SearchRequest::Output::Hits, query, text, filter, limit, contextWeight));
+        return hitsOf(searchOf(SearchRequest::Kind::Keyword, SearchRequest::Output::Hits, query, text, filter, limit, contextWeight),
+                      answer);
     }
     std::optional<MemoryRecord> get(const QString &id, bool withEmbedding = false)
     {

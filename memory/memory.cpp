@@ -626,6 +626,14 @@ void noteAnswer(const VectorSearchAnswer &a)
         stats->answers << a.detail;
 }
 
+// Notes how one of the recall's keyword searches was answered (the backend's detail, when it gives one).
+void noteKeywordAnswer(const VectorSearchAnswer &a)
+{
+    RecallStats *stats = t_recallStats;
+    if (stats && !a.detail.isEmpty() && !stats->answers.contains(a.detail))
+        stats->answers << a.detail;
+}
+
 } // namespace
 
 QFuture<SaveResult> MemoryPrivate::submitBatch(std::vector<Item> items, const QString &startedValue, TurnContext context)
@@ -754,8 +762,11 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
             if (vectors)
                 noteAnswer(answer);
             std::optional<std::vector<SearchHit>> words;
-            if (config.keywordWeight > 0)
-                words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight);
+            VectorSearchAnswer keywordAnswer;
+            if (config.keywordWeight > 0) {
+                words = storage->keywordHits(text, queryVector, filter, candidates, config.keywordContextWeight, &keywordAnswer);
+                noteKeywordAnswer(keywordAnswer);
+            }
             if (config.keywordWeight <= 0 || words)
                 return rankHits(text, *hits, words ? *words : std::vector<SearchHit>(), filter, limit, now, floor);
         }
@@ -778,7 +789,10 @@ QList<MemoryMatch> MemoryPrivate::rank(const QString &text, const Embedding &que
         noteAnswer(answer);
     }
     if (config.keywordWeight > 0) {
-        for (const ScoredRecord &h : storage->keywordSearch(text, filter, candidates, config.keywordContextWeight)) {
+        VectorSearchAnswer keywordAnswer;
+        const std::vector<ScoredRecord> words = storage->keywordSearch(text, filter, candidates, config.keywordContextWeight, &keywordAnswer);
+        noteKeywordAnswer(keywordAnswer);
+        for (const ScoredRecord &h : words) {
             auto it = pool.find(h.record.id);
             if (it != pool.end()) {
                 it->keyword = h.score;

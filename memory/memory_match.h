@@ -72,8 +72,10 @@ struct MNEME_MEMORY_EXPORT RecallStats
     // The store was building its index: the recall scanned exactly instead of waiting for it.
     bool indexBuilding = false;
     int vectorSearches = 0; // the vector searches made (a deep recall may make several)
-    // The store's account of how they were answered, each distinct one once, in order: "HNSW graph of
-    // 3,225 records", "exact scan of 4,000 records: the HNSW graph is being built".
+    // The store's account of how they and the keyword searches were answered, each distinct one once,
+    // in order: "HNSW graph of 3,225 records", "exact scan of 4,000 records: the HNSW graph is being
+    // built"; a PostgreSQL store's keyword searches, "keyword index of 3,225 records", or "keywords on
+    // the server (GIN index): the keyword index is loading".
     QStringList answers;
     double elapsedMs = 0; // the recall's time (as Memory::queryCompleted reports it)
 };

@@ -83,6 +83,35 @@ QList<QPair<QString, double>> keywordScores(StorageBackend &s, const QString &te
     return out;
 }
 
+// A keyword search through the contract: (id, score) pairs, best first, and which answered it.
+QList<QPair<QString, double>> keywordAnswer(StorageBackend &s, const QString &text, const RecordFilter &filter, double contextWeight,
+                                            QString *answer)
+{
+    SearchRequest q;
+    q.kind = SearchRequest::Kind::Keyword;
+    q.text = text;
+    q.filter = filter;
+    q.limit = 50;
+    q.contextWeight = contextWeight;
+    const SearchResult r = s.find(q);
+    *answer = r.answer.detail;
+    QList<QPair<QString, double>> out;
+    for (const ScoredRecord &m : r.records)
+        out.append({m.record.id, m.score});
+    return out;
+}
+
+// Whether two keyword searches found the same records in the same order with the same scores.
+bool sameMatches(const std::vector<KeywordIndex::Match> &a, const std::vector<KeywordIndex::Match> &b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        if (a[i].rid != b[i].rid || std::abs(a[i].score - b[i].score) > 1e-9)
+            return false;
+    return true;
+}
+
 // Whether two lists of scores name the same records in the same order with the same scores.
 bool sameScores(const QList<QPair<QString, double>> &a, const QList<QPair<QString, double>> &b)
 {
@@ -109,6 +138,64 @@ std::string tsv(const QStringList &words)
 class TestPostgresStorage : public QObject
 {
     Q_OBJECT
+
+private:
+    // The store of the keyword answer tests, filled once: 600 records in two scopes, some private,
+    // some with a context, then a few updated and deleted.
+    PostgresStorage::Options keywordCorpus()
+    {
+        if (!m_corpus.dsn.isEmpty())
+            return m_corpus;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = m_corpusDir.path();
+        o.listen = false;
+        const QStringList texts{QStringLiteral("Ana drinks green tea in Lisbon, cup %1"),
+                                QStringLiteral("The teas were drinking well on day %1"),
+                                QStringLiteral("Meeting notes about the review, item %1"),
+                                QStringLiteral("Bob's plan for the week %1 of the notes"),
+                                QStringLiteral("Notes on Lisbon trams and green hills, page %1"),
+                                QStringLiteral("Notes: the place serves tea, visit %1")};
+        // Words of every commonness: the texts' in a sixth of the records or more (over the cap), and
+        // these in fewer.
+        const std::vector<std::pair<int, QString>> rarer{{12, QStringLiteral(" at the Café Müller")},
+                                                         {20, QStringLiteral(" near Zanzibar")},
+                                                         {13, QStringLiteral(", a naïve budget")},
+                                                         {14, QStringLiteral(" in the garden")}};
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 600; ++i) {
+            QString content = texts[i % texts.size()].arg(i);
+            for (const auto &[every, words] : rarer)
+                if (i % every == 0)
+                    content += words;
+            if (i % 100 == 7)
+                content += QStringLiteral(", a quokka smiled");
+            MemoryRecord r = MemoryRecord::create(content);
+            r.scope = i % 3 ? QStringLiteral("/team/b") : QStringLiteral("/team/a");
+            r.source = i % 2 ? QStringLiteral("bob") : QStringLiteral("ana");
+            r.isPrivate = i % 10 == 0;
+            if (i % 4 == 0)
+                r.context = QStringLiteral("they spoke of tea and Zanzibar, again and again and again");
+            records.push_back(r);
+        }
+        PostgresStorage storage(o);
+        StorageBackend &s = storage; // the contract's operations
+        s.save(records);
+        for (int i = 1; i < 60; i += 6) {
+            MemoryRecord changed = records[std::size_t(i)];
+            changed.content = QStringLiteral("Now about green tea and a quokka in Lisbon, %1").arg(i);
+            changed.context = i % 12 == 1 ? QStringLiteral("zanzibar") : QString();
+            s.update(changed);
+        }
+        RecordFilter doomed;
+        for (int i = 100; i < 600; i += 50)
+            doomed.ids << records[std::size_t(i)].id;
+        s.remove(doomed);
+        m_corpus = o;
+        return o;
+    }
+    QTemporaryDir m_corpusDir;
+    PostgresStorage::Options m_corpus;
 
 private Q_SLOTS:
     void initTestCase() { QVERIFY2(test::PgCluster::load(qEnvironmentVariable("MNEME_PG_DIR")), "no PostgreSQL cluster: run the test through CTest"); }
@@ -815,14 +902,15 @@ private Q_SLOTS:
         QVERIFY(sameScores(keywordScores(reader, question), keywordScores(fresh, question)));
     }
 
-    // A store of schema 3 (GIN indexes on the words, word counts) loses them when opened: keyword
-    // searches read each process's keyword index, and saves no longer keep the GIN indexes up.
+    // A store of schema 3 (GIN indexes on the words, word counts) loses them when opened (schema 4):
+    // keyword searches read each process's keyword index, and saves no longer keep two GIN indexes up.
     void ginIndexesLeaveByMigration()
     {
         const QString dsn = test::PgCluster::freshDsn();
         MemoryRecord r = MemoryRecord::create(QStringLiteral("Alice lives in Lisbon"));
         openPg(dsn)->save({r});
-        test::PgCluster::run(QStringLiteral("CREATE INDEX mneme_records_words ON mneme_records USING gin (words); "
+        test::PgCluster::run(QStringLiteral("DROP INDEX mneme_records_words_gin; "
+                                            "CREATE INDEX mneme_records_words ON mneme_records USING gin (words); "
                                             "CREATE INDEX mneme_records_context_words ON mneme_records USING gin (context_words); "
                                             "ALTER TABLE mneme_records ADD COLUMN word_count integer NOT NULL DEFAULT 0, "
                                             "ADD COLUMN context_word_count integer NOT NULL DEFAULT 0; "
@@ -832,7 +920,12 @@ private Q_SLOTS:
         QCOMPARE(test::PgCluster::scalar(gin, dsn), QStringLiteral("2"));
         auto s = openPg(dsn);
         QVERIFY(s->info().schemaVersion >= 4);
-        QCOMPARE(test::PgCluster::scalar(gin, dsn), QStringLiteral("0"));
+        // Schema 6's index of both words columns (keyword answers while a process's index loads) alone.
+        QCOMPARE(test::PgCluster::scalar(gin, dsn), QStringLiteral("1"));
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+                                                        "AND indexdef LIKE '%USING gin%'"),
+                                         dsn),
+                 QStringLiteral("mneme_records_words_gin"));
         QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT count(*) FROM information_schema.columns WHERE table_schema = "
                                                         "current_schema() AND column_name LIKE '%word_count'"),
                                          dsn),
@@ -840,6 +933,168 @@ private Q_SLOTS:
         const auto found = s->keywordSearch(QStringLiteral("Lisbon"), RecordFilter(), 5);
         QCOMPARE(found.size(), std::size_t(1));
         QCOMPARE(found.front().record.id, r.id);
+    }
+
+    // The server's answer to a keyword search (while a process's keyword index loads) is the keyword
+    // index's: the same records, order and scores, on a store of 600 records (a word's cap: 60) after
+    // updates and deletes, for words stemmed, with diacritics, stop words only, none found, common
+    // words, the context weighed or not, the row budget's bound, and through the contract with scopes,
+    // privacy and sources.
+    void serverKeywordAnswerEqualsTheIndex_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<double>("contextWeight");
+        QTest::addColumn<int>("rowBudget");
+        QTest::addColumn<QString>("filter");
+        QTest::addColumn<bool>("found");
+        QTest::newRow("stems") << QStringLiteral("smiling quokkas") << 0.3 << 1000 << QString() << true;
+        QTest::newRow("diacritics") << QStringLiteral("Cafe MULLER") << 0.3 << 1000 << QString() << true;
+        QTest::newRow("stop words only") << QStringLiteral("the and of it") << 0.3 << 1000 << QString() << false;
+        QTest::newRow("no match") << QStringLiteral("xylophone") << 0.3 << 1000 << QString() << false;
+        QTest::newRow("a common word alone") << QStringLiteral("notes") << 0.3 << 1000 << QString() << false;
+        QTest::newRow("a rare word and a common one") << QStringLiteral("quokka notes") << 0.3 << 1000 << QString() << true;
+        QTest::newRow("the context weighed") << QStringLiteral("zanzibar") << 0.5 << 1000 << QString() << true;
+        QTest::newRow("the context left out") << QStringLiteral("zanzibar") << 0.0 << 1000 << QString() << true;
+        QTest::newRow("bounded, content") << QStringLiteral("quokka zanzibar budget garden") << 0.0 << 40 << QString() << true;
+        QTest::newRow("bounded, context") << QStringLiteral("quokka zanzibar budget garden") << 0.5 << 40 << QString() << true;
+        QTest::newRow("unbounded") << QStringLiteral("quokka zanzibar budget garden") << 0.5 << 0 << QString() << true;
+        QTest::newRow("a scope") << QStringLiteral("Café Müller green tea") << 0.3 << 1000 << QStringLiteral("scope") << true;
+        QTest::newRow("privacy, another source") << QStringLiteral("Café Müller green tea") << 0.3 << 1000 << QStringLiteral("privacy") << true;
+        QTest::newRow("privacy, the owner") << QStringLiteral("Café Müller green tea") << 0.3 << 1000 << QStringLiteral("owner") << true;
+        QTest::newRow("one source") << QStringLiteral("Café Müller green tea") << 0.3 << 1000 << QStringLiteral("source") << true;
+    }
+    void serverKeywordAnswerEqualsTheIndex()
+    {
+        QFETCH(QString, text);
+        QFETCH(double, contextWeight);
+        QFETCH(int, rowBudget);
+        QFETCH(QString, filter);
+        QFETCH(bool, found);
+        PostgresStorage::Options o = keywordCorpus();
+        // The search itself, each way.
+        PostgresStorage direct(o);
+        const auto onServer = direct.keywordSearchOnServer(text, contextWeight, rowBudget);
+        const auto inIndex = direct.keywordSearchInIndex(text, contextWeight, rowBudget);
+        QCOMPARE(!onServer.empty(), found);
+        QVERIFY2(sameMatches(onServer, inIndex), qPrintable(QStringLiteral("%1 on the server, %2 in the index").arg(onServer.size()).arg(inIndex.size())));
+        // Through the contract: a store whose keyword index is not loaded yet, and one whose is.
+        RecordFilter f;
+        if (filter == QLatin1String("scope"))
+            f.scopes = {QStringLiteral("/team/a")};
+        if (filter == QLatin1String("privacy") || filter == QLatin1String("owner")) {
+            f.applyPrivacy = true;
+            f.source = filter == QLatin1String("owner") ? QStringLiteral("ana") : QStringLiteral("bob");
+        }
+        if (filter == QLatin1String("source"))
+            f.onlySource = QStringLiteral("ana");
+        PostgresStorage loading(o);
+        QString answer;
+        const auto first = keywordAnswer(loading, text, f, contextWeight, &answer);
+        if (found)
+            QVERIFY2(answer.contains(QLatin1String("server")), qPrintable(answer));
+        loading.waitForKeywords();
+        const auto loaded = keywordAnswer(loading, text, f, contextWeight, &answer);
+        if (found)
+            QVERIFY2(answer.contains(QLatin1String("keyword index of")), qPrintable(answer));
+        QCOMPARE(!first.isEmpty(), found);
+        QVERIFY2(sameScores(first, loaded), qPrintable(QStringLiteral("%1 from the server, %2 from the index").arg(first.size()).arg(loaded.size())));
+        if (filter == QLatin1String("privacy"))
+            for (const auto &[id, score] : first)
+                QVERIFY(!direct.get(id)->isPrivate);
+    }
+
+    // While the keyword index loads, keyword searches (records and hits, as a recall asks) are answered
+    // by the server at once: the load is held until they are done, so a search that waited for it would
+    // never return. Once loaded, the index answers, the same.
+    void searchesDuringTheLoadDoNotWait()
+    {
+        PostgresStorage::Options o = keywordCorpus();
+        PostgresStorage s(o);
+        QSemaphore held, started;
+        s.setBeforeKeywordLoadHook([&] {
+            started.release();
+            held.acquire();
+        });
+        QString answer;
+        const QString question = QStringLiteral("Cafe Muller green tea");
+        const auto first = keywordAnswer(s, question, RecordFilter(), 0.3, &answer);
+        QVERIFY2(answer.contains(QLatin1String("server")), qPrintable(answer));
+        QVERIFY(!first.isEmpty());
+        QVERIFY(started.tryAcquire(1, 30000)); // the load began, and waits
+        for (int i = 0; i < 3; ++i) {
+            QVERIFY(sameScores(keywordAnswer(s, question, RecordFilter(), 0.3, &answer), first));
+            QVERIFY2(answer.contains(QLatin1String("server")), qPrintable(answer));
+        }
+        const auto hits = static_cast<StorageBackend &>(s).keywordHits(question, {}, RecordFilter(), 50, 0.3);
+        QVERIFY(hits && int(hits->size()) == first.size());
+        held.release();
+        s.waitForKeywords();
+        QVERIFY(sameScores(keywordAnswer(s, question, RecordFilter(), 0.3, &answer), first));
+        QVERIFY2(answer.contains(QLatin1String("keyword index of")), qPrintable(answer));
+    }
+
+    // A populated store of schema 5 gains what the server's keyword answers need when opened: the word
+    // totals as the records have them, and the GIN index, built concurrently (more than 1,000 records);
+    // the totals then follow saves, updates, deletes and resets.
+    void wordsIndexArrivesByMigration()
+    {
+        QTemporaryDir dir;
+        PostgresStorage::Options o;
+        o.dsn = test::PgCluster::freshDsn();
+        o.indexDir = dir.path();
+        o.listen = false;
+        std::vector<MemoryRecord> records;
+        for (int i = 0; i < 1200; ++i) {
+            MemoryRecord r = MemoryRecord::create(QStringLiteral("Note %1 on the Café of Lisbon, tea number %2").arg(i).arg(i % 7));
+            r.context = i % 3 ? QString() : QStringLiteral("said over green tea");
+            records.push_back(r);
+        }
+        PostgresStorage(o).save(records);
+        test::PgCluster::run(QStringLiteral("DROP INDEX mneme_records_words_gin; DROP TRIGGER mneme_records_words_insert ON mneme_records; "
+                                            "DROP TRIGGER mneme_records_words_delete ON mneme_records; "
+                                            "DROP TRIGGER mneme_records_words_update ON mneme_records; DROP TABLE mneme_word_totals; "
+                                            "DROP FUNCTION mneme_word_totals_change(); DROP FUNCTION mneme_words_length(tsvector); "
+                                            "UPDATE mneme_meta SET value = '5' WHERE key = 'schema_version'"),
+                             o.dsn);
+        const auto totals = [&] {
+            return test::PgCluster::scalar(QStringLiteral("SELECT sum(records) || ' ' || sum(length) FROM mneme_word_totals"), o.dsn);
+        };
+        const auto lengthOf = [](const MemoryRecord &r) {
+            qint64 n = 0;
+            for (const QString &text : {r.content, r.context}) {
+                const QByteArray w = TextWords::tsvector(text);
+                for (const auto &[lexeme, positions] : KeywordIndex::parse(std::string_view(w.constData(), std::size_t(w.size()))))
+                    n += positions;
+            }
+            return n;
+        };
+        qint64 expected = 0;
+        for (const MemoryRecord &r : records)
+            expected += lengthOf(r);
+        PostgresStorage s(o);
+        QCOMPARE(s.info().schemaVersion, 6);
+        QCOMPARE(test::PgCluster::scalar(QStringLiteral("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass('mneme_records_words_gin')"), o.dsn),
+                 QStringLiteral("t"));
+        QCOMPARE(totals(), QStringLiteral("1200 %1").arg(expected));
+        const QString question = QStringLiteral("note 42 green tea");
+        QVERIFY(!s.keywordSearchOnServer(question, 0.3, 1000).empty());
+        QVERIFY(sameMatches(s.keywordSearchOnServer(question, 0.3, 1000), s.keywordSearchInIndex(question, 0.3, 1000)));
+        // The totals follow every write.
+        StorageBackend &writer = s; // the contract's operations
+        MemoryRecord changed = records[5];
+        changed.content = QStringLiteral("A much longer note than it was, about green tea in Porto and Lisbon");
+        writer.update(changed);
+        RecordFilter two;
+        two.ids = {records[7].id, records[8].id};
+        QCOMPARE(writer.remove(two), 2);
+        MemoryRecord added = MemoryRecord::create(QStringLiteral("one more note"));
+        writer.save({added});
+        expected += lengthOf(changed) - lengthOf(records[5]) - lengthOf(records[7]) - lengthOf(records[8]) + lengthOf(added);
+        QCOMPARE(totals(), QStringLiteral("1199 %1").arg(expected));
+        QVERIFY(sameMatches(s.keywordSearchOnServer(question, 0.3, 1000), s.keywordSearchInIndex(question, 0.3, 1000)));
+        QCOMPARE(writer.reset(QStringLiteral("/")), 1199);
+        QCOMPARE(totals(), QStringLiteral("0 0"));
+        QVERIFY(s.keywordSearchOnServer(question, 0.3, 1000).empty());
     }
 
     // A batch's columns go to the server as binary arrays: in one batch, a record without an
@@ -969,9 +1224,19 @@ private Q_SLOTS:
         const MemoryRecord tea = m.remember(QStringLiteral("Ana drinks green tea every morning"));
         m.remember(QStringLiteral("The build server lives in Lisbon"));
         QCOMPARE(m.remember(QStringLiteral("Ana drinks green tea every morning")).id, tea.id); // stored once
-        const QList<MemoryMatch> found = m.recall(QStringLiteral("green tea"));
+        // The first recall's keyword search is the server's (the keyword index loads meanwhile); the
+        // stats say so, and then that the index answers, with the same ranking.
+        RecallStats stats;
+        RecallOptions withStats;
+        withStats.stats = &stats;
+        const QList<MemoryMatch> found = m.recall(QStringLiteral("green tea"), withStats);
         QVERIFY(!found.isEmpty());
         QCOMPARE(found.first().record.id, tea.id);
+        QVERIFY2(stats.answers.contains(QStringLiteral("keywords on the server (GIN index): the keyword index is loading")),
+                 qPrintable(stats.answers.join(QLatin1String("; "))));
+        QTRY_VERIFY_WITH_TIMEOUT((m.recall(QStringLiteral("green tea"), withStats), stats.answers.contains(QStringLiteral("keyword index of 2 records"))),
+                                 30000);
+        QCOMPARE(m.recall(QStringLiteral("green tea"), withStats).first().record.id, tea.id);
         QVERIFY(m.storage().location().startsWith(QLatin1String("postgresql://")));
         ForgetOptions f;
         f.ids = {tea.id};

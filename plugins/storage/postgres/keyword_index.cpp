@@ -174,40 +174,92 @@ qint64 KeywordIndex::holding(const QString &lexeme) const
     return it == m_ids.constEnd() ? 0 : m_holding[std::size_t(*it)];
 }
 
-std::vector<KeywordIndex::Match> KeywordIndex::search(const QStringList &lexemes, double contextWeight, int rowBudget) const
+KeywordIndex::Statistics KeywordIndex::statistics(const QStringList &lexemes) const
 {
-    const qint64 rows = records();
-    if (rows == 0 || lexemes.isEmpty())
-        return {};
-    struct Word
-    {
-        int id = -1; // -1: in no record
-        qint64 holding = 0;
-        double idf = 0;
-    };
-    // The words' commonness, and which of them select records (SqliteStorage::selectiveMatch).
-    std::vector<Word> words;
-    for (const QString &lexeme : lexemes) {
-        const auto it = m_ids.constFind(lexeme);
-        const int id = it == m_ids.constEnd() ? -1 : *it;
-        words.push_back(Word{id, id < 0 ? 0 : m_holding[std::size_t(id)], 0});
-    }
+    Statistics out{records(), m_totalLength, {}};
+    for (const QString &lexeme : lexemes)
+        out.holding.push_back(holding(lexeme));
+    return out;
+}
+
+namespace {
+
+// What the statistics decide of a search (SqliteStorage::selectiveMatch and keywordGate): the words
+// that select records (by the query's order), their idfs and those of the words left out, and, past
+// the row budget, the rarest words scored alone (`rare`) and the next ones scored in pairs (`paired`).
+struct Gate
+{
+    std::vector<std::size_t> kept;
+    std::vector<double> idfs; // by the query's words
+    double ideal = 0;         // the sum of every query word's idf
+    bool bounded = false;
+    std::vector<std::size_t> rare, paired;
+};
+
+Gate gateOf(const KeywordIndex::Statistics &stats, int rowBudget)
+{
+    Gate g;
+    const qint64 rows = stats.records;
     const qint64 cap = std::clamp<qint64>(rows / 10, kMinCap, kMaxCap);
     qint64 rarest = -1;
-    for (const Word &w : words)
-        if (w.holding <= cap && (rarest < 0 || w.holding < rarest))
-            rarest = w.holding;
-    std::vector<Word> kept;
-    double leftOut = 0; // the idfs of the words left out, still part of the scale
-    for (Word w : words) {
-        w.idf = idf(rows, w.holding);
-        if (w.holding <= cap || (rarest >= 0 && w.holding <= 2 * rarest && w.holding <= kMaxCap))
-            kept.push_back(w);
-        else
-            leftOut += w.idf;
+    for (const qint64 h : stats.holding)
+        if (h <= cap && (rarest < 0 || h < rarest))
+            rarest = h;
+    qint64 total = 0;
+    for (std::size_t i = 0; i < stats.holding.size(); ++i) {
+        const qint64 h = stats.holding[i];
+        g.idfs.push_back(idf(rows, h));
+        g.ideal += g.idfs.back();
+        if (h <= cap || (rarest >= 0 && h <= 2 * rarest && h <= kMaxCap)) {
+            g.kept.push_back(i);
+            total += h;
+        }
     }
-    if (kept.empty())
+    g.bounded = rowBudget > 0 && total > rowBudget && g.kept.size() >= 2;
+    if (!g.bounded)
+        return g;
+    std::vector<std::size_t> byCommonness = g.kept;
+    std::stable_sort(byCommonness.begin(), byCommonness.end(),
+                     [&](std::size_t a, std::size_t b) { return stats.holding[a] < stats.holding[b]; });
+    std::size_t rare = 0;
+    for (qint64 used = 0; rare < byCommonness.size() && (rare == 0 || used + stats.holding[byCommonness[rare]] <= rowBudget); ++rare) {
+        used += stats.holding[byCommonness[rare]];
+        g.rare.push_back(byCommonness[rare]);
+    }
+    const std::size_t last = std::min(byCommonness.size(), rare + kPairedWords);
+    g.paired.assign(byCommonness.begin() + std::ptrdiff_t(rare), byCommonness.begin() + std::ptrdiff_t(last));
+    return g;
+}
+
+} // namespace
+
+KeywordIndex::Selection KeywordIndex::selection(const QStringList &lexemes, const Statistics &statistics, int rowBudget)
+{
+    const Gate g = gateOf(statistics, rowBudget);
+    Selection out;
+    for (const std::size_t i : g.bounded ? g.rare : g.kept)
+        out.any << lexemes[qsizetype(i)];
+    if (g.paired.size() >= 2)
+        for (const std::size_t i : g.paired)
+            out.paired << lexemes[qsizetype(i)];
+    return out;
+}
+
+std::vector<KeywordIndex::Match> KeywordIndex::search(const QStringList &lexemes, double contextWeight, int rowBudget,
+                                                      const Statistics &stats) const
+{
+    const qint64 rows = stats.records;
+    if (rows == 0 || lexemes.isEmpty() || stats.holding.size() != std::size_t(lexemes.size()))
         return {};
+    const Gate gate = gateOf(stats, rowBudget);
+    if (gate.kept.empty())
+        return {};
+    // A query word's number in this index (-1: in none of its records).
+    std::vector<int> ids;
+    for (const QString &lexeme : lexemes) {
+        const auto it = m_ids.constFind(lexeme);
+        ids.push_back(it == m_ids.constEnd() ? -1 : *it);
+    }
     const bool context = contextWeight > 0;
     const auto holds = [&](const Doc &doc, int word) {
         return frequency(doc.content, word) > 0 || (context && frequency(doc.context, word) > 0);
@@ -222,40 +274,23 @@ std::vector<KeywordIndex::Match> KeywordIndex::search(const QStringList &lexemes
                 each(rid);
     };
 
-    // The records scored (SqliteStorage::keywordGate): those holding a kept word, or, past the budget,
-    // those holding one of the rarest words or two of the next ones.
+    // The records scored: those holding a kept word, or, past the budget, those holding one of the
+    // rarest words or two of the next ones.
     std::vector<qint64> candidates;
-    qint64 total = 0;
-    for (const Word &w : kept)
-        total += w.holding;
-    if (rowBudget <= 0 || total <= rowBudget || kept.size() < 2) {
-        for (const Word &w : kept)
-            postingsOf(w.id, [&](qint64 rid) { candidates.push_back(rid); });
-    } else {
-        std::vector<Word> byCommonness = kept;
-        std::stable_sort(byCommonness.begin(), byCommonness.end(), [](const Word &a, const Word &b) { return a.holding < b.holding; });
-        std::size_t rare = 0;
-        for (qint64 used = 0; rare < byCommonness.size() && (rare == 0 || used + byCommonness[rare].holding <= rowBudget); ++rare) {
-            used += byCommonness[rare].holding;
-            postingsOf(byCommonness[rare].id, [&](qint64 rid) { candidates.push_back(rid); });
-        }
-        const std::size_t last = std::min(byCommonness.size(), rare + kPairedWords);
-        for (std::size_t i = rare; i < last; ++i)
-            for (std::size_t j = i + 1; j < last; ++j)
-                postingsOf(byCommonness[i].id, [&](qint64 rid) {
-                    const auto doc = m_docs.find(rid);
-                    if (doc != m_docs.end() && byCommonness[j].id >= 0 && holds(doc->second, byCommonness[j].id))
-                        candidates.push_back(rid);
-                });
-    }
+    for (const std::size_t i : gate.bounded ? gate.rare : gate.kept)
+        postingsOf(ids[i], [&](qint64 rid) { candidates.push_back(rid); });
+    for (std::size_t a = 0; a < gate.paired.size(); ++a)
+        for (std::size_t b = a + 1; b < gate.paired.size(); ++b)
+            postingsOf(ids[gate.paired[a]], [&](qint64 rid) {
+                const auto doc = m_docs.find(rid);
+                if (doc != m_docs.end() && ids[gate.paired[b]] >= 0 && holds(doc->second, ids[gate.paired[b]]))
+                    candidates.push_back(rid);
+            });
     std::sort(candidates.begin(), candidates.end());
     candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
 
     // KeywordEvidence's score of each.
-    double ideal = leftOut;
-    for (const Word &w : kept)
-        ideal += w.idf;
-    const double averageLength = std::max(1.0, double(m_totalLength) / double(rows));
+    const double averageLength = std::max(1.0, double(stats.totalLength) / double(rows));
     std::vector<Match> out;
     for (const qint64 rid : candidates) {
         const auto it = m_docs.find(rid);
@@ -264,15 +299,15 @@ std::vector<KeywordIndex::Match> KeywordIndex::search(const QStringList &lexemes
         const Doc &doc = it->second;
         const double norm = kK1 * (1.0 - kB + kB * double(doc.length) / averageLength);
         double score = 0;
-        for (const Word &w : kept) {
-            if (w.id < 0)
+        for (const std::size_t i : gate.kept) {
+            if (ids[i] < 0)
                 continue;
-            const double f = frequency(doc.content, w.id) + (context ? contextWeight * frequency(doc.context, w.id) : 0.0);
+            const double f = frequency(doc.content, ids[i]) + (context ? contextWeight * frequency(doc.context, ids[i]) : 0.0);
             if (f > 0)
-                score += w.idf * f * (kK1 + 1.0) / (f + norm);
+                score += gate.idfs[i] * f * (kK1 + 1.0) / (f + norm);
         }
         if (score > 0)
-            out.push_back(Match{rid, std::min(1.0, score / ideal)});
+            out.push_back(Match{rid, std::min(1.0, score / gate.ideal)});
     }
     std::sort(out.begin(), out.end(), [](const Match &a, const Match &b) { return a.score != b.score ? a.score > b.score : a.rid < b.rid; });
     return out;

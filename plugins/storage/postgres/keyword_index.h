@@ -39,12 +39,39 @@ public:
     // Records whose content holds the word (the server's lexeme).
     qint64 holding(const QString &lexeme) const;
 
+    // What a search's scores are computed from: the records of the whole store, the sum of their
+    // lengths (words of the content and the context), and per query word the records whose content
+    // holds it. statistics() gives this index's; the server gives the same numbers (PostgresStorage's
+    // searches while the index loads).
+    struct Statistics
+    {
+        qint64 records = 0;
+        qint64 totalLength = 0;
+        std::vector<qint64> holding; // by the query's words, in their order
+    };
+    Statistics statistics(const QStringList &lexemes) const;
+
+    // Which records a search scores, decided from the statistics alone: those holding one of
+    // `any`, and those holding two of `paired` (empty: none). A word of neither selects no records.
+    struct Selection
+    {
+        QStringList any, paired;
+    };
+    static Selection selection(const QStringList &lexemes, const Statistics &statistics, int rowBudget);
+
     // The records matching the query's words (distinct lexemes), best first (ties: lower rid), each
     // scored 0..1. A word held by more than a tenth of the records (at least 50, at most 2,000) selects
     // none of its own unless about as common as the rarest one under that line; when the words left
     // select more than `rowBudget` records together (counted in the content; 0: no bound), only the
     // records holding one of the rarest words (as many as fit) or two of the next 8 are scored.
-    std::vector<Match> search(const QStringList &lexemes, double contextWeight, int rowBudget) const;
+    std::vector<Match> search(const QStringList &lexemes, double contextWeight, int rowBudget) const
+    {
+        return search(lexemes, contextWeight, rowBudget, statistics(lexemes));
+    }
+    // The same search scored with these statistics, over the records this index holds: an index
+    // holding at least the records selection() names, with the store's statistics, finds what an
+    // index of the whole store finds, with the same scores.
+    std::vector<Match> search(const QStringList &lexemes, double contextWeight, int rowBudget, const Statistics &statistics) const;
 
     // How often each lexeme occurs, from a tsvector's text form.
     static std::vector<std::pair<QString, int>> parse(std::string_view tsvector);

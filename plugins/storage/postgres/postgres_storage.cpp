@@ -116,9 +116,73 @@ ALTER TABLE mneme_records DROP COLUMN IF EXISTS word_count, DROP COLUMN IF EXIST
     {5, R"sql(
 INSERT INTO mneme_meta(key, value) VALUES ('words', 'mneme-english-1') ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 )sql"},
+    // A process whose keyword index is still loading has its keyword searches answered by the server
+    // (serverKeywordSearch()): a GIN index on the words finds the records, and the statistics the
+    // scores need are kept by triggers, as deltas a write statement each (mneme_word_totals, compacted
+    // by pruneChanges()): the records, and the sum of their lengths (the positions of their words, as
+    // KeywordIndex counts them). The triggers are made before the totals are counted: they take a lock
+    // that holds the other writers off until the step commits. Written to run again over itself (a
+    // store whose recorded version was set back). The index is built in the step's transaction for a
+    // store of at most 1,000 records (milliseconds, holding the other writers off); a larger store's
+    // after the step, beside them (ensureWordsIndex()).
+    {6, R"sql(
+CREATE OR REPLACE FUNCTION mneme_words_length(w tsvector) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $fn$ SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) FROM unnest(w) $fn$;
+CREATE TABLE IF NOT EXISTS mneme_word_totals (records bigint NOT NULL, length bigint NOT NULL);
+-- A statement's rows are measured by one join with their words (half the cost of a function call a row).
+CREATE OR REPLACE FUNCTION mneme_word_totals_change() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    n bigint := 0;
+    len bigint := 0;
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT count(*) INTO n FROM new_rows;
+        SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) INTO len
+            FROM new_rows r CROSS JOIN LATERAL (SELECT positions FROM unnest(r.words)
+                                                UNION ALL SELECT positions FROM unnest(r.context_words)) u;
+    ELSIF TG_OP = 'DELETE' THEN
+        SELECT -count(*) INTO n FROM old_rows;
+        SELECT -coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0) INTO len
+            FROM old_rows r CROSS JOIN LATERAL (SELECT positions FROM unnest(r.words)
+                                                UNION ALL SELECT positions FROM unnest(r.context_words)) u;
+    ELSE
+        len := mneme_words_length(NEW.words) + mneme_words_length(NEW.context_words)
+             - mneme_words_length(OLD.words) - mneme_words_length(OLD.context_words);
+    END IF;
+    IF n <> 0 OR len <> 0 THEN
+        INSERT INTO mneme_word_totals(records, length) VALUES (n, len);
+    END IF;
+    RETURN NULL;
+END
+$fn$;
+DROP TRIGGER IF EXISTS mneme_records_words_insert ON mneme_records;
+DROP TRIGGER IF EXISTS mneme_records_words_delete ON mneme_records;
+DROP TRIGGER IF EXISTS mneme_records_words_update ON mneme_records;
+CREATE TRIGGER mneme_records_words_insert AFTER INSERT ON mneme_records REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION mneme_word_totals_change();
+CREATE TRIGGER mneme_records_words_delete AFTER DELETE ON mneme_records REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION mneme_word_totals_change();
+CREATE TRIGGER mneme_records_words_update AFTER UPDATE OF words, context_words ON mneme_records FOR EACH ROW
+    WHEN (OLD.words IS DISTINCT FROM NEW.words OR OLD.context_words IS DISTINCT FROM NEW.context_words)
+    EXECUTE FUNCTION mneme_word_totals_change();
+DELETE FROM mneme_word_totals;
+INSERT INTO mneme_word_totals(records, length)
+    SELECT (SELECT count(*) FROM mneme_records),
+           coalesce((SELECT sum(coalesce(array_length(u.positions, 1), 1)) FROM mneme_records r
+                     CROSS JOIN LATERAL (SELECT positions FROM unnest(r.words) UNION ALL SELECT positions FROM unnest(r.context_words)) u), 0);
+DO $do$ BEGIN
+    IF (SELECT count(*) FROM (SELECT 1 FROM mneme_records LIMIT 1001) AS s) <= 1000 THEN
+        CREATE INDEX IF NOT EXISTS mneme_records_words_gin ON mneme_records USING gin (words, context_words) WITH (fastupdate = on);
+    END IF;
+END $do$;
+)sql"},
 };
 // The step after which rewriteWords() runs.
 constexpr int kClientWordsVersion = 5;
+// The GIN index of the words (step 6), and what builds it.
+const QByteArray kWordsIndex = "mneme_records_words_gin";
+const QByteArray kWordsIndexSql = "CREATE INDEX CONCURRENTLY mneme_records_words_gin ON mneme_records "
+                                  "USING gin (words, context_words) WITH (fastupdate = on)";
 
 // The lock every opening process takes while it creates or upgrades the schema, and the namespace of
 // the per-content locks of InsertUnlessIdentical (pg_advisory_xact_lock takes one bigint, or two ints).
@@ -126,6 +190,8 @@ constexpr qint64 kSchemaLock = 0x6d6e656d65L; // "mneme"
 // Held from a write's change-log append to its commit: entries are numbered in the order they commit,
 // so a reader that has applied every entry up to seq N has seen every change committed before it.
 constexpr qint64 kChangeLock = kSchemaLock + 2;
+// Held (for its session) by the process building the GIN index of the words after an upgrade.
+constexpr qint64 kWordsIndexLock = kSchemaLock + 5;
 // The channel writers notify after each change-log append (the payload: the store's id).
 constexpr const char *kChangeChannel = "mneme_changes";
 // Rows a statement reads or names at once (index loads, change replays, pipelines).
@@ -516,6 +582,7 @@ PostgresStorage::PostgresStorage(const Options &options) : m_options(options)
 {
     Lease lease(*this);
     migrate();
+    ensureWordsIndex();
     readIdentity();
     detectVectorSearch();
     if (m_options.listen) {
@@ -984,7 +1051,12 @@ void PostgresStorage::pruneChanges()
     Params through;
     through.add(cut.int64(0, 0));
     Params mark = through;
-    execAll({Statement{"DELETE FROM mneme_changes WHERE seq <= $1", std::move(through)},
+    // The word totals' deltas are summed into one row (those of writes not committed yet are not seen,
+    // and stay).
+    execAll({Statement{"WITH gone AS (DELETE FROM mneme_word_totals RETURNING records, length) INSERT INTO "
+                       "mneme_word_totals(records, length) SELECT coalesce(sum(records), 0), coalesce(sum(length), 0) FROM gone",
+                       {}},
+             Statement{"DELETE FROM mneme_changes WHERE seq <= $1", std::move(through)},
              Statement{"INSERT INTO mneme_meta(key, value) VALUES ('changes_pruned_through', $1) ON CONFLICT (key) "
                        "DO UPDATE SET value = greatest(mneme_meta.value::bigint, excluded.value::bigint)::text",
                        std::move(mark)}},
@@ -1763,10 +1835,10 @@ std::vector<SearchHit> PostgresStorage::vectorHits(const Embedding &query, const
 }
 
 std::vector<SearchHit> PostgresStorage::keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter,
-                                                    int limit, double contextWeight)
+                                                    int limit, double contextWeight, QString *answer)
 {
     std::vector<SearchHit> out;
-    const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight, false);
+    const std::vector<KeywordMatch> matches = keywordMatches(text, filter, limit, contextWeight, false, answer);
     if (m_pgvector) {
         std::vector<qint64> rids;
         for (const KeywordMatch &m : matches)
@@ -1835,6 +1907,180 @@ void PostgresStorage::loadKeywords()
     m_keywordsLoaded = true;
 }
 
+// Loads the keyword index on a thread of its own (with a connection of its own), unless it is being
+// loaded or the store is closed; searches meanwhile are answered by the server.
+void PostgresStorage::startKeywordLoad()
+{
+    QMutexLocker lock(&m_keywordLoadMutex);
+    if (m_keywordLoading || m_closed)
+        return;
+    if (m_keywordLoader.joinable())
+        m_keywordLoader.join(); // an earlier load, finished (it failed, or a reset made the index stale)
+    m_keywordLoading = true;
+    m_keywordLoader = std::thread([this] {
+        try {
+            if (m_beforeKeywordLoad)
+                m_beforeKeywordLoad();
+            Lease lease(*this);
+            syncKeywords(position());
+        } catch (const Error &e) {
+            if (!m_closed)
+                qCWarning(lcPostgres).noquote() << "loading the keyword index failed (the next keyword search tries again):" << e.message();
+        }
+        m_keywordLoading = false;
+    });
+}
+
+void PostgresStorage::waitForKeywords()
+{
+    QMutexLocker lock(&m_keywordLoadMutex);
+    if (m_keywordLoader.joinable())
+        m_keywordLoader.join();
+}
+
+bool PostgresStorage::wordsIndexValid()
+{
+    Params p;
+    p.add(kWordsIndex);
+    return exec("SELECT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass($1)), false)", p,
+                QStringLiteral("looking for the GIN index of the words"))
+        .boolean(0, 0);
+}
+
+// Builds the GIN index of the words when the store has none (step 6 left it to this for a store of
+// more than 1,000 records; or a build stopped half way, which leaves an invalid index), with
+// CREATE INDEX CONCURRENTLY: writers on every host go on meanwhile, and this open waits for it. Under a
+// session lock, so that processes opening the store at once build it once (the others wait, then find
+// it). A failure is logged: keyword searches then wait for the process's keyword index, as without it.
+void PostgresStorage::ensureWordsIndex()
+{
+    if (wordsIndexValid()) {
+        m_wordsIndex = true;
+        return;
+    }
+    Params lock;
+    lock.add(kWordsIndexLock);
+    exec("SELECT pg_advisory_lock($1)", lock, QStringLiteral("waiting for another process building the GIN index of the words"));
+    try {
+        if (!wordsIndexValid()) {
+            qCInfo(lcPostgres).noquote() << "building the GIN index of the records' words in" << m_location
+                                         << "(CREATE INDEX CONCURRENTLY: writers go on meanwhile)";
+            exec("DROP INDEX CONCURRENTLY IF EXISTS " + kWordsIndex, QStringLiteral("dropping a GIN index whose build stopped"));
+            exec(kWordsIndexSql, QStringLiteral("building the GIN index of the words"));
+        }
+        m_wordsIndex = true;
+    } catch (const Error &e) {
+        qCWarning(lcPostgres).noquote() << "keyword searches wait for each process's keyword index:" << e.message();
+    }
+    try {
+        exec("SELECT pg_advisory_unlock($1)", lock, QStringLiteral("building the GIN index of the words"));
+    } catch (const Error &) {
+        // the connection broke, which released the lock
+    }
+}
+
+namespace {
+
+// A tsquery of one word, quoted (TextWords' words hold no quote or backslash, doubled anyway).
+QByteArray tsqueryWord(const QString &lexeme)
+{
+    QByteArray w = lexeme.toUtf8();
+    w.replace("\\", "\\\\");
+    w.replace("'", "''");
+    return "'" + w + "'";
+}
+
+// A tsquery matching the words of `any`, or two of `paired`.
+QByteArray tsqueryOf(const KeywordIndex::Selection &s)
+{
+    QByteArrayList terms;
+    for (const QString &w : s.any)
+        terms << tsqueryWord(w);
+    for (qsizetype a = 0; a < s.paired.size(); ++a)
+        for (qsizetype b = a + 1; b < s.paired.size(); ++b)
+            terms << "(" + tsqueryWord(s.paired[a]) + " & " + tsqueryWord(s.paired[b]) + ")";
+    return terms.join(" | ");
+}
+
+} // namespace
+
+// A keyword search answered by the server, as KeywordIndex::search answers it over every record: the
+// statistics (the records, their lengths, the records holding each word) from mneme_word_totals and
+// counts by the GIN index, then the words of the records KeywordIndex::selection() names, found by the
+// GIN index and scored with those statistics. One snapshot (a repeatable-read transaction), three
+// round trips.
+std::vector<KeywordIndex::Match> PostgresStorage::serverKeywordSearch(const QStringList &lexemes, double contextWeight, int rowBudget)
+{
+    BinaryArray words(BinaryArray::kText);
+    for (const QString &lexeme : lexemes)
+        words.add(tsqueryWord(lexeme));
+    Params counted;
+    counted.add(words.bytes(), true);
+    const QString doing = QStringLiteral("searching the words on the server");
+    struct Rollback
+    {
+        PostgresStorage &s;
+        bool done = false;
+        ~Rollback()
+        {
+            if (!done)
+                PQclear(PQexec(s.current(), "ROLLBACK"));
+        }
+    } rollback{*this};
+    // The planner is kept off sequential scans: the words are read through the GIN index, whatever
+    // the table's statistics.
+    const std::vector<Result> first = execAll(
+        {Statement{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", {}}, Statement{"SET LOCAL enable_seqscan = off", {}},
+         Statement{"SELECT coalesce(sum(records), 0), coalesce(sum(length), 0) FROM mneme_word_totals", {}},
+         Statement{"SELECT (SELECT count(*) FROM mneme_records WHERE words @@ q::tsquery) FROM unnest($1::text[]) "
+                   "WITH ORDINALITY AS t(q, i) ORDER BY i",
+                   std::move(counted)}},
+        doing);
+    KeywordIndex::Statistics stats{first[2].int64(0, 0), first[2].int64(0, 1), {}};
+    for (int i = 0; i < first[3].rows(); ++i)
+        stats.holding.push_back(first[3].int64(i, 0));
+    const KeywordIndex::Selection selected = KeywordIndex::selection(lexemes, stats, rowBudget);
+    KeywordIndex found;
+    if (stats.records > 0 && !selected.any.isEmpty()) {
+        // The records holding a selected word (or two paired ones) in the content, or, with the context
+        // weighed, in the context or one in each (the last a superset, which the search narrows).
+        Params p;
+        p.add(tsqueryOf(selected));
+        QByteArray sql = "SELECT rid, words::text, context_words::text FROM mneme_records WHERE words @@ $1::tsquery";
+        if (contextWeight > 0) {
+            sql += " OR context_words @@ $1::tsquery";
+            if (selected.paired.size() >= 2) {
+                p.add(tsqueryOf(KeywordIndex::Selection{selected.paired, {}}));
+                sql += " OR (words @@ $2::tsquery AND context_words @@ $2::tsquery)";
+            }
+        }
+        const Result r = exec(sql, p, doing);
+        for (int i = 0; i < r.rows(); ++i)
+            found.upsert(r.int64(i, 0), r.view(i, 1), r.view(i, 2));
+    }
+    exec("COMMIT", doing);
+    rollback.done = true;
+    return found.search(lexemes, contextWeight, rowBudget, stats);
+}
+
+std::vector<KeywordIndex::Match> PostgresStorage::keywordSearchOnServer(const QString &text, double contextWeight, int rowBudget)
+{
+    Lease lease(*this);
+    const QStringList lexemes = TextWords::distinct(text);
+    return lexemes.isEmpty() ? std::vector<KeywordIndex::Match>() : serverKeywordSearch(lexemes, contextWeight, rowBudget);
+}
+
+std::vector<KeywordIndex::Match> PostgresStorage::keywordSearchInIndex(const QString &text, double contextWeight, int rowBudget)
+{
+    Lease lease(*this);
+    const QStringList lexemes = TextWords::distinct(text);
+    if (lexemes.isEmpty())
+        return {};
+    syncKeywords(position());
+    QReadLocker read(&m_keywordLock);
+    return m_keywords.search(lexemes, contextWeight, rowBudget);
+}
+
 // Applies the change-log entries after the keyword index's position; false when a reload is needed.
 bool PostgresStorage::catchUpKeywords()
 {
@@ -1865,7 +2111,8 @@ void PostgresStorage::syncKeywords(const LogPosition &at)
 }
 
 std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const QString &text, const RecordFilter &filter,
-                                                                           int limit, double contextWeight, bool records)
+                                                                           int limit, double contextWeight, bool records,
+                                                                           QString *answer)
 {
     if (contextWeight < 0)
         throw Error(ErrorKind::InvalidArgument, QStringLiteral("a keyword search's context weight must be 0 or more"));
@@ -1877,11 +2124,21 @@ std::vector<PostgresStorage::KeywordMatch> PostgresStorage::keywordMatches(const
     if (lexemes.isEmpty())
         return {};
     const LogPosition at = position();
-    syncKeywords(at);
+    const int rowBudget = std::max(kKeywordRowBudget, 4 * limit);
     std::vector<KeywordIndex::Match> ranked;
-    {
+    // Until the process's keyword index is loaded (on a thread of its own), the server answers, by the
+    // GIN index of the words, when the store has it.
+    if (!m_keywordsLoaded && (m_wordsIndex || (m_wordsIndex = wordsIndexValid()))) {
+        startKeywordLoad();
+        ranked = serverKeywordSearch(lexemes, contextWeight, rowBudget);
+        if (answer)
+            *answer = QStringLiteral("keywords on the server (GIN index): the keyword index is loading");
+    } else {
+        syncKeywords(at);
         QReadLocker read(&m_keywordLock);
-        ranked = m_keywords.search(lexemes, contextWeight, std::max(kKeywordRowBudget, 4 * limit));
+        ranked = m_keywords.search(lexemes, contextWeight, rowBudget);
+        if (answer)
+            *answer = QStringLiteral("keyword index of %L1 records").arg(m_keywords.records());
     }
     std::unordered_set<qint64> only;
     if (!filter.ids.isEmpty())
@@ -2008,11 +2265,11 @@ SearchResult PostgresStorage::find(const SearchRequest &request)
     Lease lease(*this);
     if (request.output == SearchRequest::Output::Hits) {
         out.hits = vector ? vectorHits(request.vector, filter, request.limit, &out.answer)
-                          : keywordHits(request.text, request.vector, filter, request.limit, request.contextWeight);
+                          : keywordHits(request.text, request.vector, filter, request.limit, request.contextWeight, &out.answer.detail);
     } else if (vector) {
         out.records = vectorSearch(request.vector, filter, request.limit, &out.answer);
     } else {
-        for (KeywordMatch &m : keywordMatches(request.text, filter, request.limit, request.contextWeight, true))
+        for (KeywordMatch &m : keywordMatches(request.text, filter, request.limit, request.contextWeight, true, &out.answer.detail))
             out.records.push_back(ScoredRecord{std::move(m.record), m.score});
     }
     return out;
@@ -2343,9 +2600,11 @@ void PostgresStorage::close()
         QMutexLocker lock(&m_poolMutex);
         if (m_closed.exchange(true))
             return;
+        m_poolFree.wakeAll(); // a thread waiting for a connection (the keyword index's load) gives up
     }
     if (m_listener.joinable())
         m_listener.join(); // it sees m_closed within kListenPollMs
+    waitForKeywords();     // a load stops at its next statement
     {
         QWriteLocker write(&m_indexLock);
         cancelBuild();

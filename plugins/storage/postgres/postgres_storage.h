@@ -164,6 +164,16 @@ public:
     // Called in a write's transaction after its change-log entry, before COMMIT (tests that hold a
     // writer there to pin the ordering of change-log entries); null: nothing.
     void setBeforeCommitHook(std::function<void()> hook) { m_beforeCommit = std::move(hook); }
+    // Called on the loading thread before the keyword index's first load (tests that hold the load to
+    // search while it runs); null: nothing.
+    void setBeforeKeywordLoadHook(std::function<void()> hook) { m_beforeKeywordLoad = std::move(hook); }
+    // Waits for a keyword index load started by a search (tests, benchmarks).
+    void waitForKeywords();
+    // A keyword search answered by the server (the GIN index of the words), as keyword searches are
+    // answered while the keyword index loads; and the same search in the keyword index, loaded first if
+    // need be (tests, which compare the two).
+    std::vector<KeywordIndex::Match> keywordSearchOnServer(const QString &text, double contextWeight, int rowBudget);
+    std::vector<KeywordIndex::Match> keywordSearchInIndex(const QString &text, double contextWeight, int rowBudget);
 
 private:
     friend class PostgresGraphStore; // runs its statements on this store's connections (a Lease a call)
@@ -249,6 +259,9 @@ private:
     // Appends the change log entry of this transaction's changes to these rows (Transaction::commit()).
     Logged logChanges(const std::vector<qint64> &rids);
     void pruneChanges();
+    // A keyword search answered by the server (the GIN index of the words) with the store's statistics;
+    // with a lease, no lock held.
+    std::vector<KeywordIndex::Match> serverKeywordSearch(const QStringList &lexemes, double contextWeight, int rowBudget);
     std::vector<QString> insertAll(std::span<const MemoryRecord> records, bool unlessIdentical);
     void update(const MemoryRecord &record);
     int remove(const RecordFilter &filter);
@@ -271,10 +284,11 @@ private:
     std::vector<SearchHit> vectorHits(const Embedding &query, const RecordFilter &filter, int limit,
                                       VectorSearchAnswer *answer = nullptr);
     // The best matches; with `records`, their whole records, else their id, importance and creation time.
+    // `answer`, when given, receives which answered: the keyword index, or the server while it loads.
     std::vector<KeywordMatch> keywordMatches(const QString &text, const RecordFilter &filter, int limit, double contextWeight,
-                                             bool records);
+                                             bool records, QString *answer = nullptr);
     std::vector<SearchHit> keywordHits(const QString &text, const Embedding &query, const RecordFilter &filter, int limit,
-                                       double contextWeight);
+                                       double contextWeight, QString *answer = nullptr);
 
     // The change-log entries after `seq` (at most kMaxReplay): the rows they changed, once each.
     struct Changes
@@ -293,6 +307,12 @@ private:
     void loadKeywords();
     bool catchUpKeywords();
     void applyKeywordRows(const std::vector<qint64> &rids);
+    // Starts the first load on m_keywordLoader, which takes a connection of its own; no index lock held.
+    void startKeywordLoad();
+    // The GIN index of the words (schema 6): whether the store has it, built; its build after an
+    // upgrade (at open, with the lease).
+    bool wordsIndexValid();
+    void ensureWordsIndex();
 
     // The vector index. sync(): with a lease, no index lock held; the others with a lease and
     // m_indexLock held for writing.
@@ -368,8 +388,18 @@ private:
     // caught up from the change log as the vector index is.
     QReadWriteLock m_keywordLock;
     KeywordIndex m_keywords;
-    bool m_keywordsLoaded = false;
+    // Written under m_keywordLock (for writing); read without it by a search, which the server answers
+    // while it is false (a load holds the lock for writing).
+    std::atomic<bool> m_keywordsLoaded{false};
     LogPosition m_keywordsAt; // the change log's position m_keywords reflects
+    // The thread of the first load (startKeywordLoad()); m_keywordLoadMutex guards the thread object, is
+    // taken before any other lock, and is held by close() while it joins.
+    QMutex m_keywordLoadMutex;
+    std::thread m_keywordLoader;
+    std::atomic<bool> m_keywordLoading{false};
+    std::function<void()> m_beforeKeywordLoad;
+    // The store has the GIN index of the words, valid (seen at open or since; it is never dropped).
+    std::atomic<bool> m_wordsIndex{false};
 
     // Answers of the aggregates a bulk load asks for once a batch, as of the change log's position
     // m_readAt; taken with a lease, and no other lock. touch() (access counts) does not move the log:
