@@ -411,10 +411,25 @@ private:
 
 } // namespace
 
+// The graph's nodes of each scope, ascending, so that a scoped exact scan reads the slots of its scopes
+// instead of testing the filter on every slot. Filed by the searches that need them: a scoped scan
+// first files the slots added since the last one ([covered, slotCount())); a filed slot whose scope
+// changes (an upsert of its record, updateAttributes()) is moved by fill(). Removed nodes stay listed
+// (their scope stays too) and are left out by the scan's live() test, as in the scan of every slot.
+// Threads: searches may run at once (PostgresStorage reads under a shared lock), so the filing and the
+// reading of the lists take `mutex`; fill() runs under the owner's exclusive lock, and takes it too.
+struct VectorIndex::ScopeSlots
+{
+    std::mutex mutex;
+    std::vector<std::vector<std::uint32_t>> byScope; // by scope id (m_scopeNames)
+    std::size_t covered = 0;                         // slots [0, covered) are filed
+};
+
 struct VectorIndex::Ann
 {
     std::unique_ptr<CodeSpace> space;
     std::unique_ptr<Graph> graph; // destroyed before the space it points to
+    ScopeSlots scopes;            // of the graph's nodes; a new graph starts with none filed
 };
 
 // A run of puts being inserted into the graph (insertNew()). Its thread touches only the graph, the
@@ -746,7 +761,10 @@ void VectorIndex::growSlots(std::size_t slots)
 void VectorIndex::fill(std::size_t slot, const Item &item)
 {
     m_rowids[slot] = item.rowid;
-    m_scope[slot] = intern(m_scopeIds, m_scopeNames, item.scope);
+    const std::int32_t scope = intern(m_scopeIds, m_scopeNames, item.scope);
+    if (m_ann)
+        refile(slot, m_scope[slot], scope);
+    m_scope[slot] = scope;
     m_catSet[slot] = internCategories(item.categories);
     m_source[slot] = intern(m_sourceIds, m_sourceNames, item.source);
     m_private[slot] = item.isPrivate ? 1 : 0;
@@ -854,6 +872,46 @@ void VectorIndex::remove(qint64 rowid)
     m_importance.pop_back();
     for (auto &v : m_identity)
         v.pop_back();
+}
+
+void VectorIndex::refile(std::size_t slot, std::int32_t from, std::int32_t to)
+{
+    ScopeSlots &filed = m_ann->scopes;
+    const std::lock_guard<std::mutex> lock(filed.mutex);
+    if (slot >= filed.covered || from == to)
+        return; // filed when a scan next needs it, or where it belongs
+    std::vector<std::uint32_t> &old = filed.byScope[std::size_t(from)];
+    const auto at = std::lower_bound(old.begin(), old.end(), std::uint32_t(slot));
+    if (at != old.end() && *at == std::uint32_t(slot))
+        old.erase(at);
+    if (std::size_t(to) >= filed.byScope.size())
+        filed.byScope.resize(std::size_t(to) + 1);
+    std::vector<std::uint32_t> &now = filed.byScope[std::size_t(to)];
+    now.insert(std::lower_bound(now.begin(), now.end(), std::uint32_t(slot)), std::uint32_t(slot));
+}
+
+std::vector<std::size_t> VectorIndex::slotsOfScopes(const std::vector<std::uint8_t> &scopeOk) const
+{
+    ScopeSlots &filed = m_ann->scopes;
+    const std::lock_guard<std::mutex> lock(filed.mutex);
+    for (std::size_t s = filed.covered, n = slotCount(); s < n; ++s) {
+        const std::size_t scope = std::size_t(m_scope[s]);
+        if (scope >= filed.byScope.size())
+            filed.byScope.resize(scope + 1);
+        filed.byScope[scope].push_back(std::uint32_t(s));
+    }
+    filed.covered = slotCount();
+    std::vector<std::size_t> out;
+    std::size_t lists = 0;
+    for (std::size_t i = 0, n = std::min(scopeOk.size(), filed.byScope.size()); i < n; ++i) {
+        if (!scopeOk[i] || filed.byScope[i].empty())
+            continue;
+        out.insert(out.end(), filed.byScope[i].begin(), filed.byScope[i].end());
+        ++lists;
+    }
+    if (lists > 1)
+        std::sort(out.begin(), out.end());
+    return out;
 }
 
 std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
@@ -1238,6 +1296,11 @@ std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f
         std::sort(slots.begin(), slots.end());
         slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
         slots.erase(std::remove_if(slots.begin(), slots.end(), [&](std::size_t s) { return !f.selects(*this, s); }), slots.end());
+    } else if (m_ann && !f.scopeOk.empty()) {
+        // The slots of the selected scopes only: the scan costs what the scope holds, not the store.
+        slots = slotsOfScopes(f.scopeOk);
+        slots.erase(std::remove_if(slots.begin(), slots.end(), [&](std::size_t s) { return !f.selects(*this, s) || !live(s); }),
+                    slots.end());
     } else {
         // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
         for (std::size_t s = 0, n = slotCount(); s < n; ++s)

@@ -250,6 +250,7 @@ public:
 
 private:
     struct Ann;
+    struct ScopeSlots;
 
     Item itemAt(std::size_t slot) const;
     int intern(QHash<QString, int> &table, QStringList &names, const QString &value);
@@ -259,6 +260,11 @@ private:
     std::size_t slotCount() const;
     bool live(std::size_t slot) const;
     std::optional<std::size_t> slotOf(qint64 rowid) const;
+    // Approximate layout: moves a filed slot from one scope's list to another's (fill()).
+    void refile(std::size_t slot, std::int32_t from, std::int32_t to);
+    // Approximate layout: the slots (live or not) of the scopes `scopeOk` marks, ascending, filing the
+    // slots added since the last call first.
+    std::vector<std::size_t> slotsOfScopes(const std::vector<std::uint8_t> &scopeOk) const;
     const float *vectorAt(std::size_t slot) const;
     // Makes room in m_vectors for `slots` slots.
     void growVectors(std::size_t slots);
