@@ -28,6 +28,8 @@ namespace mneme {
 namespace {
 
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
+// How many slots ahead a screened scan asks for the codes it will read.
+constexpr std::size_t kScreenAhead = 8;
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
 // 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
@@ -697,7 +699,8 @@ std::size_t VectorIndex::slotCount() const
 
 bool VectorIndex::live(std::size_t slot) const
 {
-    return !m_ann || !m_ann->graph->isMarkedDeleted(hnswlib::tableint(slot));
+    // A node's mark is in its link list, a cache miss away: a graph without removals is not asked.
+    return !m_ann || m_ann->graph->num_deleted_ == 0 || !m_ann->graph->isMarkedDeleted(hnswlib::tableint(slot));
 }
 
 const float *VectorIndex::vectorAt(std::size_t slot) const
@@ -919,7 +922,7 @@ std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
     if (m_ann) {
         const Graph &g = *m_ann->graph;
         auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
-        if (it == g.label_lookup_.end() || g.isMarkedDeleted(it->second))
+        if (it == g.label_lookup_.end() || !live(it->second))
             return std::nullopt;
         return std::size_t(it->second);
     }
@@ -1359,7 +1362,15 @@ std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::v
         std::uint32_t index; // into slots
     };
     std::vector<Screen> screen(slots.size());
+    const std::size_t bytes = codeBytes(dim);
     for (std::size_t i = 0; i < slots.size(); ++i) {
+        // The codes are scattered over the graph's nodes: the one a few slots ahead is asked for now,
+        // so that several are on their way from memory at once.
+        if (i + kScreenAhead < slots.size()) {
+            const char *ahead = g.getDataByInternalId(hnswlib::tableint(slots[i + kScreenAhead]));
+            for (std::size_t line = 0; line < bytes; line += 64)
+                __builtin_prefetch(ahead + line);
+        }
         const char *x = g.getDataByInternalId(hnswlib::tableint(slots[i]));
         screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * codeError(x) + slack),
                      std::uint32_t(i)};
@@ -1423,7 +1434,7 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     std::size_t ef = std::size_t(std::max(int(std::lround(m_params.efSearch * growth)), limit));
     if (!f.trivial && selectivity < 1.0)
         ef = std::size_t(double(ef) * std::min(4.0, 1.0 / std::sqrt(std::max(selectivity, 1e-6))));
-    auto allowed = [&](hnswlib::tableint id) { return !g.isMarkedDeleted(id) && f.selects(*this, id); };
+    auto allowed = [&](hnswlib::tableint id) { return f.selects(*this, id) && live(id); };
 
     hnswlib::VisitedList *visitedList = g.visited_list_pool_->getFreeVisitedList();
     hnswlib::vl_type *visited = visitedList->mass;
