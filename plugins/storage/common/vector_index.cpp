@@ -29,6 +29,17 @@ namespace mneme {
 namespace {
 
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
+constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
+constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
+// 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
+// everything before the trailer; 4: the graph holds 8-bit codes of the vectors (codeBytes()), the
+// float vectors follow it. Files of formats 1 and 2 are refused (their content cannot be checked)
+// and the index is rebuilt from the records; a file of format 3 is read, its vectors quantised as
+// they are read (and written as format 4 the next time the file is written).
+constexpr quint32 kFormat = 4;
+constexpr quint32 kFloatGraphFormat = 3;
+constexpr quint32 kByteOrder = 0x01020304;
+
 // How many slots ahead a screened scan asks for the codes it will read.
 constexpr std::size_t kScreenAhead = 8;
 
@@ -49,16 +60,6 @@ void adviseHugePages(void *block, std::size_t bytes)
     (void)bytes;
 #endif
 }
-constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
-constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
-// 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
-// everything before the trailer; 4: the graph holds 8-bit codes of the vectors (codeBytes()), the
-// float vectors follow it. Files of formats 1 and 2 are refused (their content cannot be checked)
-// and the index is rebuilt from the records; a file of format 3 is read, its vectors quantised as
-// they are read (and written as format 4 the next time the file is written).
-constexpr quint32 kFormat = 4;
-constexpr quint32 kFloatGraphFormat = 3;
-constexpr quint32 kByteOrder = 0x01020304;
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
 {
