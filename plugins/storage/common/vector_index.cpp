@@ -171,6 +171,27 @@ constexpr quint32 kFormat = 4;
 constexpr quint32 kFloatGraphFormat = 3;
 constexpr quint32 kByteOrder = 0x01020304;
 
+// How many slots ahead a screened scan asks for the codes it will read.
+constexpr std::size_t kScreenAhead = 8;
+
+// Asks for 2 MB pages for a large block that searches read at random (the graph's nodes), before it
+// is first written: a search touches thousands of nodes, each on a 4 KB page of its own otherwise,
+// and each miss of the processor's address cache walks the page tables (two levels of them in a
+// virtual machine). Where transparent huge pages are off, nothing changes.
+void adviseHugePages(void *block, std::size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const std::uintptr_t huge = std::uintptr_t(2) << 20;
+    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(block) + huge - 1) & ~(huge - 1);
+    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(block) + bytes) & ~(huge - 1);
+    if (block && end > begin)
+        ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE); // advice only: failure changes nothing
+#else
+    (void)block;
+    (void)bytes;
+#endif
+}
+
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
 {
     if (a.score != b.score)
@@ -564,10 +585,25 @@ private:
 
 } // namespace
 
+// The graph's nodes of each scope, ascending, so that a scoped exact scan reads the slots of its scopes
+// instead of testing the filter on every slot. Filed by the searches that need them: a scoped scan
+// first files the slots added since the last one ([covered, slotCount())); a filed slot whose scope
+// changes (an upsert of its record, updateAttributes()) is moved by fill(). Removed nodes stay listed
+// (their scope stays too) and are left out by the scan's live() test, as in the scan of every slot.
+// Threads: searches may run at once (PostgresStorage reads under a shared lock), so the filing and the
+// reading of the lists take `mutex`; fill() runs under the owner's exclusive lock, and takes it too.
+struct VectorIndex::ScopeSlots
+{
+    std::mutex mutex;
+    std::vector<std::vector<std::uint32_t>> byScope; // by scope id (m_scopeNames)
+    std::size_t covered = 0;                         // slots [0, covered) are filed
+};
+
 struct VectorIndex::Ann
 {
     std::unique_ptr<CodeSpace> space;
     std::unique_ptr<Graph> graph; // destroyed before the space it points to
+    ScopeSlots scopes;            // of the graph's nodes; a new graph starts with none filed
 };
 
 // A run of puts being inserted into the graph (insertNew()). Its thread touches only the graph, the
@@ -614,6 +650,17 @@ struct VectorIndex::Filter
             return true;
         if (!scopeOk.empty() && !scopeOk[std::size_t(ix.m_scope[s])])
             return false;
+        return selectsBeyondScopes(ix, s);
+    }
+    // Whether it has conditions besides the scopes.
+    bool beyondScopes() const
+    {
+        return !catSetOk.empty() || onlySource >= 0 || hidePrivate || hasBefore || hasAfter
+            || identity != std::array<int, 3>{-1, -1, -1} || identityPresent != std::array<bool, 3>{false, false, false};
+    }
+    // Its conditions besides the scopes (for a slot of a selected scope).
+    bool selectsBeyondScopes(const VectorIndex &ix, std::size_t s) const
+    {
         if (!catSetOk.empty() && !catSetOk[std::size_t(ix.m_catSet[s])])
             return false;
         if (onlySource >= 0 && ix.m_source[s] != onlySource)
@@ -835,7 +882,8 @@ std::size_t VectorIndex::slotCount() const
 
 bool VectorIndex::live(std::size_t slot) const
 {
-    return !m_ann || !m_ann->graph->isMarkedDeleted(hnswlib::tableint(slot));
+    // A node's mark is in its link list, a cache miss away: a graph without removals is not asked.
+    return !m_ann || m_ann->graph->num_deleted_ == 0 || !m_ann->graph->isMarkedDeleted(hnswlib::tableint(slot));
 }
 
 const float *VectorIndex::vectorAt(std::size_t slot) const
@@ -899,7 +947,10 @@ void VectorIndex::growSlots(std::size_t slots)
 void VectorIndex::fill(std::size_t slot, const Item &item)
 {
     m_rowids[slot] = item.rowid;
-    m_scope[slot] = intern(m_scopeIds, m_scopeNames, item.scope);
+    const std::int32_t scope = intern(m_scopeIds, m_scopeNames, item.scope);
+    if (m_ann)
+        refile(slot, m_scope[slot], scope);
+    m_scope[slot] = scope;
     m_catSet[slot] = internCategories(item.categories);
     m_source[slot] = intern(m_sourceIds, m_sourceNames, item.source);
     m_private[slot] = item.isPrivate ? 1 : 0;
@@ -1009,12 +1060,52 @@ void VectorIndex::remove(qint64 rowid)
         v.pop_back();
 }
 
+void VectorIndex::refile(std::size_t slot, std::int32_t from, std::int32_t to)
+{
+    ScopeSlots &filed = m_ann->scopes;
+    const std::lock_guard<std::mutex> lock(filed.mutex);
+    if (slot >= filed.covered || from == to)
+        return; // filed when a scan next needs it, or where it belongs
+    std::vector<std::uint32_t> &old = filed.byScope[std::size_t(from)];
+    const auto at = std::lower_bound(old.begin(), old.end(), std::uint32_t(slot));
+    if (at != old.end() && *at == std::uint32_t(slot))
+        old.erase(at);
+    if (std::size_t(to) >= filed.byScope.size())
+        filed.byScope.resize(std::size_t(to) + 1);
+    std::vector<std::uint32_t> &now = filed.byScope[std::size_t(to)];
+    now.insert(std::lower_bound(now.begin(), now.end(), std::uint32_t(slot)), std::uint32_t(slot));
+}
+
+std::vector<std::size_t> VectorIndex::slotsOfScopes(const std::vector<std::uint8_t> &scopeOk) const
+{
+    ScopeSlots &filed = m_ann->scopes;
+    const std::lock_guard<std::mutex> lock(filed.mutex);
+    for (std::size_t s = filed.covered, n = slotCount(); s < n; ++s) {
+        const std::size_t scope = std::size_t(m_scope[s]);
+        if (scope >= filed.byScope.size())
+            filed.byScope.resize(scope + 1);
+        filed.byScope[scope].push_back(std::uint32_t(s));
+    }
+    filed.covered = slotCount();
+    std::vector<std::size_t> out;
+    std::size_t lists = 0;
+    for (std::size_t i = 0, n = std::min(scopeOk.size(), filed.byScope.size()); i < n; ++i) {
+        if (!scopeOk[i] || filed.byScope[i].empty())
+            continue;
+        out.insert(out.end(), filed.byScope[i].begin(), filed.byScope[i].end());
+        ++lists;
+    }
+    if (lists > 1)
+        std::sort(out.begin(), out.end());
+    return out;
+}
+
 std::optional<std::size_t> VectorIndex::slotOf(qint64 rowid) const
 {
     if (m_ann) {
         const Graph &g = *m_ann->graph;
         auto it = g.label_lookup_.find(hnswlib::labeltype(rowid));
-        if (it == g.label_lookup_.end() || g.isMarkedDeleted(it->second))
+        if (it == g.label_lookup_.end() || !live(it->second))
             return std::nullopt;
         return std::size_t(it->second);
     }
@@ -1392,6 +1483,13 @@ std::vector<VectorIndex::Hit> VectorIndex::exact(const float *q, const Filter &f
         std::sort(slots.begin(), slots.end());
         slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
         slots.erase(std::remove_if(slots.begin(), slots.end(), [&](std::size_t s) { return !f.selects(*this, s); }), slots.end());
+    } else if (m_ann && !f.scopeOk.empty()) {
+        // The slots of the selected scopes only: the scan costs what the scope holds, not the store.
+        slots = slotsOfScopes(f.scopeOk);
+        const bool beyond = f.beyondScopes();
+        slots.erase(std::remove_if(slots.begin(), slots.end(),
+                                   [&](std::size_t s) { return (beyond && !f.selectsBeyondScopes(*this, s)) || !live(s); }),
+                    slots.end());
     } else {
         // The filter first: it reads the attribute arrays, live() the graph's node (a cache miss each).
         for (std::size_t s = 0, n = slotCount(); s < n; ++s)
@@ -1450,7 +1548,15 @@ std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::v
         std::uint32_t index; // into slots
     };
     std::vector<Screen> screen(slots.size());
+    const std::size_t bytes = codeBytes(dim);
     for (std::size_t i = 0; i < slots.size(); ++i) {
+        // The codes are scattered over the graph's nodes: the one a few slots ahead is asked for now,
+        // so that several are on their way from memory at once.
+        if (i + kScreenAhead < slots.size()) {
+            const char *ahead = g.getDataByInternalId(hnswlib::tableint(slots[i + kScreenAhead]));
+            for (std::size_t line = 0; line < bytes; line += 64)
+                __builtin_prefetch(ahead + line);
+        }
         const char *x = g.getDataByInternalId(hnswlib::tableint(slots[i]));
         screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * codeError(x) + slack),
                      std::uint32_t(i)};
@@ -1514,7 +1620,7 @@ std::vector<VectorIndex::Hit> VectorIndex::graph(const float *q, const Filter &f
     std::size_t ef = std::size_t(std::max(int(std::lround(m_params.efSearch * growth)), limit));
     if (!f.trivial && selectivity < 1.0)
         ef = std::size_t(double(ef) * std::min(4.0, 1.0 / std::sqrt(std::max(selectivity, 1e-6))));
-    auto allowed = [&](hnswlib::tableint id) { return !g.isMarkedDeleted(id) && f.selects(*this, id); };
+    auto allowed = [&](hnswlib::tableint id) { return f.selects(*this, id) && live(id); };
 
     hnswlib::VisitedList *visitedList = g.visited_list_pool_->getFreeVisitedList();
     hnswlib::vl_type *visited = visitedList->mass;
@@ -1863,6 +1969,7 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     const std::size_t capacity = std::size_t(nodes) + std::max<std::size_t>(1024, std::size_t(nodes) / 8);
     g.max_elements_ = capacity;
     g.data_level0_memory_ = static_cast<char *>(std::malloc(capacity * g.size_data_per_element_));
+    adviseHugePages(g.data_level0_memory_, capacity * g.size_data_per_element_);
     g.linkLists_ = static_cast<char **>(std::calloc(capacity, sizeof(char *)));
     if (!g.data_level0_memory_ || !g.linkLists_)
         throw std::bad_alloc();

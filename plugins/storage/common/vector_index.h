@@ -30,7 +30,8 @@ namespace mneme {
 //   whose labels are the rowids; slot = the graph's internal id, a removal marks the node deleted.
 //   The float vectors stay beside the graph, and every score a search returns is computed on them. Searches without filters walk the graph; filtered ones walk
 //   it with the filter applied to every candidate (a filtered-out record never enters the results),
-//   or scan the filtered subset exactly when it is small. The graph, the attributes and the vectors
+//   or scan the filtered subset exactly when it is small (a scoped scan reads the lists of its scopes' slots,
+//   not every slot). The graph, the attributes and the vectors
 //   can be written to a file (save()) and read back (load()) without rebuilding.
 //
 // Records whose embedding is missing or of another length are tracked as "unvectored", so that the
@@ -250,6 +251,7 @@ public:
 
 private:
     struct Ann;
+    struct ScopeSlots;
 
     Item itemAt(std::size_t slot) const;
     int intern(QHash<QString, int> &table, QStringList &names, const QString &value);
@@ -259,6 +261,11 @@ private:
     std::size_t slotCount() const;
     bool live(std::size_t slot) const;
     std::optional<std::size_t> slotOf(qint64 rowid) const;
+    // Approximate layout: moves a filed slot from one scope's list to another's (fill()).
+    void refile(std::size_t slot, std::int32_t from, std::int32_t to);
+    // Approximate layout: the slots (live or not) of the scopes `scopeOk` marks, ascending, filing the
+    // slots added since the last call first.
+    std::vector<std::size_t> slotsOfScopes(const std::vector<std::uint8_t> &scopeOk) const;
     const float *vectorAt(std::size_t slot) const;
     // Makes room in m_vectors for `slots` slots.
     void growVectors(std::size_t slots);
@@ -279,8 +286,9 @@ private:
 
     // Threads: every member is the owner's (under its lock) except what a run of inserts left in the
     // background writes (m_pending's own fields, the graph, the new nodes' slots of m_vectors) until
-    // settle() joins it. First of the members: a move-assignment replaces it (joining it) before the
-    // graph it writes.
+    // settle() joins it; and the graph's lists of slots by scope (Ann::scopes), which const searches
+    // running at once under an owner's shared lock file under their own mutex (taken alone). First of
+    // the members: a move-assignment replaces it (joining it) before the graph it writes.
     std::unique_ptr<Pending> m_pending;
     bool m_loaded = false;
     int m_dimension = 0;
@@ -288,7 +296,7 @@ private:
 
     // Per slot. Flat layout: slots 0..size()-1 are all live. Approximate: slot = graph node.
     std::vector<qint64> m_rowids;
-    std::vector<std::int32_t> m_scope;  // index into m_scopeNames
+    std::vector<std::int32_t> m_scope;  // index into m_scopeNames; approximate layout: written by fill() only (the scope lists follow it)
     std::vector<std::int32_t> m_catSet; // index into m_catSets
     std::vector<std::int32_t> m_source; // index into m_sourceNames
     std::vector<std::uint8_t> m_private;
