@@ -143,23 +143,6 @@ namespace {
 
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
 
-// Asks for 2 MB pages for a large block that searches read at random (the graph's nodes), before it
-// is first written: a search touches thousands of nodes, each on a 4 KB page of its own otherwise,
-// and each miss of the processor's address cache walks the page tables (two levels of them in a
-// virtual machine). Where transparent huge pages are off, nothing changes.
-void adviseHugePages(void *block, std::size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-    const std::uintptr_t huge = std::uintptr_t(2) << 20;
-    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(block) + huge - 1) & ~(huge - 1);
-    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(block) + bytes) & ~(huge - 1);
-    if (block && end > begin)
-        ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE); // advice only: failure changes nothing
-#else
-    (void)block;
-    (void)bytes;
-#endif
-}
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
 // 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
