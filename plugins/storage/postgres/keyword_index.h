@@ -9,8 +9,8 @@
 
 namespace mneme {
 
-// The words of every record of a PostgreSQL store as the server's text search parsed them (the
-// `words` and `context_words` tsvector columns), held by one process so that a keyword search counts,
+// The words of every record of a PostgreSQL store (the `words` and `context_words` tsvector columns,
+// written by the saving process from TextWords since schema 5), held by one process so that a keyword search counts,
 // selects and scores without the server: a posting list per word, and per record the frequency of
 // each of its words and its lengths. PostgresStorage fills it from the records and keeps it up to date
 // from the change log, as it does its vector index. Not thread-safe: its owner guards it.
