@@ -24,13 +24,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-// The candidate search of a graph insert (hnswlib's searchBaseLayer, used by addPoint), written
-// again for 8-bit codes that live far apart in memory: the same candidates, the same order and the
-// same results, but an expanded node's unvisited neighbours are collected first (their list copied
-// under the node's lock, which is then released) and the codes are fetched a few neighbours ahead of
-// the distance that reads them, so that several cache misses overlap instead of one at a time (a
-// code spans seven cache lines; the library fetched one line of the next neighbour). This file is
-// the only one that includes hnswlib, so every use of the function in the program is this one.
+// How a walk of the graph reads its nodes' codes, shared by the insert's candidate search below and
+// the query's walk (VectorIndex::graph): the unvisited neighbours of a node first, then their
+// distances with the codes fetched ahead.
 namespace mneme::graph_walk {
 
 // Codes whose fetch into the cache runs ahead of the distance that reads them.
@@ -79,6 +75,13 @@ void visitFetchingAhead(const hnswlib::HierarchicalNSW<float> &g, const hnswlib:
 
 } // namespace mneme::graph_walk
 
+// The candidate search of a graph insert (hnswlib's searchBaseLayer, used by addPoint), written
+// again for 8-bit codes that live far apart in memory: the same candidates, the same order and the
+// same results, but an expanded node's unvisited neighbours are collected first (their list copied
+// under the node's lock, which is then released) and the codes are fetched a few neighbours ahead of
+// the distance that reads them, so that several cache misses overlap instead of one at a time (a
+// code spans seven cache lines; the library fetched one line of the next neighbour). This file is
+// the only one that includes hnswlib, so every use of the function in the program is this one.
 template<>
 std::priority_queue<std::pair<float, hnswlib::tableint>, std::vector<std::pair<float, hnswlib::tableint>>,
                     hnswlib::HierarchicalNSW<float>::CompareByFirst>
@@ -142,7 +145,6 @@ namespace mneme {
 namespace {
 
 constexpr qint64 kUnknownTime = std::numeric_limits<qint64>::min();
-
 constexpr char kMagic[8] = {'M', 'N', 'E', 'M', 'E', 'A', 'N', 'N'};
 constexpr char kTrailer[8] = {'M', 'N', 'E', 'M', 'E', 'E', 'N', 'D'};
 // 1: without the importance array; 2: with it; 3: with the identity arrays and a checksum of
