@@ -271,7 +271,8 @@ void TestStudio::filtersByTextCategoryAndSource()
 
     QTest::keyClicks(page->textFilter(), QStringLiteral("STAGING"));
     QTRY_COMPARE(records->totalCount(), 1);
-    QCOMPARE(records->recordAt(0).content, QStringLiteral("Our staging environment uses port 8080."));
+    // The count and the first page are read apart: either may arrive first.
+    QTRY_COMPARE(records->recordAt(0).content, QStringLiteral("Our staging environment uses port 8080."));
     page->textFilter()->clear();
     QTRY_COMPARE(records->totalCount(), kSeedCount);
 
@@ -288,7 +289,7 @@ void TestStudio::filtersByTextCategoryAndSource()
 
     QTest::keyClicks(page->sourceFilter(), QStringLiteral("user:alice"));
     QTRY_COMPARE(records->totalCount(), 1);
-    QCOMPARE(records->recordAt(0).source, QStringLiteral("user:alice"));
+    QTRY_COMPARE(records->recordAt(0).source, QStringLiteral("user:alice"));
 }
 
 void TestStudio::sortsByAClickOnAColumn()
