@@ -1533,15 +1533,11 @@ std::vector<VectorIndex::Hit> VectorIndex::screened(const float *q, const std::v
         std::uint32_t index; // into slots
     };
     std::vector<Screen> screen(slots.size());
-    const std::size_t bytes = codeBytes(dim);
     for (std::size_t i = 0; i < slots.size(); ++i) {
         // The codes are scattered over the graph's nodes: the one a few slots ahead is asked for now,
         // so that several are on their way from memory at once.
-        if (i + kScreenAhead < slots.size()) {
-            const char *ahead = g.getDataByInternalId(hnswlib::tableint(slots[i + kScreenAhead]));
-            for (std::size_t line = 0; line < bytes; line += 64)
-                __builtin_prefetch(ahead + line);
-        }
+        if (i + kScreenAhead < slots.size())
+            graph_walk::prefetchCode(g, hnswlib::tableint(slots[i + kScreenAhead]));
         const char *x = g.getDataByInternalId(hnswlib::tableint(slots[i]));
         screen[i] = {1.0f - codeDistance(code.data(), x, dim), float(queryError + (1 + queryError) * codeError(x) + slack),
                      std::uint32_t(i)};

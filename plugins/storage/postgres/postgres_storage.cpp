@@ -2007,7 +2007,7 @@ QByteArray tsqueryOf(const KeywordIndex::Selection &s)
 // A keyword search answered by the server, as KeywordIndex::search answers it over every record: the
 // statistics (the records, their lengths, the records holding each word) from mneme_word_totals and
 // counts by the GIN index, then the words of the records KeywordIndex::selection() names, found by the
-// GIN index and scored with those statistics. One snapshot (a repeatable-read transaction), three
+// GIN index and scored with those statistics. One snapshot (a repeatable-read transaction), four
 // round trips.
 std::vector<KeywordIndex::Match> PostgresStorage::serverKeywordSearch(const QStringList &lexemes, double contextWeight, int rowBudget)
 {
@@ -2017,20 +2017,11 @@ std::vector<KeywordIndex::Match> PostgresStorage::serverKeywordSearch(const QStr
     Params counted;
     counted.add(words.bytes(), true);
     const QString doing = QStringLiteral("searching the words on the server");
-    struct Rollback
-    {
-        PostgresStorage &s;
-        bool done = false;
-        ~Rollback()
-        {
-            if (!done)
-                PQclear(PQexec(s.current(), "ROLLBACK"));
-        }
-    } rollback{*this};
+    Transaction snapshot(*this, doing);
     // The planner is kept off sequential scans: the words are read through the GIN index, whatever
     // the table's statistics.
     const std::vector<Result> first = execAll(
-        {Statement{"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", {}}, Statement{"SET LOCAL enable_seqscan = off", {}},
+        {Statement{"SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY", {}}, Statement{"SET LOCAL enable_seqscan = off", {}},
          Statement{"SELECT coalesce(sum(records), 0), coalesce(sum(length), 0) FROM mneme_word_totals", {}},
          Statement{"SELECT (SELECT count(*) FROM mneme_records WHERE words @@ q::tsquery) FROM unnest($1::text[]) "
                    "WITH ORDINALITY AS t(q, i) ORDER BY i",
@@ -2058,8 +2049,7 @@ std::vector<KeywordIndex::Match> PostgresStorage::serverKeywordSearch(const QStr
         for (int i = 0; i < r.rows(); ++i)
             found.upsert(r.int64(i, 0), r.view(i, 1), r.view(i, 2));
     }
-    exec("COMMIT", doing);
-    rollback.done = true;
+    snapshot.commit();
     return found.search(lexemes, contextWeight, rowBudget, stats);
 }
 
