@@ -88,6 +88,10 @@ std::priority_queue<std::pair<float, hnswlib::tableint>, std::vector<std::pair<f
 hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *data_point, int layer)
 {
     using Queue = std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>, CompareByFirst>;
+    // A node's removal mark is in its link list, a cache line the walk reads (fetched ahead) only if it
+    // expands the node: asked for each candidate kept, it was a wait on memory of its own. A graph
+    // without removals (a bulk load's) is not asked (as VectorIndex::live()).
+    const bool removals = num_deleted_ > 0;
     VisitedList *vl = visited_list_pool_->getFreeVisitedList();
     vl_type *visited = vl->mass;
     const vl_type tag = vl->curV;
@@ -120,7 +124,7 @@ hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *dat
             const float dist = fstdistfunc_(data_point, getDataByInternalId(id), dist_func_param_);
             if (top_candidates.size() < ef_construction_ || lowerBound > dist) {
                 candidateSet.emplace(-dist, id);
-                if (!isMarkedDeleted(id))
+                if (!removals || !isMarkedDeleted(id))
                     top_candidates.emplace(dist, id);
                 if (top_candidates.size() > ef_construction_)
                     top_candidates.pop();
