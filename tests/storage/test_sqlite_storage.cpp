@@ -410,6 +410,7 @@ private Q_SLOTS:
     void backgroundBuildEqualsOneBuiltAfterwards();
     void closeDuringBackgroundBuild();
     void bulkLoadBuildsTheGraph();
+    void aFileFarBehindIsReadAgain();
     void walIsCheckpointedInTheBackground();
     void backgroundCheckpointsCopyTheLog();
 };
@@ -3815,6 +3816,39 @@ void TestSqliteStorage::closeDuringBackgroundBuild()
 // 10,000 nodes with every core), deletes and updates made during the load are in it, and closing
 // writes it, so that the next connection reads it instead of building. The graph equals in quality
 // one built in one go after the load.
+// An index file far behind the records (here: another connection, which never loads the index, saved
+// 10,500 records after it was written, more than catchUp() replays into 12,000) is not replayed a record
+// at a time: the index is read from the records and built again, and finds the later records.
+void TestSqliteStorage::aFileFarBehindIsReadAgain()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 1000}};
+    {
+        auto loader = openDirect(tmp.path(), config);
+        for (int first = 0; first < 12000; first += 1000)
+            loader->save(annBatch(QStringLiteral("first"), first, 1000));
+        loader->close(); // writes the file: 12,000 records
+    }
+    const QDateTime written = QFileInfo(tmp.path() + QStringLiteral(".hnsw")).lastModified();
+    {
+        auto writer = openDirect(tmp.path(), config);
+        for (int first = 0; first < 10500; first += 1500)
+            writer->save(annBatch(QStringLiteral("later"), first, 1500));
+        QVERIFY(!writer->indexStats().loaded); // fewer than the store held: not a bulk load
+        writer->close();
+    }
+    QCOMPARE(QFileInfo(tmp.path() + QStringLiteral(".hnsw")).lastModified(), written);
+    auto reader = openDirect(tmp.path(), config);
+    const auto hit = reader->nearest(annVector(QStringLiteral("later"), 7777, 0), {}, 1);
+    QVERIFY(hit.size() == 1 && hit.front().score > 0.9999);
+    const auto stats = reader->indexStats();
+    QCOMPARE(stats.fileLoads, qint64(1));
+    QCOMPARE(stats.replayed, qint64(0));
+    QCOMPARE(stats.builds, qint64(1));
+    QVERIFY(!stats.fromFile);
+    QCOMPARE(stats.vectors, std::size_t(22500));
+}
+
 void TestSqliteStorage::bulkLoadBuildsTheGraph()
 {
     test::TempStore tmp;
@@ -3850,7 +3884,9 @@ void TestSqliteStorage::bulkLoadBuildsTheGraph()
         QCOMPARE(loader->nearest(annVector(QStringLiteral("load"), 0, 7), gone, 5000, VectorIndex::Mode::Exact).size(),
                  std::size_t(2500 / 4));
         const double during = annRecall(*loader, QStringLiteral("load"), 100);
+        QVERIFY2(!QFile::exists(tmp.path() + QStringLiteral(".hnsw")), "the index file was written during the load");
         loader->close();
+        QVERIFY(QFile::exists(tmp.path() + QStringLiteral(".hnsw")));
 
         auto reader = openDirect(tmp.path(), config);
         const double read = annRecall(*reader, QStringLiteral("load"), 100);

@@ -1815,7 +1815,7 @@ void SqliteStorage::promoteIfLarge()
     ++m_stats.builds;
     m_stats.fromFile = false;
     m_unsaved = std::max<qint64>(m_unsaved, 1);
-    saveIndexFile(true);
+    saveIndexFile(!m_bulkLoading); // a bulk load writes it when it ends
 }
 
 bool SqliteStorage::indexFileUsable() const
@@ -1825,13 +1825,14 @@ bool SqliteStorage::indexFileUsable() const
 
 // The index file is a cache of the records table: written after a build, after many changes (force:
 // whenever it lacks any) and on close; a failure to write it is not an error of the write that asked.
+// A connection loading the store in bulk writes it only when asked to (on close): a file written
+// during the load would lag a load that does not end by more changes than catchUp() replays, and each
+// write stops the graph's inserts while one core writes (about 7 s of a million-record load).
 void SqliteStorage::saveIndexFile(bool force) noexcept
 {
     if (!m_index.isLoaded() || !m_index.isAnn() || m_readOnly || !indexFileUsable() || m_unsaved <= 0)
         return;
-    // During a bulk load, each time the index has doubled since the file was written (the bytes written
-    // add up to twice the last file, written by close()).
-    if (!force && m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / (m_bulkLoading ? 2 : 8))))
+    if (!force && (m_bulkLoading || m_unsaved < std::max<qint64>(1000, qint64(m_index.size() / 8))))
         return;
     VectorIndex::Stamp stamp;
     stamp.storeId = m_storeId;
@@ -1929,6 +1930,18 @@ void SqliteStorage::loadIndex()
     promoteIfLarge();
 }
 
+// The most history entries catchUp() replays into an index of `tracked` records. A replay inserts one
+// record at a time, on the thread of the search that asked, while a rebuild reads every vector (about
+// 9 µs a record) and builds the graph in the background with every core, searches answering exactly
+// meanwhile. So at most as many as the index holds (and 1,000), and at most the larger of 10,000 (a
+// few seconds) and a twentieth of the index (about what reading it again costs): a file left far behind,
+// by a load that did not end or another process's large save, is read again rather than replayed for
+// minutes.
+qint64 SqliteStorage::replayAtMost(qint64 tracked)
+{
+    return std::min(tracked + 1000, std::max<qint64>(10000, tracked / 20));
+}
+
 // Applies what other connections committed since the index's seq; false when the index cannot be
 // brought up to date that way (a reset, a file from elsewhere, too many changes, counts that differ).
 bool SqliteStorage::catchUp()
@@ -1964,8 +1977,8 @@ bool SqliteStorage::catchUp()
             ++changes;
         }
     }
-    if (changes > qint64(m_index.trackedCount()) + 1000)
-        return false; // rebuilding costs less than replaying
+    if (changes > replayAtMost(qint64(m_index.trackedCount())))
+        return false; // read again and built (in the background from ann_background_from records)
     {
         Statement st(*this, QByteArray("SELECT ") + kIndexColumns + " FROM records WHERE id = ?");
         for (const QString &id : std::as_const(ids)) {

@@ -341,6 +341,7 @@ private:
     void loadIndex();
     bool prepareIndex(const Embedding &query);
     bool catchUp();
+    static qint64 replayAtMost(qint64 tracked);
     void applyIndexRow(sqlite3_stmt *st);
     void afterWrite(qint64 lastSeq, qint64 changes);
     void promoteIfLarge();
