@@ -3811,11 +3811,6 @@ void TestSqliteStorage::closeDuringBackgroundBuild()
     QVERIFY(store->indexStats().approximate);
 }
 
-// A connection that loads a store in bulk builds the graph as it writes: the index is loaded once it
-// has saved 1,000 records (as many as the store held), each later batch enters the graph (past
-// 10,000 nodes with every core), deletes and updates made during the load are in it, and closing
-// writes it, so that the next connection reads it instead of building. The graph equals in quality
-// one built in one go after the load.
 // An index file far behind the records (here: another connection, which never loads the index, saved
 // 10,500 records after it was written, more than catchUp() replays into 12,000) is not replayed a record
 // at a time: the index is read from the records and built again, and finds the later records.
@@ -3849,6 +3844,11 @@ void TestSqliteStorage::aFileFarBehindIsReadAgain()
     QCOMPARE(stats.vectors, std::size_t(22500));
 }
 
+// A connection that loads a store in bulk builds the graph as it writes: the index is loaded once it
+// has saved 1,000 records (as many as the store held), each later batch enters the graph (past
+// 10,000 nodes with every core), deletes and updates made during the load are in it, and closing
+// writes it (not before), so that the next connection reads it instead of building. The graph equals
+// in quality one built in one go after the load.
 void TestSqliteStorage::bulkLoadBuildsTheGraph()
 {
     test::TempStore tmp;
