@@ -41,6 +41,13 @@ inline void prefetchCode(const hnswlib::HierarchicalNSW<float> &g, hnswlib::tabl
     __builtin_prefetch(code + g.data_size_ - 1);
 }
 
+// Whether a node is removed. Its mark is in its link list, a cache line of its own that a walk reads
+// (fetched ahead) only when it expands the node: a graph without removals (a bulk load's) is not asked.
+inline bool removed(const hnswlib::HierarchicalNSW<float> &g, hnswlib::tableint id)
+{
+    return g.num_deleted_ > 0 && g.isMarkedDeleted(id);
+}
+
 // The nodes of a link list not visited yet, marked visited now, into `out` (room for the list's
 // count); their count. Collected before any distance, so that their codes can be fetched together.
 inline std::size_t unvisited(const hnswlib::HierarchicalNSW<float> &g, const unsigned int *list, hnswlib::vl_type *visited,
@@ -88,10 +95,6 @@ std::priority_queue<std::pair<float, hnswlib::tableint>, std::vector<std::pair<f
 hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *data_point, int layer)
 {
     using Queue = std::priority_queue<std::pair<float, tableint>, std::vector<std::pair<float, tableint>>, CompareByFirst>;
-    // A node's removal mark is in its link list, a cache line the walk reads (fetched ahead) only if it
-    // expands the node: asked for each candidate kept, it was a wait on memory of its own. A graph
-    // without removals (a bulk load's) is not asked (as VectorIndex::live()).
-    const bool removals = num_deleted_ > 0;
     VisitedList *vl = visited_list_pool_->getFreeVisitedList();
     vl_type *visited = vl->mass;
     const vl_type tag = vl->curV;
@@ -124,7 +127,7 @@ hnswlib::HierarchicalNSW<float>::searchBaseLayer(tableint ep_id, const void *dat
             const float dist = fstdistfunc_(data_point, getDataByInternalId(id), dist_func_param_);
             if (top_candidates.size() < ef_construction_ || lowerBound > dist) {
                 candidateSet.emplace(-dist, id);
-                if (!removals || !isMarkedDeleted(id))
+                if (!mneme::graph_walk::removed(*this, id))
                     top_candidates.emplace(dist, id);
                 if (top_candidates.size() > ef_construction_)
                     top_candidates.pop();
@@ -871,8 +874,7 @@ std::size_t VectorIndex::slotCount() const
 
 bool VectorIndex::live(std::size_t slot) const
 {
-    // A node's mark is in its link list, a cache miss away: a graph without removals is not asked.
-    return !m_ann || m_ann->graph->num_deleted_ == 0 || !m_ann->graph->isMarkedDeleted(hnswlib::tableint(slot));
+    return !m_ann || !graph_walk::removed(*m_ann->graph, hnswlib::tableint(slot));
 }
 
 const float *VectorIndex::vectorAt(std::size_t slot) const
