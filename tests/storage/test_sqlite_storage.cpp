@@ -1,5 +1,6 @@
 // Tests of the SQLite storage plugin, loaded through PluginRegistry, on real files.
 
+#include "plugins/storage/common/float_array.h"
 #include "plugins/storage/sqlite/sqlite_storage.h"
 #include "tests/support/temp_store.h"
 #include <mneme/core/error.h>
@@ -398,6 +399,9 @@ private Q_SLOTS:
     void damagedIndexFileIsRebuilt();
     void indexValuesAreValidatedOnLoad();
     void formatThreeFileIsRead();
+    void indexFileOfManyPiecesIsReadWhole();
+    void floatArrayActsAsAVector_data();
+    void floatArrayActsAsAVector();
     void screenedScanIsExact_data();
     void screenedScanIsExact();
     void scopedScanFollowsEveryWrite();
@@ -3274,6 +3278,111 @@ void TestSqliteStorage::scopedScanFollowsEveryWrite()
 // level-0 block, no vectors section) is read, not rebuilt: each vector is quantised as it is read, the
 // searches find what they found in the file of format 4 it was made from, and the next write of the
 // file is of format 4.
+// An index file larger than the reader's pieces (8 MB, read ahead by a thread) and large enough to be
+// written and read around the page cache (16 MB): read whole and accepted, and a flipped byte in its
+// third piece found by the checksum.
+void TestSqliteStorage::indexFileOfManyPiecesIsReadWhole()
+{
+    test::TempStore tmp;
+    const Json config{{"ann_threshold", 1000}};
+    QRandomGenerator rng(7);
+    std::vector<MemoryRecord> records;
+    for (int i = 0; i < 14000; ++i)
+        records.push_back(makeRecord(QStringLiteral("piece %1").arg(i), QStringLiteral("/p/%1").arg(i % 5), randomUnitish(rng, 256), i));
+    QString file;
+    {
+        auto s = openDirect(tmp.path(), config);
+        for (std::size_t at = 0; at < records.size(); at += 2000)
+            s->save(std::vector<MemoryRecord>(records.begin() + std::ptrdiff_t(at), records.begin() + std::ptrdiff_t(at + 2000)));
+        s->search(records[0].embedding, {}, 1);
+        s->waitForIndex();
+        file = s->indexFilePath();
+        s->close();
+    }
+    const qint64 piece = qint64(8) << 20;
+    QVERIFY2(QFileInfo(file).size() > 2 * piece + 4096, qPrintable(QString::number(QFileInfo(file).size())));
+    const auto findsItself = [&](SqliteStorage &s) {
+        for (std::size_t i = 0; i < records.size(); i += 997) {
+            const std::vector<ScoredRecord> hit = s.search(records[i].embedding, {}, 1);
+            if (hit.size() != 1 || hit.front().record.id != records[i].id)
+                return false;
+        }
+        return true;
+    };
+    {
+        auto s = openDirect(tmp.path(), config);
+        QVERIFY(findsItself(*s));
+        QVERIFY(s->indexStats().fromFile);
+        QCOMPARE(s->indexStats().fileLoads, qint64(1));
+        s->close();
+    }
+    QByteArray b = fileBytes(file);
+    const qsizetype third = qsizetype(2 * piece + 1000);
+    b[third] = char(b[third] ^ 0x04);
+    writeBytes(file, b);
+    auto s = openDirect(tmp.path(), config);
+    QVERIFY(findsItself(*s));
+    QVERIFY(!s->indexStats().fromFile); // refused, built again from the records
+    QCOMPARE(s->indexStats().fileLoads, qint64(0));
+}
+
+void TestSqliteStorage::floatArrayActsAsAVector_data()
+{
+    QTest::addColumn<int>("seed");
+    QTest::addColumn<int>("scale"); // the largest size a step asks for
+    QTest::newRow("small steps") << 1 << 5000;
+    QTest::newRow("past several 2 MB pages") << 2 << 3000000;
+    QTest::newRow("shrinks and grows again") << 3 << 700000;
+}
+
+// The vectors' array (FloatArray: a mapping grown in place) against std::vector, step by step:
+// resizes up and down (what comes back after a shrink reads as zero, as with std::vector), writes,
+// copies and moves.
+void TestSqliteStorage::floatArrayActsAsAVector()
+{
+    QFETCH(int, seed);
+    QFETCH(int, scale);
+    QRandomGenerator rng{quint32(seed)};
+    FloatArray array;
+    std::vector<float> model;
+    const auto same = [&](const FloatArray &a) {
+        return a.size() == model.size() && std::equal(model.begin(), model.end(), a.data());
+    };
+    for (int step = 0; step < 60; ++step) {
+        const std::size_t size = std::size_t(rng.bounded(scale + 1));
+        array.resize(size);
+        model.resize(size);
+        QVERIFY2(same(array), qPrintable(QStringLiteral("step %1: resized to %2").arg(step).arg(size)));
+        for (int k = 0; k < 50 && size > 0; ++k) { // scattered writes
+            const std::size_t at = std::size_t(rng.bounded(quint32(size)));
+            array.data()[at] = model[at] = float(step * 1000 + k);
+        }
+        // The whole tail written too: a later shrink gives back written elements.
+        std::fill(array.data() + size / 2, array.data() + size, float(step));
+        std::fill(model.begin() + std::ptrdiff_t(size / 2), model.end(), float(step));
+        if (step % 7 == 3) {
+            FloatArray copy(array);
+            QVERIFY(same(copy));
+            copy.resize(copy.size() + 10);
+            QCOMPARE(copy.data()[copy.size() - 1], 0.0f);
+            array = std::move(copy);
+            model.resize(model.size() + 10);
+            QVERIFY(same(array));
+        }
+        if (step % 11 == 5) {
+            FloatArray other;
+            other.resize(17);
+            other = array; // a copy into an array too small for it
+            QVERIFY(same(other));
+            array = FloatArray(std::move(other));
+            QVERIFY(same(array));
+        }
+    }
+    array = FloatArray();
+    QCOMPARE(array.size(), std::size_t(0));
+    QVERIFY(array.empty());
+}
+
 void TestSqliteStorage::formatThreeFileIsRead()
 {
     test::TempStore tmp;

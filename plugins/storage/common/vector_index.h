@@ -1,5 +1,7 @@
 #pragma once
 
+#include "float_array.h"
+
 #include <mneme/core/record_filter.h>
 #include <mneme/core/storage_backend.h>
 
@@ -307,7 +309,7 @@ private:
     // The normalised vectors, dimension() floats per slot: every score is computed on these. The graph
     // holds 8-bit codes of them (for finding candidates); the approximate layout may hold more slots
     // than nodes.
-    std::vector<float> m_vectors;
+    FloatArray m_vectors;
     QHash<qint64, std::uint32_t> m_slotOfRow; // flat layout only (the graph has its own label map)
     std::unique_ptr<Ann> m_ann;
     QSet<qint64> m_unvectored;

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstddef>
+
+namespace mneme {
+
+// A growable array of floats in memory of its own (an anonymous mapping, 2 MB pages advised) that
+// grows in place: the kernel moves or extends the mapping (mremap), so what it holds is never copied
+// and new room is not written until it is used (fresh pages read as zero). std::vector copies its
+// whole content and writes every new element each time it outgrows its capacity: for the float
+// vectors of a large index, a gigabyte copied and another written on one thread while the graph's
+// inserts wait. Elements added by resize() read as zero, as with std::vector.
+//
+// Not thread-safe: the owner's rules apply (VectorIndex: one thread at a time; the background
+// inserts write only slots sized before they start, and nothing resizes the array meanwhile).
+class FloatArray
+{
+public:
+    FloatArray() = default;
+    FloatArray(const FloatArray &other);
+    FloatArray(FloatArray &&other) noexcept;
+    FloatArray &operator=(const FloatArray &other);
+    FloatArray &operator=(FloatArray &&other) noexcept;
+    ~FloatArray();
+
+    float *data() { return m_data; }
+    const float *data() const { return m_data; }
+    std::size_t size() const { return m_size; }
+    bool empty() const { return m_size == 0; }
+    float *begin() { return m_data; }
+    float *end() { return m_data + m_size; }
+    const float *begin() const { return m_data; }
+    const float *end() const { return m_data + m_size; }
+
+    // Grows (the new elements zero) or shrinks to `count` elements; throws std::bad_alloc when the
+    // memory cannot be had, the content unchanged.
+    void resize(std::size_t count);
+
+private:
+    void release();
+    void reserveBytes(std::size_t bytes);
+
+    float *m_data = nullptr;
+    std::size_t m_size = 0;
+    std::size_t m_used = 0;  // elements ever written through resize(): beyond them the pages are fresh (zero)
+    std::size_t m_bytes = 0; // the mapping's length
+};
+
+} // namespace mneme
