@@ -436,21 +436,17 @@ AlignedBuffer alignedBuffer(std::size_t bytes)
 // fuzzer's) gain nothing from it and stay in the page cache for the next reader.
 constexpr quint64 kDirectFrom = quint64(16) << 20;
 
-// Opens a file for direct transfers when `bytes` (its expected size) makes them worth it and the file
-// system allows them (*direct says whether), else ordinarily; -1 with errno on failure.
-int openForTransfer(const QString &path, int flags, quint64 bytes, bool *direct)
+// Makes an open file of `bytes` (its size, or the size it will have) transfer directly when that is
+// worth it and the file system allows it; whether it does.
+bool beginDirect(int fd, quint64 bytes)
 {
-    const QByteArray name = QFile::encodeName(path);
-    int fd = -1;
-    if (bytes >= kDirectFrom)
-        fd = ::open(name.constData(), flags | O_CLOEXEC | O_DIRECT, 0644);
-    *direct = fd >= 0;
-    if (fd < 0 && (bytes < kDirectFrom || errno == EINVAL))
-        fd = ::open(name.constData(), flags | O_CLOEXEC, 0644);
-    return fd;
+    if (bytes < kDirectFrom)
+        return false;
+    const int flags = ::fcntl(fd, F_GETFL);
+    return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
 }
 
-// Makes a file opened with O_DIRECT transfer through the page cache from here on; whether it was direct.
+// Makes a file that transfers directly go through the page cache from here on; whether it was direct.
 bool endDirect(int fd)
 {
     const int flags = ::fcntl(fd, F_GETFL);
@@ -485,7 +481,7 @@ std::atomic<VectorIndex::FileOps *> g_fileOps{&g_posixOps};
 
 // Sequential binary writer over a file descriptor that remembers the first failure, with a
 // checksum of every byte written and a buffer of its own (the file operations see large writes).
-// With `direct` (the file opened with O_DIRECT) the writes go around the page cache, the last
+// With `direct` (the file made direct, beginDirect()) the writes go around the page cache, the last
 // partial block through it.
 class Writer
 {
@@ -573,7 +569,7 @@ private:
 
 // A file read from its start in large aligned pieces by a thread of its own, one piece ahead of the
 // reader: the disk's transfer overlaps the reader's copying (around the page cache when the file was
-// opened with O_DIRECT).
+// made direct, beginDirect()).
 //
 // Threads: a piece belongs to the reading thread while it is not `ready`, and to the owner's thread
 // while it is; `m_mutex` guards the flags and `m_stop`.
@@ -1866,9 +1862,7 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
     static std::atomic<int> serial{0};
     const QString temporary = QStringLiteral("%1.%2-%3.tmp").arg(path).arg(::getpid()).arg(serial++);
     const QByteArray tmpName = QFile::encodeName(temporary);
-    bool direct = false;
-    const quint64 expected = quint64(nodes) * (g.size_data_per_element_ + std::size_t(m_dimension) * sizeof(float));
-    const int fd = openForTransfer(temporary, O_WRONLY | O_CREAT | O_EXCL, expected, &direct);
+    const int fd = ::open(tmpName.constData(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
         *error = QStringLiteral("cannot create %1: %2").arg(temporary, QString::fromLocal8Bit(std::strerror(errno)));
         return false;
@@ -1880,7 +1874,8 @@ bool VectorIndex::save(const QString &path, const Stamp &stamp, QString *error) 
         ::unlink(tmpName.constData());
         return false;
     };
-    Writer w(fd, direct);
+    const quint64 expected = quint64(nodes) * (g.size_data_per_element_ + std::size_t(m_dimension) * sizeof(float));
+    Writer w(fd, beginDirect(fd, expected));
     if (!w.ok())
         return abandon(QStringLiteral("cannot write %1: no memory for its buffer").arg(temporary));
     w.raw(kMagic, sizeof(kMagic));
@@ -1987,8 +1982,16 @@ bool VectorIndex::load(const QString &path, int dimension, Stamp *stamp, QString
 
 bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QString *error)
 {
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
+    // One descriptor for the header, the trailer and the body: a file renamed over this one by
+    // another process's save meanwhile is not read half from each.
+    const int fd = ::open(QFile::encodeName(path).constData(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        *error = QString::fromLocal8Bit(std::strerror(errno));
+        return false;
+    }
+    const auto closeFd = qScopeGuard([fd] { ::close(fd); });
+    QFile file;
+    if (!file.open(fd, QIODevice::ReadOnly, QFileDevice::DontCloseHandle)) {
         *error = file.errorString();
         return false;
     }
@@ -2023,20 +2026,14 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     if (!file.seek(fileSize - trailerSize) || file.read(trailer, sizeof(trailer)) != qint64(sizeof(trailer))
         || file.read(reinterpret_cast<char *>(&checksum), sizeof(checksum)) != qint64(sizeof(checksum))
         || file.read(reinterpret_cast<char *>(&length), sizeof(length)) != qint64(sizeof(length))
-        || std::memcmp(trailer, kTrailer, sizeof(kTrailer)) != 0 || length != quint64(fileSize - trailerSize)
-        ) {
+        || std::memcmp(trailer, kTrailer, sizeof(kTrailer)) != 0 || length != quint64(fileSize - trailerSize)) {
         *error = QStringLiteral("the file is incomplete");
         return false;
     }
-    // The body is read from the start again, around the page cache where the file system allows it.
-    bool direct = false;
-    const int body = openForTransfer(path, O_RDONLY, quint64(fileSize), &direct);
-    if (body < 0) {
-        *error = QString::fromLocal8Bit(std::strerror(errno));
-        return false;
-    }
-    const auto closeBody = qScopeGuard([body] { ::close(body); });
-    Reader r(body, length);
+    // The body is read from the start again (the reader's own positioned reads), around the page cache
+    // where that is worth it and the file system allows it.
+    beginDirect(fd, quint64(fileSize));
+    Reader r(fd, length);
     char magic[sizeof(kMagic)];
     r.raw(magic, sizeof(magic));
     r.pod<quint32>(); // the format and the byte order, checked above
