@@ -3274,10 +3274,6 @@ void TestSqliteStorage::scopedScanFollowsEveryWrite()
     check(loaded, "written after the load");
 }
 
-// An index file of format 3 (Mneme 0.2 before the 8-bit codes: the float vectors inside the graph's
-// level-0 block, no vectors section) is read, not rebuilt: each vector is quantised as it is read, the
-// searches find what they found in the file of format 4 it was made from, and the next write of the
-// file is of format 4.
 // An index file larger than the reader's pieces (8 MB, read ahead by a thread) and large enough to be
 // written and read around the page cache (16 MB): read whole and accepted, and a flipped byte in its
 // third piece found by the checksum.
@@ -3383,6 +3379,10 @@ void TestSqliteStorage::floatArrayActsAsAVector()
     QVERIFY(array.empty());
 }
 
+// An index file of format 3 (Mneme 0.2 before the 8-bit codes: the float vectors inside the graph's
+// level-0 block, no vectors section) is read, not rebuilt: each vector is quantised as it is read, the
+// searches find what they found in the file of format 4 it was made from, and the next write of the
+// file is of format 4.
 void TestSqliteStorage::formatThreeFileIsRead()
 {
     test::TempStore tmp;
