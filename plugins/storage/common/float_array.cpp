@@ -1,6 +1,7 @@
 #include "float_array.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 
@@ -17,17 +18,20 @@ std::size_t roundUp(std::size_t bytes)
     return (bytes + kGranule - 1) / kGranule * kGranule;
 }
 
-void adviseHuge(void *block, std::size_t bytes)
+} // namespace
+
+void adviseHugePages(void *block, std::size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
-    ::madvise(block, bytes, MADV_HUGEPAGE); // advice only: failure changes nothing
+    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(block) + kGranule - 1) & ~(kGranule - 1);
+    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(block) + bytes) & ~(kGranule - 1);
+    if (block && end > begin)
+        ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 #else
     (void)block;
     (void)bytes;
 #endif
 }
-
-} // namespace
 
 FloatArray::FloatArray(const FloatArray &other)
 {
@@ -92,7 +96,7 @@ void FloatArray::reserveBytes(std::size_t bytes)
                          : ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (block == MAP_FAILED)
         throw std::bad_alloc();
-    adviseHuge(block, want);
+    adviseHugePages(block, want);
     m_data = static_cast<float *>(block);
     m_bytes = want;
 }

@@ -4,6 +4,12 @@
 
 namespace mneme {
 
+// Asks for 2 MB pages for the whole 2 MB pages inside [block, block + bytes): memory that searches
+// read at random (the graph's nodes, the float vectors) would otherwise lie on 4 KB pages of their
+// own, and each miss of the processor's address cache walks the page tables (two levels of them in a
+// virtual machine). Advice only: where transparent huge pages are off, nothing changes.
+void adviseHugePages(void *block, std::size_t bytes);
+
 // A growable array of floats in memory of its own (an anonymous mapping, 2 MB pages advised) that
 // grows in place: the kernel moves or extends the mapping (mremap), so what it holds is never copied
 // and new room is not written until it is used (fresh pages read as zero). std::vector copies its

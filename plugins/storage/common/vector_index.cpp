@@ -23,7 +23,6 @@
 
 #include <cerrno>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 // How a walk of the graph reads its nodes' codes, shared by the insert's candidate search below and
@@ -167,24 +166,6 @@ constexpr quint32 kByteOrder = 0x01020304;
 
 // How many slots ahead a screened scan asks for the codes it will read.
 constexpr std::size_t kScreenAhead = 8;
-
-// Asks for 2 MB pages for a large block that searches read at random (the graph's nodes), before it
-// is first written: a search touches thousands of nodes, each on a 4 KB page of its own otherwise,
-// and each miss of the processor's address cache walks the page tables (two levels of them in a
-// virtual machine). Where transparent huge pages are off, nothing changes.
-void adviseHugePages(void *block, std::size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-    const std::uintptr_t huge = std::uintptr_t(2) << 20;
-    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(block) + huge - 1) & ~(huge - 1);
-    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(block) + bytes) & ~(huge - 1);
-    if (block && end > begin)
-        ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE); // advice only: failure changes nothing
-#else
-    (void)block;
-    (void)bytes;
-#endif
-}
 
 bool better(const VectorIndex::Hit &a, const VectorIndex::Hit &b)
 {
@@ -569,22 +550,32 @@ private:
 
 // A file read from its start in large aligned pieces by a thread of its own, one piece ahead of the
 // reader: the disk's transfer overlaps the reader's copying (around the page cache when the file was
-// made direct, beginDirect()).
+// made direct, beginDirect()). A file that fits in one piece (a small store's, a test's, a fuzzer's)
+// is read at once, without the thread, into a piece of its own size.
 //
 // Threads: a piece belongs to the reading thread while it is not `ready`, and to the owner's thread
 // while it is; `m_mutex` guards the flags and `m_stop`.
 class FileAhead
 {
 public:
-    explicit FileAhead(int fd)
+    // `bytes`: how much of the file the reader wants (more is read when the file has more).
+    FileAhead(int fd, quint64 bytes)
         : m_fd(fd)
+        , m_pieceSize(std::min<quint64>(kPieceSize, (bytes + kDiskBlock) / kDiskBlock * kDiskBlock))
     {
         for (Piece &p : m_pieces) {
-            p.data = alignedBuffer(kPieceSize);
+            p.data = alignedBuffer(m_pieceSize);
             if (!p.data)
                 throw std::bad_alloc();
         }
-        m_thread = std::thread([this] { readAhead(); });
+        if (m_pieceSize < kPieceSize) {
+            // Larger than the `bytes` the reader wants: the first piece holds them all, the second
+            // stands for the end.
+            read(0, 0);
+            m_pieces[1].ready = true;
+        } else {
+            m_thread = std::thread([this] { readAhead(); });
+        }
     }
     ~FileAhead()
     {
@@ -593,7 +584,8 @@ public:
             m_stop = true;
         }
         m_changed.notify_all();
-        m_thread.join();
+        if (m_thread.joinable())
+            m_thread.join();
     }
     FileAhead(const FileAhead &) = delete;
     FileAhead &operator=(const FileAhead &) = delete;
@@ -629,7 +621,22 @@ private:
         ssize_t size = 0; // 0: the end of the file; -1: a failed read
         bool ready = false;
     };
-    // Whole blocks from a block boundary, as a direct read needs; the last piece ends the file.
+    // Reads piece k from `offset` (a block boundary, as a direct read needs) and hands it over; its size.
+    ssize_t read(int k, off_t offset)
+    {
+        ssize_t n;
+        do {
+            n = ::pread(m_fd, m_pieces[k].data.get(), m_pieceSize, offset);
+        } while ((n < 0 && errno == EINTR) || (n < 0 && errno == EINVAL && endDirect(m_fd)));
+        {
+            std::lock_guard<std::mutex> lock(m_mutex);
+            m_pieces[k].size = n < 0 ? -1 : n;
+            m_pieces[k].ready = true;
+        }
+        m_changed.notify_all();
+        return n;
+    }
+    // The reading thread: whole pieces, each once the reader has given it back; the last ends the file.
     void readAhead()
     {
         off_t offset = 0;
@@ -640,22 +647,14 @@ private:
                 if (m_stop)
                     return;
             }
-            ssize_t n;
-            do {
-                n = ::pread(m_fd, m_pieces[k].data.get(), kPieceSize, offset);
-            } while ((n < 0 && errno == EINTR) || (n < 0 && errno == EINVAL && endDirect(m_fd)));
-            {
-                std::lock_guard<std::mutex> lock(m_mutex);
-                m_pieces[k].size = n < 0 ? -1 : n;
-                m_pieces[k].ready = true;
-            }
-            m_changed.notify_all();
+            const ssize_t n = read(k, offset);
             if (n <= 0)
                 return;
             offset += n;
         }
     }
     int m_fd;
+    std::size_t m_pieceSize;
     Piece m_pieces[2];
     int m_current = 0;        // the piece handed out last (or next)
     bool m_handedOut = false; // whether m_current was handed out
@@ -672,7 +671,7 @@ class Reader
 {
 public:
     Reader(int fd, quint64 end)
-        : m_ahead(fd)
+        : m_ahead(fd, end)
         , m_end(end)
     {
     }
