@@ -563,14 +563,15 @@ public:
         : m_fd(fd)
         , m_pieceSize(std::min<quint64>(kPieceSize, (bytes + kDiskBlock) / kDiskBlock * kDiskBlock))
     {
-        for (Piece &p : m_pieces) {
-            p.data = alignedBuffer(m_pieceSize);
-            if (!p.data)
-                throw std::bad_alloc();
-        }
-        if (m_pieceSize < kPieceSize) {
-            // Larger than the `bytes` the reader wants: the first piece holds them all, the second
-            // stands for the end.
+        // A piece larger than the `bytes` the reader wants holds them all; the second piece then only
+        // stands for the end, without a buffer.
+        const bool whole = m_pieceSize < kPieceSize;
+        m_pieces[0].data = alignedBuffer(m_pieceSize);
+        if (!whole)
+            m_pieces[1].data = alignedBuffer(m_pieceSize);
+        if (!m_pieces[0].data || (!whole && !m_pieces[1].data))
+            throw std::bad_alloc();
+        if (whole) {
             read(0, 0);
             m_pieces[1].ready = true;
         } else {
