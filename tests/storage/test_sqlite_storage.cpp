@@ -18,12 +18,14 @@
 #include <QTest>
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <sqlite3.h>
+#include <sys/mman.h>
 #include <thread>
 #include <time.h>
 #include <unistd.h>
@@ -402,6 +404,8 @@ private Q_SLOTS:
     void indexFileOfManyPiecesIsReadWhole();
     void floatArrayActsAsAVector_data();
     void floatArrayActsAsAVector();
+    void hugePageAdviceKeepsABlockWhole_data();
+    void hugePageAdviceKeepsABlockWhole();
     void screenedScanIsExact_data();
     void screenedScanIsExact();
     void scopedScanFollowsEveryWrite();
@@ -3377,6 +3381,69 @@ void TestSqliteStorage::floatArrayActsAsAVector()
     array = FloatArray();
     QCOMPARE(array.size(), std::size_t(0));
     QVERIFY(array.empty());
+}
+
+namespace {
+
+// Whether one mapping of this process (a line of /proc/self/maps) holds all of [begin, end).
+bool oneMappingHolds(const void *begin, const void *end)
+{
+    QFile maps(QStringLiteral("/proc/self/maps"));
+    if (!maps.open(QIODevice::ReadOnly))
+        return false;
+    const auto b = quintptr(begin), e = quintptr(end);
+    for (const QByteArray &line : maps.readAll().split('\n')) {
+        const QList<QByteArray> range = line.left(line.indexOf(' ')).split('-');
+        if (range.size() == 2 && range[0].toULongLong(nullptr, 16) <= b && e <= range[1].toULongLong(nullptr, 16))
+            return true;
+    }
+    return false;
+}
+
+} // namespace
+
+void TestSqliteStorage::hugePageAdviceKeepsABlockWhole_data()
+{
+    QTest::addColumn<bool>("fromMalloc");
+    QTest::newRow("a mapping that does not start on a 2 MB boundary") << false;
+    QTest::newRow("a large malloc() block") << true;
+}
+
+// Advice for 2 MB pages covers a block's whole mapping: advice on the 2 MB pages inside alone split the
+// mapping, and a split one cannot grow in place (FloatArray's mremap failed where the kernel does not
+// place mappings on 2 MB boundaries, and glibc's realloc of the graph's level-0 block copied it).
+void TestSqliteStorage::hugePageAdviceKeepsABlockWhole()
+{
+    QFETCH(bool, fromMalloc);
+    constexpr std::size_t kMb = std::size_t(1) << 20;
+    const std::size_t bytes = 6 * kMb;
+    char *block = nullptr;
+    if (fromMalloc) {
+        block = static_cast<char *>(std::malloc(64 * kMb)); // above glibc's largest threshold for a mapping of its own
+        QVERIFY(block);
+        adviseHugePagesOfAllocation(block);
+        QVERIFY(oneMappingHolds(block, block + 64 * kMb));
+        char *grown = static_cast<char *>(std::realloc(block, 96 * kMb));
+        QVERIFY(grown);
+        adviseHugePagesOfAllocation(grown);
+        QVERIFY(oneMappingHolds(grown, grown + 96 * kMb));
+        std::free(grown);
+        return;
+    }
+    // A mapping placed 4 KB past a 2 MB boundary, in room reserved for it.
+    void *room = ::mmap(nullptr, bytes + 4 * kMb, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    QVERIFY(room != MAP_FAILED);
+    const quintptr start = ((quintptr(room) + 2 * kMb - 1) & ~quintptr(2 * kMb - 1)) + 4096;
+    ::munmap(room, bytes + 4 * kMb);
+    block = static_cast<char *>(::mmap(reinterpret_cast<void *>(start), bytes, PROT_READ | PROT_WRITE,
+                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0));
+    if (block == MAP_FAILED)
+        QSKIP("the reserved room was taken meanwhile");
+    adviseHugePages(block, bytes);
+    QVERIFY(oneMappingHolds(block, block + bytes));
+    void *grown = ::mremap(block, bytes, 3 * bytes, MREMAP_MAYMOVE);
+    QVERIFY2(grown != MAP_FAILED, std::strerror(errno));
+    ::munmap(grown, 3 * bytes);
 }
 
 // An index file of format 3 (Mneme 0.2 before the 8-bit codes: the float vectors inside the graph's

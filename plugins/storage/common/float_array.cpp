@@ -5,7 +5,9 @@
 #include <cstring>
 #include <new>
 
+#include <malloc.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace mneme {
 
@@ -23,14 +25,21 @@ std::size_t roundUp(std::size_t bytes)
 void adviseHugePages(void *block, std::size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
-    const std::uintptr_t begin = (reinterpret_cast<std::uintptr_t>(block) + kGranule - 1) & ~(kGranule - 1);
-    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(block) + bytes) & ~(kGranule - 1);
-    if (block && end > begin)
+    const std::uintptr_t page = std::uintptr_t(::sysconf(_SC_PAGESIZE));
+    const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(block) & ~(page - 1);
+    const std::uintptr_t end = (reinterpret_cast<std::uintptr_t>(block) + bytes + page - 1) & ~(page - 1);
+    if (block && bytes >= kGranule)
         ::madvise(reinterpret_cast<void *>(begin), end - begin, MADV_HUGEPAGE);
 #else
     (void)block;
     (void)bytes;
 #endif
+}
+
+void adviseHugePagesOfAllocation(void *block)
+{
+    if (block)
+        adviseHugePages(block, ::malloc_usable_size(block));
 }
 
 FloatArray::FloatArray(const FloatArray &other)

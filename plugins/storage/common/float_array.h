@@ -4,11 +4,19 @@
 
 namespace mneme {
 
-// Asks for 2 MB pages for the whole 2 MB pages inside [block, block + bytes): memory that searches
+// Asks for 2 MB pages for the memory pages that [block, block + bytes) touches: memory that searches
 // read at random (the graph's nodes, the float vectors) would otherwise lie on 4 KB pages of their
 // own, and each miss of the processor's address cache walks the page tables (two levels of them in a
-// virtual machine). Advice only: where transparent huge pages are off, nothing changes.
+// virtual machine). The kernel gives 2 MB pages to the whole 2 MB pages inside. Pass a mapping's
+// whole extent (a malloc() block's: adviseHugePagesOfAllocation()): advice on part of a mapping
+// splits it in two, and a split mapping can no longer grow in place (mremap fails, and glibc's
+// realloc() of a large block falls back to copying it). Advice only: where transparent huge pages
+// are off, nothing changes.
 void adviseHugePages(void *block, std::size_t bytes);
+
+// The same for a block from malloc() or realloc(), to the end of its allocation (a large block is a
+// mapping of its own, a little longer than asked for).
+void adviseHugePagesOfAllocation(void *block);
 
 // A growable array of floats in memory of its own (an anonymous mapping, 2 MB pages advised) that
 // grows in place: the kernel moves or extends the mapping (mremap), so what it holds is never copied

@@ -284,12 +284,12 @@ void normalise(const float *in, float *out, int dim)
     }
 }
 
-// Makes room for `capacity` nodes in the graph (hnswlib reallocates its level-0 block, where the
-// nodes added later will be written: they get 2 MB pages).
+// Makes room for `capacity` nodes in the graph: hnswlib reallocates its level-0 block, which glibc
+// grows in place (mremap) as long as the whole block was advised, not part of it.
 void growGraph(Graph &g, std::size_t capacity)
 {
     g.resizeIndex(capacity);
-    adviseHugePages(g.data_level0_memory_, g.max_elements_ * g.size_data_per_element_);
+    adviseHugePagesOfAllocation(g.data_level0_memory_);
 }
 
 // Adds `count` points to the graph with `threads` threads: point(i, scratch) gives the i-th vector,
@@ -1347,7 +1347,7 @@ bool VectorIndex::buildAnn(int threads, const std::atomic<bool> *cancel)
     ann->graph = std::make_unique<Graph>(ann->space.get(), capacity, std::size_t(m_params.m),
                                          std::size_t(m_params.efConstruction), 100);
     Graph &g = *ann->graph;
-    adviseHugePages(g.data_level0_memory_, capacity * g.size_data_per_element_);
+    adviseHugePagesOfAllocation(g.data_level0_memory_);
     std::vector<hnswlib::tableint> nodeOf(n);
     const std::size_t dim = std::size_t(m_dimension);
     FloatArray vectors; // in the order of the graph's nodes
@@ -2156,7 +2156,7 @@ bool VectorIndex::readFile(const QString &path, int dimension, Stamp *stamp, QSt
     const std::size_t capacity = std::size_t(nodes) + std::max<std::size_t>(1024, std::size_t(nodes) / 8);
     g.max_elements_ = capacity;
     g.data_level0_memory_ = static_cast<char *>(std::malloc(capacity * g.size_data_per_element_));
-    adviseHugePages(g.data_level0_memory_, capacity * g.size_data_per_element_);
+    adviseHugePagesOfAllocation(g.data_level0_memory_);
     g.linkLists_ = static_cast<char **>(std::calloc(capacity, sizeof(char *)));
     if (!g.data_level0_memory_ || !g.linkLists_)
         throw std::bad_alloc();
