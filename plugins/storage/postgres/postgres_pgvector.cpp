@@ -23,12 +23,14 @@ Q_LOGGING_CATEGORY(lcPgvector, "mneme.storage.postgres")
 constexpr qint64 kVectorColumnLock = 0x6d6e656d65L + 3;
 // pgvector indexes vectors of up to this many dimensions with HNSW.
 constexpr int kMaxIndexedDimension = 2000;
-// The HNSW graph's parameters: those of the per-process index (VectorIndex::AnnParams), so that both
-// paths search graphs of the same shape.
+// The HNSW graph's parameters: the shape the per-process index had before it was tuned for its graph
+// of 8-bit codes (VectorIndex::AnnParams); the server's graph holds the float vectors, and the
+// figures of docs/postgres.md were measured with this shape.
 constexpr int kGraphDegree = 16;
 constexpr int kGraphConstruction = 100;
-// The candidate list of a search (hnsw.ef_search): the per-process index's, grown on larger stores as
-// it grows its own (VectorIndex::search), at least the limit, at most pgvector's 1000.
+// The candidate list of a search (hnsw.ef_search): the per-process index's before its 8-bit graph,
+// grown on larger stores as it grows its own (VectorIndex::search), at least the limit, at most
+// pgvector's 1000.
 constexpr int kCandidates = 96;
 constexpr int kMaxCandidates = 1000;
 // Rows the upgrade fills at once.

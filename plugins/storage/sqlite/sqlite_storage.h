@@ -48,9 +48,10 @@ public:
         // From this many records with vectors on, searches use the approximate (HNSW) index, kept in
         // "<path>.hnsw"; below it, an exact scan. 0: always approximate.
         int annThreshold = 10000;
-        int annM = 16;
-        int annEfConstruction = 100;
-        int annEfSearch = 160;
+        // The graph's shape (VectorIndex::AnnParams: the defaults are the index's).
+        int annM = VectorIndex::AnnParams{}.m;
+        int annEfConstruction = VectorIndex::AnnParams{}.efConstruction;
+        int annEfSearch = VectorIndex::AnnParams{}.efSearch;
         // From this many records with vectors on, the graph is built on background threads while
         // searches scan every vector exactly (IndexStats::building); below it, by the search or write
         // that crosses annThreshold.
