@@ -9,7 +9,7 @@ namespace mneme {
 // own, and each miss of the processor's address cache walks the page tables (two levels of them in a
 // virtual machine). The kernel gives 2 MB pages to the whole 2 MB pages inside. Pass a mapping's
 // whole extent (a malloc() block's: adviseHugePagesOfAllocation()): advice on part of a mapping
-// splits it in two, and a split mapping can no longer grow in place (mremap fails, and glibc's
+// splits it, and a split mapping can no longer grow in place (mremap fails, and glibc's
 // realloc() of a large block falls back to copying it). Advice only: where transparent huge pages
 // are off, nothing changes.
 void adviseHugePages(void *block, std::size_t bytes);
