@@ -404,8 +404,8 @@ private Q_SLOTS:
     void indexFileOfManyPiecesIsReadWhole();
     void floatArrayActsAsAVector_data();
     void floatArrayActsAsAVector();
-    void hugePageAdviceKeepsABlockWhole_data();
-    void hugePageAdviceKeepsABlockWhole();
+    void hugePageAdviceKeepsAnUnalignedMappingWhole();
+    void hugePageAdviceKeepsAMallocBlockWhole();
     void screenedScanIsExact_data();
     void screenedScanIsExact();
     void scopedScanFollowsEveryWrite();
@@ -3400,43 +3400,23 @@ bool oneMappingHolds(const void *begin, const void *end)
     return false;
 }
 
+constexpr std::size_t kMb = std::size_t(1) << 20;
+
 } // namespace
 
-void TestSqliteStorage::hugePageAdviceKeepsABlockWhole_data()
-{
-    QTest::addColumn<bool>("fromMalloc");
-    QTest::newRow("a mapping that does not start on a 2 MB boundary") << false;
-    QTest::newRow("a large malloc() block") << true;
-}
-
 // Advice for 2 MB pages covers a block's whole mapping: advice on the 2 MB pages inside alone split the
-// mapping, and a split one cannot grow in place (FloatArray's mremap failed where the kernel does not
-// place mappings on 2 MB boundaries, and glibc's realloc of the graph's level-0 block copied it).
-void TestSqliteStorage::hugePageAdviceKeepsABlockWhole()
+// mapping, and a split one cannot grow in place. Here: FloatArray's mremap failed where the kernel
+// does not place a mapping on a 2 MB boundary.
+void TestSqliteStorage::hugePageAdviceKeepsAnUnalignedMappingWhole()
 {
-    QFETCH(bool, fromMalloc);
-    constexpr std::size_t kMb = std::size_t(1) << 20;
     const std::size_t bytes = 6 * kMb;
-    char *block = nullptr;
-    if (fromMalloc) {
-        block = static_cast<char *>(std::malloc(64 * kMb)); // above glibc's largest threshold for a mapping of its own
-        QVERIFY(block);
-        adviseHugePagesOfAllocation(block);
-        QVERIFY(oneMappingHolds(block, block + 64 * kMb));
-        char *grown = static_cast<char *>(std::realloc(block, 96 * kMb));
-        QVERIFY(grown);
-        adviseHugePagesOfAllocation(grown);
-        QVERIFY(oneMappingHolds(grown, grown + 96 * kMb));
-        std::free(grown);
-        return;
-    }
     // A mapping placed 4 KB past a 2 MB boundary, in room reserved for it.
     void *room = ::mmap(nullptr, bytes + 4 * kMb, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     QVERIFY(room != MAP_FAILED);
     const quintptr start = ((quintptr(room) + 2 * kMb - 1) & ~quintptr(2 * kMb - 1)) + 4096;
     ::munmap(room, bytes + 4 * kMb);
-    block = static_cast<char *>(::mmap(reinterpret_cast<void *>(start), bytes, PROT_READ | PROT_WRITE,
-                                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0));
+    char *block = static_cast<char *>(::mmap(reinterpret_cast<void *>(start), bytes, PROT_READ | PROT_WRITE,
+                                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0));
     if (block == MAP_FAILED)
         QSKIP("the reserved room was taken meanwhile");
     adviseHugePages(block, bytes);
@@ -3444,6 +3424,20 @@ void TestSqliteStorage::hugePageAdviceKeepsABlockWhole()
     void *grown = ::mremap(block, bytes, 3 * bytes, MREMAP_MAYMOVE);
     QVERIFY2(grown != MAP_FAILED, std::strerror(errno));
     ::munmap(grown, 3 * bytes);
+}
+
+// The same for a malloc() block (glibc's realloc of the graph's level-0 block copied it).
+void TestSqliteStorage::hugePageAdviceKeepsAMallocBlockWhole()
+{
+    char *block = static_cast<char *>(std::malloc(64 * kMb)); // above glibc's largest threshold for a mapping of its own
+    QVERIFY(block);
+    adviseHugePagesOfAllocation(block);
+    QVERIFY(oneMappingHolds(block, block + 64 * kMb));
+    char *grown = static_cast<char *>(std::realloc(block, 96 * kMb));
+    QVERIFY(grown);
+    adviseHugePagesOfAllocation(grown);
+    QVERIFY(oneMappingHolds(grown, grown + 96 * kMb));
+    std::free(grown);
 }
 
 // An index file of format 3 (Mneme 0.2 before the 8-bit codes: the float vectors inside the graph's
